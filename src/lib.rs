@@ -1,0 +1,3 @@
+//! ctx: a toolchain for OpenContext v1 context repositories.
+pub mod frontmatter;
+pub mod yaml;
