@@ -1,0 +1,322 @@
+//! Renderers: one data model, four views (people, JSON, SARIF, GitHub annotations).
+
+use std::fmt::Write as _;
+use std::path::Path;
+
+use miette::{GraphicalReportHandler, GraphicalTheme, LabeledSpan, NamedSource, SourceSpan};
+use serde_json::{json, Map, Value};
+
+use super::{Diagnostic, Severity, Tally};
+
+/// Options for the human renderer.
+#[derive(Debug, Clone, Copy)]
+pub struct HumanStyle {
+    pub color: bool,
+    pub width: usize,
+}
+
+/// A miette view of one finding, with the offending line as context when the file is readable.
+#[derive(Debug)]
+struct Pretty<'a> {
+    d: &'a Diagnostic,
+    source: Option<NamedSource<String>>,
+    span: Option<SourceSpan>,
+    help: Option<String>,
+}
+
+impl std::fmt::Display for Pretty<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match &self.d.id {
+            Some(id) => write!(f, "{}: {}", id, self.d.message),
+            None => f.write_str(&self.d.message),
+        }
+    }
+}
+
+impl std::error::Error for Pretty<'_> {}
+
+impl miette::Diagnostic for Pretty<'_> {
+    fn code<'b>(&'b self) -> Option<Box<dyn std::fmt::Display + 'b>> {
+        Some(Box::new(self.d.code.as_str()))
+    }
+
+    fn severity(&self) -> Option<miette::Severity> {
+        Some(match self.d.severity {
+            Severity::Error => miette::Severity::Error,
+            Severity::Warning => miette::Severity::Warning,
+            Severity::Info => miette::Severity::Advice,
+        })
+    }
+
+    fn help<'b>(&'b self) -> Option<Box<dyn std::fmt::Display + 'b>> {
+        self.help.as_ref().map(|h| Box::new(h) as Box<dyn std::fmt::Display>)
+    }
+
+    fn source_code(&self) -> Option<&dyn miette::SourceCode> {
+        self.source.as_ref().map(|s| s as &dyn miette::SourceCode)
+    }
+
+    fn labels(&self) -> Option<Box<dyn Iterator<Item = LabeledSpan> + '_>> {
+        let span = self.span?;
+        let label = self.d.field.as_ref().map(|f| format!("here: `{f}`"));
+        Some(Box::new(std::iter::once(LabeledSpan::new_with_span(label, span))))
+    }
+}
+
+fn compact(v: &Value) -> String {
+    match v {
+        Value::String(s) => s.clone(),
+        other => other.to_string(),
+    }
+}
+
+/// Byte span of a 1-based line in `text` (without its newline).
+fn line_span(text: &str, line: u32) -> Option<SourceSpan> {
+    let mut start = 0usize;
+    for (i, l) in text.split_inclusive('\n').enumerate() {
+        if i + 1 == line as usize {
+            let len = l.trim_end_matches(['\n', '\r']).len();
+            return Some(SourceSpan::new(start.into(), len));
+        }
+        start += l.len();
+    }
+    None
+}
+
+/// Render findings for people, with file snippets read from `root` (the manifest folder).
+/// Files larger than 1 MiB are not quoted.
+pub fn human(diags: &[Diagnostic], root: &Path, style: HumanStyle) -> String {
+    let theme = if style.color {
+        GraphicalTheme::unicode()
+    } else {
+        GraphicalTheme::unicode_nocolor()
+    };
+    let handler = GraphicalReportHandler::new_themed(theme)
+        .with_width(style.width)
+        .with_context_lines(1);
+    let mut out = String::new();
+    for d in diags {
+        let mut help = String::new();
+        if let Some(f) = &d.field {
+            let _ = writeln!(help, "field:    {f}");
+        }
+        if let Some(e) = &d.expected {
+            let _ = writeln!(help, "expected: {}", compact(e));
+        }
+        if let Some(a) = &d.actual {
+            let _ = writeln!(help, "actual:   {}", compact(a));
+        }
+        if let Some(r) = &d.remediation {
+            let _ = write!(help, "fix:      {r}");
+        }
+        let help = help.trim_end().to_string();
+        let (source, span) = match (&d.file, d.line) {
+            (Some(file), Some(line)) => {
+                let path = root.join(file);
+                let small = std::fs::metadata(&path).map(|m| m.len() <= 1 << 20).unwrap_or(false);
+                match std::fs::read_to_string(&path).ok().filter(|_| small) {
+                    Some(text) => match line_span(&text, line) {
+                        Some(span) => (Some(NamedSource::new(file.clone(), text)), Some(span)),
+                        None => (None, None),
+                    },
+                    None => (None, None),
+                }
+            }
+            _ => (None, None),
+        };
+        let location = match (&d.file, d.line) {
+            (Some(f), Some(l)) if source.is_none() => format!("{f}:{l}"),
+            (Some(f), None) => f.clone(),
+            _ => String::new(),
+        };
+        let help = match (location.is_empty(), help.is_empty()) {
+            (true, _) => help,
+            (false, true) => format!("in {location}"),
+            (false, false) => format!("in {location}\n{help}"),
+        };
+        let pretty = Pretty {
+            d,
+            source,
+            span,
+            help: (!help.is_empty()).then_some(help),
+        };
+        let _ = handler.render_report(&mut out, &pretty);
+    }
+    out
+}
+
+/// One-line summary: `2 errors, 1 warning in 42 objects`.
+pub fn summary(diags: &[Diagnostic], objects: usize) -> String {
+    let t = Tally::of(diags);
+    let plural = |n: usize, w: &str| format!("{n} {w}{}", if n == 1 { "" } else { "s" });
+    format!(
+        "{}, {}, {} in {}",
+        plural(t.errors, "error"),
+        plural(t.warnings, "warning"),
+        plural(t.info, "note"),
+        plural(objects, "object")
+    )
+}
+
+/// The diagnostic document (valid against the diagnostic schema).
+pub fn report_value(
+    diags: &[Diagnostic],
+    ok: bool,
+    namespace: Option<&str>,
+    objects: usize,
+    extra_counts: Option<Map<String, Value>>,
+) -> Value {
+    let t = Tally::of(diags);
+    let mut counts = Map::new();
+    counts.insert("objects".into(), json!(objects));
+    counts.insert("errors".into(), json!(t.errors));
+    counts.insert("warnings".into(), json!(t.warnings));
+    counts.insert("info".into(), json!(t.info));
+    if let Some(extra) = extra_counts {
+        counts.extend(extra);
+    }
+    let mut doc = Map::new();
+    doc.insert("opencontext".into(), json!(crate::SPEC_VERSION));
+    doc.insert("ok".into(), json!(ok));
+    if let Some(ns) = namespace.filter(|ns| is_namespace(ns)) {
+        doc.insert("namespace".into(), json!(ns));
+    }
+    doc.insert("counts".into(), Value::Object(counts));
+    doc.insert("findings".into(), serde_json::to_value(diags).expect("serializable"));
+    Value::Object(doc)
+}
+
+fn is_namespace(s: &str) -> bool {
+    let mut c = s.chars();
+    matches!(c.next(), Some(x) if x.is_ascii_lowercase() || x.is_ascii_digit())
+        && c.all(|x| x.is_ascii_lowercase() || x.is_ascii_digit() || x == '-')
+}
+
+/// SARIF 2.1.0 for code-scanning uploads.
+pub fn sarif(diags: &[Diagnostic]) -> Value {
+    let mut rules: Vec<&str> = diags.iter().map(|d| d.code.as_str()).collect();
+    rules.sort_unstable();
+    rules.dedup();
+    let results: Vec<Value> = diags
+        .iter()
+        .map(|d| {
+            let level = match d.severity {
+                Severity::Error => "error",
+                Severity::Warning => "warning",
+                Severity::Info => "note",
+            };
+            let mut text = d.message.clone();
+            if let Some(r) = &d.remediation {
+                text.push_str(" Fix: ");
+                text.push_str(r);
+            }
+            let mut result = json!({
+                "ruleId": d.code.as_str(),
+                "level": level,
+                "message": { "text": text },
+            });
+            if let Some(file) = &d.file {
+                let mut region = Map::new();
+                region.insert("startLine".into(), json!(d.line.unwrap_or(1)));
+                if let Some(c) = d.column {
+                    region.insert("startColumn".into(), json!(c));
+                }
+                result["locations"] = json!([{
+                    "physicalLocation": {
+                        "artifactLocation": { "uri": file },
+                        "region": region,
+                    }
+                }]);
+            }
+            result
+        })
+        .collect();
+    json!({
+        "$schema": "https://json.schemastore.org/sarif-2.1.0.json",
+        "version": "2.1.0",
+        "runs": [{
+            "tool": { "driver": {
+                "name": "ctx",
+                "version": env!("CARGO_PKG_VERSION"),
+                "rules": rules.iter().map(|r| json!({"id": r})).collect::<Vec<_>>(),
+            }},
+            "results": results,
+        }]
+    })
+}
+
+/// GitHub Actions workflow commands (`::error file=…,line=…::message`).
+pub fn github(diags: &[Diagnostic]) -> String {
+    fn escape_data(s: &str) -> String {
+        s.replace('%', "%25").replace('\r', "%0D").replace('\n', "%0A")
+    }
+    fn escape_prop(s: &str) -> String {
+        escape_data(s).replace(':', "%3A").replace(',', "%2C")
+    }
+    let mut out = String::new();
+    for d in diags {
+        let level = match d.severity {
+            Severity::Error => "error",
+            Severity::Warning => "warning",
+            Severity::Info => "notice",
+        };
+        let mut props = vec![format!("title={}", escape_prop(d.code.as_str()))];
+        if let Some(f) = &d.file {
+            props.push(format!("file={}", escape_prop(f)));
+        }
+        if let Some(l) = d.line {
+            props.push(format!("line={l}"));
+        }
+        if let Some(c) = d.column {
+            props.push(format!("col={c}"));
+        }
+        let mut msg = match &d.id {
+            Some(id) => format!("{id}: {}", d.message),
+            None => d.message.clone(),
+        };
+        if let Some(r) = &d.remediation {
+            msg.push_str(" — fix: ");
+            msg.push_str(r);
+        }
+        let _ = writeln!(out, "::{level} {}::{}", props.join(","), escape_data(&msg));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::diag::Code;
+
+    fn sample() -> Vec<Diagnostic> {
+        vec![Diagnostic::error(Code::SchemaInvalid, "value is not one of the allowed values")
+            .id("policies.refunds")
+            .file("context/policies/refunds.md")
+            .line(3)
+            .field("authority")
+            .expected(json!(["canonical", "approved"]))
+            .actual("gospel")
+            .fix("Use one of the listed values.")]
+    }
+
+    #[test]
+    fn github_annotations_escape_and_locate() {
+        let text = github(&sample());
+        assert!(text.starts_with("::error title=schema-invalid,file=context/policies/refunds.md,line=3::policies.refunds: value"));
+    }
+
+    #[test]
+    fn human_names_file_line_field_expected_actual_fix() {
+        let text = human(&sample(), Path::new("/nonexistent"), HumanStyle { color: false, width: 100 });
+        for needle in ["schema-invalid", "context/policies/refunds.md:3", "authority", "gospel", "Use one of the listed values."] {
+            assert!(text.contains(needle), "missing {needle} in\n{text}");
+        }
+    }
+
+    #[test]
+    fn sarif_has_results() {
+        let v = sarif(&sample());
+        assert_eq!(v["runs"][0]["results"][0]["ruleId"], "schema-invalid");
+        assert_eq!(v["runs"][0]["results"][0]["locations"][0]["physicalLocation"]["region"]["startLine"], 3);
+    }
+}

@@ -1,0 +1,62 @@
+//! Fatal errors: conditions that stop a command before it can report findings.
+//! Findings about the repository itself are [`crate::diag::Diagnostic`]s instead.
+
+use std::path::PathBuf;
+
+/// The process exit status a command maps to (see docs: 0 ok, 1 invalid, 2 usage, 3 not found).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Exit {
+    Ok = 0,
+    Invalid = 1,
+    Usage = 2,
+    NotFound = 3,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    #[error("no opencontext.yaml, opencontext.yml or opencontext.json found in {searched} or any parent folder")]
+    ManifestNotFound { searched: PathBuf },
+
+    #[error("{path}: {message}")]
+    Io { path: PathBuf, message: String },
+
+    #[error("{0}")]
+    Usage(String),
+
+    #[error("{0}")]
+    NotFound(String),
+
+    /// The repository is invalid in a way that prevents the command (e.g. an unreadable manifest).
+    #[error("{0}")]
+    Invalid(String),
+}
+
+impl Error {
+    pub fn exit(&self) -> Exit {
+        match self {
+            Error::ManifestNotFound { .. } | Error::NotFound(_) => Exit::NotFound,
+            Error::Usage(_) => Exit::Usage,
+            Error::Io { .. } | Error::Invalid(_) => Exit::Invalid,
+        }
+    }
+
+    /// A remediation hint shown under the error for people.
+    pub fn help(&self) -> Option<String> {
+        match self {
+            Error::ManifestNotFound { .. } => Some(
+                "run `ctx init` to create a repository here, or pass `-C <folder>` to point at one"
+                    .into(),
+            ),
+            _ => None,
+        }
+    }
+
+    pub fn io(path: impl Into<PathBuf>, err: &std::io::Error) -> Error {
+        Error::Io {
+            path: path.into(),
+            message: err.to_string(),
+        }
+    }
+}
+
+pub type Result<T, E = Error> = std::result::Result<T, E>;

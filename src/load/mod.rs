@@ -1,0 +1,99 @@
+//! Loading a repository: list member files, read and parse them in parallel,
+//! and return objects in a deterministic order with every per-file finding.
+
+pub mod parse;
+pub mod secrets;
+pub mod walk;
+
+use std::io::Read;
+
+use rayon::prelude::*;
+
+use crate::diag::{self, Code, Diagnostic};
+use crate::manifest::Manifest;
+use crate::object::ContextObject;
+use walk::{Member, MemberSource};
+
+/// Files larger than this are refused (a context object is not a data dump).
+pub const DEFAULT_MAX_FILE_SIZE: u64 = 8 * 1024 * 1024;
+
+#[derive(Debug, Clone)]
+pub struct LoadOptions {
+    pub max_file_size: u64,
+}
+
+impl Default for LoadOptions {
+    fn default() -> Self {
+        LoadOptions { max_file_size: DEFAULT_MAX_FILE_SIZE }
+    }
+}
+
+/// A loaded repository.
+#[derive(Debug)]
+pub struct Repo {
+    pub manifest: Manifest,
+    /// Sorted by id, then version, then file: independent of walk order and threads.
+    pub objects: Vec<ContextObject>,
+    /// Manifest, walk and per-file findings (repository-wide checks are added by `validate`).
+    pub diags: Vec<Diagnostic>,
+    /// Number of member files examined.
+    pub files: usize,
+}
+
+fn read_member(m: &Member, limit: u64) -> Result<Vec<u8>, Diagnostic> {
+    let unreadable = |e: std::io::Error| {
+        Diagnostic::error(Code::SourceUnavailable, format!("cannot read file: {e}"))
+            .file(m.rel.clone())
+            .fix("check the file's permissions")
+    };
+    let f = std::fs::File::open(&m.abs).map_err(unreadable)?;
+    let len = f.metadata().map_err(unreadable)?.len();
+    if len > limit {
+        return Err(Diagnostic::error(Code::SourceUnavailable, format!("file is {len} bytes, over the {limit}-byte limit"))
+            .file(m.rel.clone())
+            .expected(format!("at most {limit} bytes"))
+            .actual(format!("{len} bytes"))
+            .fix("split the object, or reference large data by URI"));
+    }
+    let mut buf = Vec::with_capacity(len as usize + 1);
+    f.take(limit + 1).read_to_end(&mut buf).map_err(unreadable)?;
+    if buf.len() as u64 > limit {
+        return Err(Diagnostic::error(Code::SourceUnavailable, format!("file grew over the {limit}-byte limit while reading"))
+            .file(m.rel.clone()));
+    }
+    Ok(buf)
+}
+
+/// Load every object the manifest declares.
+pub fn load(manifest: Manifest, mut diags: Vec<Diagnostic>, opts: &LoadOptions) -> Repo {
+    let (members, walk_diags) = walk::members(&manifest);
+    diags.extend(walk_diags);
+    let results: Vec<parse::Parsed> = members
+        .par_iter()
+        .map(|m| {
+            let collection = match &m.source {
+                MemberSource::Collection { name, .. } => {
+                    manifest.collections.iter().find(|c| &c.name == name).map(|c| &c.defaults)
+                }
+                MemberSource::Entry { .. } => None,
+            };
+            let defaults = parse::Defaults { collection, manifest: &manifest.defaults };
+            match read_member(m, opts.max_file_size) {
+                Ok(bytes) => parse::parse(m, &bytes, &defaults),
+                Err(d) => parse::Parsed { object: None, diags: vec![d] },
+            }
+        })
+        .collect();
+    let mut objects = Vec::with_capacity(results.len());
+    for r in results {
+        diags.extend(r.diags);
+        objects.extend(r.object);
+    }
+    objects.sort_by(|a, b| {
+        a.id.cmp(&b.id)
+            .then(a.version.cmp(&b.version))
+            .then_with(|| a.origin.file.cmp(&b.origin.file))
+    });
+    diag::normalize(&mut diags);
+    Repo { manifest, objects, diags, files: members.len() }
+}

@@ -1,0 +1,271 @@
+//! One file's bytes → one context object plus its own findings. Pure: no I/O,
+//! so it can run in parallel and (later) be cached per file digest.
+
+use serde_json::{Map, Value};
+
+use crate::diag::{Code, Diagnostic};
+use crate::frontmatter;
+use crate::json;
+use crate::object::{ContextObject, Format, Meta, Origin};
+use crate::schema::{self, Kind, PathItem};
+use crate::yaml;
+
+use super::secrets;
+use super::walk::{Member, MemberSource};
+
+/// The loader-supplied defaults for one member: its collection's spec, then the manifest's `defaults`.
+pub struct Defaults<'a> {
+    pub collection: Option<&'a Map<String, Value>>,
+    pub manifest: &'a Map<String, Value>,
+}
+
+/// Fields a default may supply (the static names double as the `supplied` markers).
+const DEFAULTABLE: [&str; 8] = ["type", "layer", "authority", "classification", "durability", "trust", "owner", "ttl"];
+
+/// What parsing one file produced.
+#[derive(Debug, Default)]
+pub struct Parsed {
+    pub object: Option<ContextObject>,
+    pub diags: Vec<Diagnostic>,
+}
+
+fn err(code: Code, file: &str, line: u32, message: impl Into<String>) -> Diagnostic {
+    Diagnostic::error(code, message).file(file).line(line)
+}
+
+/// Derive an id from a path inside a collection: `policies/support/refund.md` in
+/// `policies` → `policies.support.refund`; `index.md` / `readme.md` name their folder.
+pub fn derive_id(collection: &str, base: &str, rel: &str) -> String {
+    let inner = rel.strip_prefix(base).unwrap_or(rel).trim_start_matches('/');
+    let stem = match inner.rsplit_once('.') {
+        Some((s, _)) => s,
+        None => inner,
+    };
+    let mut parts: Vec<String> = vec![collection.to_string()];
+    for seg in stem.split('/') {
+        let clean: String = seg
+            .chars()
+            .map(|c| c.to_ascii_lowercase())
+            .map(|c| if c.is_ascii_alphanumeric() || c == '_' || c == '-' || c == '.' { c } else { '-' })
+            .collect();
+        for s in clean.split('.').filter(|s| !s.is_empty()) {
+            parts.push(s.to_string());
+        }
+    }
+    if parts.len() > 1 && matches!(parts.last().map(String::as_str), Some("index" | "readme")) {
+        parts.pop();
+    }
+    parts.join(".")
+}
+
+/// Parse a member file's bytes into an object.
+pub fn parse(member: &Member, bytes: &[u8], defaults: &Defaults<'_>) -> Parsed {
+    let file = member.rel.as_str();
+    let mut out = Parsed::default();
+    let text = match std::str::from_utf8(bytes) {
+        Ok(t) => t,
+        Err(e) => {
+            let at = e.valid_up_to();
+            let line = bytes[..at].iter().filter(|b| **b == b'\n').count() as u32 + 1;
+            out.diags.push(
+                err(Code::SchemaInvalid, file, line, format!("file is not valid UTF-8 (invalid byte at offset {at})"))
+                    .expected("UTF-8 text")
+                    .actual(format!("byte 0x{:02x}", bytes[at]))
+                    .fix("re-save the file as UTF-8"),
+            );
+            return out;
+        }
+    };
+    let Some(format) = Format::from_path(file) else {
+        return out;
+    };
+    // The structured part of the file, and the line it starts on.
+    let (doc, start_line, body): (Option<&str>, u32, Option<&str>) = match format {
+        Format::Markdown => match frontmatter::split(text) {
+            Ok(s) => (s.yaml, s.yaml_line, Some(s.body)),
+            Err(e) => {
+                out.diags.push(
+                    err(Code::SchemaInvalid, file, e.line, e.message)
+                        .expected("front matter closed by a `---` line")
+                        .fix("add the closing `---` line after the front matter"),
+                );
+                return out;
+            }
+        },
+        _ => (Some(text), 1, None),
+    };
+    let parsed = match (format, doc) {
+        (_, None) => Ok(Value::Object(Map::new())),
+        (Format::Json, Some(d)) => json::parse(d).map_err(|e| (e.message, e.line, e.column)),
+        (_, Some(d)) => yaml::parse(d).map_err(|e| (e.message, e.line, e.column)),
+    };
+    let value = match parsed {
+        Ok(v) => v,
+        Err((message, line, column)) => {
+            let line = line + start_line - 1;
+            out.diags.push(
+                Diagnostic::error(Code::SchemaInvalid, format!("cannot parse {}: {message}", describe(format)))
+                    .file(file)
+                    .at(line, column)
+                    .fix("fix the syntax at the position shown"),
+            );
+            return out;
+        }
+    };
+    let mut fields = match value {
+        Value::Object(map) => map,
+        Value::Null if format == Format::Markdown => Map::new(),
+        other => {
+            out.diags.push(
+                err(Code::SchemaInvalid, file, start_line, format!("{} must be a mapping of fields", describe(format)))
+                    .expected("a mapping (key: value pairs)")
+                    .actual(type_name(&other))
+                    .fix("write the object as `key: value` fields"),
+            );
+            return out;
+        }
+    };
+    let mut supplied: Vec<&'static str> = Vec::new();
+    if let Some(body) = body {
+        let body = body.trim_matches(['\n', '\r']);
+        if !body.trim().is_empty() {
+            if fields.contains_key("content") {
+                out.diags.push(
+                    err(Code::SchemaInvalid, file, start_line, "both a `content` field and a Markdown body are present")
+                        .field("content")
+                        .fix("keep the content in one place: the body, or the `content` field"),
+                );
+            } else {
+                fields.insert("content".into(), Value::String(body.to_string()));
+            }
+        }
+    }
+    let no_front_matter = format == Format::Markdown && doc.is_none();
+    let (collection, default_id) = match &member.source {
+        MemberSource::Entry { key } => (key.clone(), key.clone()),
+        MemberSource::Collection { name, base } => (name.clone(), derive_id(name, base, file)),
+    };
+    if !fields.contains_key("id") {
+        fields.insert("id".into(), Value::String(default_id));
+        supplied.push("id");
+    }
+    for key in DEFAULTABLE {
+        if fields.contains_key(key) {
+            continue;
+        }
+        let v = defaults
+            .collection
+            .and_then(|c| c.get(key))
+            .or_else(|| defaults.manifest.get(key));
+        if let Some(v) = v {
+            fields.insert(key.into(), v.clone());
+            supplied.push(key);
+        }
+    }
+    if !fields.contains_key("type") && no_front_matter {
+        fields.insert("type".into(), Value::String("document".into()));
+        supplied.push("type");
+    }
+    let doc_value = Value::Object(fields);
+    let kind = if doc_value.get("type").and_then(Value::as_str) == Some("decision") {
+        Kind::Decision
+    } else {
+        Kind::Object
+    };
+    let violations = schema::check(kind, &doc_value);
+    let Value::Object(fields) = doc_value else { unreachable!("built as an object") };
+    let id = fields.get("id").and_then(Value::as_str).unwrap_or_default().to_string();
+    for v in violations {
+        let mut d = Diagnostic::error(Code::SchemaInvalid, v.message).file(file).id(id.clone());
+        let locate_path: Vec<PathItem> = if supplied.iter().any(|s| v.path.first() == Some(&PathItem::Key((*s).into()))) {
+            Vec::new()
+        } else {
+            v.path.clone()
+        };
+        if let Some(doc) = doc {
+            if let Some((l, c)) = crate::manifest::locate_in(doc, format == Format::Json, &locate_path) {
+                d = d.at(l + start_line - 1, c);
+            }
+        } else {
+            d = d.line(1);
+        }
+        if !v.field.is_empty() {
+            d = d.field(v.field.clone());
+        }
+        if let Some(e) = v.expected {
+            d = d.expected(e);
+        }
+        if let Some(a) = v.actual {
+            d = d.actual(a);
+        }
+        d = d.fix(remediation(&v.field));
+        out.diags.push(d);
+    }
+    out.diags.extend(secrets::scan(text, file, &id));
+    let meta = Meta::from_fields(&fields);
+    if meta.authority == crate::model::Authority::Canonical && meta.trust == crate::model::Trust::Untrusted {
+        out.diags.push(
+            Diagnostic::warning(Code::UntrustedCanonical, "canonical object carries untrusted content")
+                .file(file)
+                .id(id.clone())
+                .field("trust")
+                .expected("trusted or verified content for canonical authority")
+                .actual("untrusted")
+                .fix("lower the authority (e.g. observed), or verify the content and set `trust: verified`"),
+        );
+    }
+    let version = fields.get("version").and_then(Value::as_u64);
+    out.object = Some(ContextObject {
+        id,
+        version,
+        fields,
+        supplied,
+        origin: Origin { file: member.rel.clone(), format, collection: Some(collection), line: start_line },
+        meta,
+    });
+    out
+}
+
+fn remediation(field: &str) -> String {
+    let top = field.split(['.', '[']).next().unwrap_or("");
+    match top {
+        "" => "add the missing field".into(),
+        "id" => "use a dotted lowercase id such as `policies.refunds`".into(),
+        "updated" | "created" | "valid_from" | "expires" => "write an RFC 3339 timestamp such as 2026-08-01T00:00:00Z".into(),
+        "ttl" => "write a duration such as 30d, 12h or 1y".into(),
+        _ => format!("correct `{field}` (see `ctx schema object`); custom data belongs under `extensions`"),
+    }
+}
+
+fn describe(f: Format) -> &'static str {
+    match f {
+        Format::Markdown => "front matter",
+        Format::Yaml => "YAML document",
+        Format::Json => "JSON document",
+    }
+}
+
+fn type_name(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "empty document",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "a list",
+        Value::Object(_) => "a mapping",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn derived_ids() {
+        assert_eq!(derive_id("policies", "context/policies", "context/policies/refunds.md"), "policies.refunds");
+        assert_eq!(derive_id("policies", "context/policies", "context/policies/support/Refund Now.md"), "policies.support.refund-now");
+        assert_eq!(derive_id("docs", "docs", "docs/guide/index.md"), "docs.guide");
+        assert_eq!(derive_id("docs", "docs", "docs/README.md"), "docs");
+        assert_eq!(derive_id("pricing", "context/pricing", "context/pricing/enterprise.v2.md"), "pricing.enterprise.v2");
+    }
+}

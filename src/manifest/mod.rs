@@ -1,0 +1,333 @@
+//! The manifest: discovery, parsing into a typed model, and its own checks.
+
+pub mod discover;
+pub mod roles;
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use serde::Deserialize;
+use serde_json::{Map, Value};
+
+use crate::diag::{Code, Diagnostic};
+use crate::error::{Error, Result};
+use crate::model::{Authority, Classification, Redaction};
+use crate::schema::{self, Kind, PathItem};
+use crate::yaml::{self, PathSeg};
+
+/// A single-document entry under `context:`.
+#[derive(Debug, Clone)]
+pub struct Entry {
+    pub key: String,
+    pub target: String,
+}
+
+/// A `collections:` member: a glob, plus defaults applied to members that omit them.
+#[derive(Debug, Clone)]
+pub struct Collection {
+    pub name: String,
+    pub source: String,
+    /// Field defaults from a collection spec object (`type`, `layer`, `owner`, ...).
+    pub defaults: Map<String, Value>,
+}
+
+/// A role as declared (before inheritance is applied).
+#[derive(Debug, Clone, Default, Deserialize)]
+pub struct Role {
+    #[serde(default)]
+    pub description: Option<String>,
+    #[serde(default)]
+    pub include: Option<Vec<String>>,
+    #[serde(default)]
+    pub exclude: Vec<String>,
+    #[serde(default)]
+    pub permissions: Vec<String>,
+    #[serde(default)]
+    pub max_classification: Option<Classification>,
+    #[serde(default)]
+    pub redact: Vec<Redaction>,
+    #[serde(default)]
+    pub inherits: Vec<String>,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+pub struct Agent {
+    #[serde(default)]
+    pub roles: Vec<String>,
+    #[serde(default)]
+    pub description: Option<String>,
+}
+
+/// The parsed manifest. `raw` keeps the document as written (extensions are preserved).
+#[derive(Debug, Clone)]
+pub struct Manifest {
+    /// Absolute path of the manifest file.
+    pub path: PathBuf,
+    /// The folder holding the manifest: every file reference is relative to it and may not leave it.
+    pub root: PathBuf,
+    /// The manifest file name relative to `root`.
+    pub file: String,
+    pub text: String,
+    pub raw: Value,
+    pub spec_version: String,
+    pub id: String,
+    pub name: Option<String>,
+    pub entries: Vec<Entry>,
+    pub collections: Vec<Collection>,
+    pub roles: BTreeMap<String, Role>,
+    pub agents: BTreeMap<String, Agent>,
+    /// Highest authority first; always a permutation of the six levels.
+    pub precedence: Vec<Authority>,
+    pub tie_breakers: Vec<String>,
+    pub default_ttl: Option<chrono::Duration>,
+    pub exclude_expired: bool,
+    pub stale_is_error: bool,
+    pub provenance_required: bool,
+    pub require_digest: bool,
+    pub redact: Vec<Redaction>,
+    pub defaults: Map<String, Value>,
+    pub extensions: Map<String, Value>,
+}
+
+fn obj<'a>(v: &'a Value, key: &str) -> Option<&'a Map<String, Value>> {
+    v.get(key).and_then(Value::as_object)
+}
+
+impl Manifest {
+    /// Find and load the manifest. Returns it with its own findings
+    /// (schema, precedence, role graph); fatal problems are errors.
+    pub fn discover(dir: Option<&Path>, cwd: &Path) -> Result<(Manifest, Vec<Diagnostic>)> {
+        let located = discover::locate(dir, cwd)?;
+        let (manifest, mut diags) = Manifest::load(&located.path)?;
+        for other in located.shadowed {
+            let name = other.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+            diags.push(
+                Diagnostic::warning(
+                    Code::ManifestInvalid,
+                    format!("{name} is ignored because {} is present in the same folder", manifest.file),
+                )
+                .file(name)
+                .fix("keep exactly one manifest file per repository"),
+            );
+        }
+        Ok((manifest, diags))
+    }
+
+    /// Load a manifest file.
+    pub fn load(path: &Path) -> Result<(Manifest, Vec<Diagnostic>)> {
+        let bytes = std::fs::read(path).map_err(|e| Error::io(path, &e))?;
+        let root = path
+            .parent()
+            .map(Path::to_path_buf)
+            .unwrap_or_else(|| PathBuf::from("."));
+        let root = root.canonicalize().map_err(|e| Error::io(&root, &e))?;
+        let file = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+        let text = String::from_utf8(bytes).map_err(|e| {
+            Error::Invalid(format!(
+                "{}: the manifest is not valid UTF-8 (invalid byte at offset {})",
+                path.display(),
+                e.utf8_error().valid_up_to()
+            ))
+        })?;
+        let is_json = file.ends_with(".json");
+        let raw: Value = if is_json {
+            crate::json::parse(&text).map_err(|e| {
+                Error::Invalid(format!("{}:{}:{}: {}", path.display(), e.line, e.column, e.message))
+            })?
+        } else {
+            yaml::parse(&text).map_err(|e| {
+                Error::Invalid(format!("{}:{}:{}: {}", path.display(), e.line, e.column, e.message))
+            })?
+        };
+        if !raw.is_object() {
+            return Err(Error::Invalid(format!(
+                "{}: the manifest must be a mapping with at least `opencontext` and `id`",
+                path.display()
+            )));
+        }
+        let spec_version = raw.get("opencontext").and_then(Value::as_str).unwrap_or("").to_string();
+        let major = spec_version.split('.').next().unwrap_or("");
+        if !spec_version.is_empty() && major != "1" {
+            return Err(Error::Invalid(format!(
+                "{}: OpenContext version {spec_version} is not supported; ctx implements major version 1 (spec {}). \
+                 Use a ctx release that supports version {major}, or declare `opencontext: \"1.0\"`.",
+                path.display(),
+                crate::SPEC_VERSION
+            )));
+        }
+        let mut m = Manifest {
+            path: path.to_path_buf(),
+            root,
+            file,
+            text,
+            spec_version,
+            id: raw.get("id").and_then(Value::as_str).unwrap_or("").to_string(),
+            name: raw.get("name").and_then(Value::as_str).map(str::to_string),
+            entries: Vec::new(),
+            collections: Vec::new(),
+            roles: BTreeMap::new(),
+            agents: BTreeMap::new(),
+            precedence: Authority::ALL.to_vec(),
+            tie_breakers: vec!["version".into(), "updated".into(), "confidence".into(), "id".into()],
+            default_ttl: None,
+            exclude_expired: true,
+            stale_is_error: false,
+            provenance_required: false,
+            require_digest: false,
+            redact: Vec::new(),
+            defaults: Map::new(),
+            extensions: Map::new(),
+            raw: Value::Null,
+        };
+        let mut diags = Vec::new();
+        for v in schema::check(Kind::Manifest, &raw) {
+            let mut d = Diagnostic::error(Code::ManifestInvalid, v.message)
+                .file(m.file.clone())
+                .fix("correct the manifest field (see `ctx schema manifest`)");
+            if !v.field.is_empty() {
+                d = d.field(v.field);
+            }
+            if let Some(e) = v.expected {
+                d = d.expected(e);
+            }
+            if let Some(a) = v.actual {
+                d = d.actual(a);
+            }
+            if let Some((line, col)) = m.locate(&v.path) {
+                d = d.at(line, col);
+            }
+            diags.push(d);
+        }
+        m.extract(&raw, &mut diags);
+        m.raw = raw;
+        diags.extend(roles::check(&m));
+        Ok((m, diags))
+    }
+
+    /// Line and column of a manifest path (error path only: re-parses the text).
+    pub fn locate(&self, path: &[PathItem]) -> Option<(u32, u32)> {
+        locate_in(&self.text, self.file.ends_with(".json"), path)
+    }
+
+    fn extract(&mut self, raw: &Value, diags: &mut Vec<Diagnostic>) {
+        if let Some(ctx) = obj(raw, "context") {
+            for (k, v) in ctx {
+                if let Some(t) = v.as_str() {
+                    self.entries.push(Entry { key: k.clone(), target: t.to_string() });
+                }
+            }
+        }
+        if let Some(cols) = obj(raw, "collections") {
+            for (k, v) in cols {
+                match v {
+                    Value::String(s) => self.collections.push(Collection {
+                        name: k.clone(),
+                        source: s.clone(),
+                        defaults: Map::new(),
+                    }),
+                    Value::Object(spec) => {
+                        if let Some(src) = spec.get("source").and_then(Value::as_str) {
+                            let mut defaults = spec.clone();
+                            defaults.remove("source");
+                            self.collections.push(Collection {
+                                name: k.clone(),
+                                source: src.to_string(),
+                                defaults,
+                            });
+                        }
+                    }
+                    _ => {}
+                }
+            }
+        }
+        if let Some(roles) = obj(raw, "roles") {
+            for (k, v) in roles {
+                if let Ok(role) = Role::deserialize(v) {
+                    self.roles.insert(k.clone(), role);
+                }
+            }
+        }
+        if let Some(agents) = obj(raw, "agents") {
+            for (k, v) in agents {
+                if let Ok(agent) = Agent::deserialize(v) {
+                    self.agents.insert(k.clone(), agent);
+                }
+            }
+        }
+        if let Some(auth) = obj(raw, "authority") {
+            if let Some(list) = auth.get("precedence").and_then(Value::as_array) {
+                let parsed: Vec<Authority> =
+                    list.iter().filter_map(|v| v.as_str().and_then(Authority::parse)).collect();
+                let mut sorted = parsed.clone();
+                sorted.sort();
+                sorted.dedup();
+                if sorted.len() == Authority::ALL.len() && parsed.len() == Authority::ALL.len() {
+                    self.precedence = parsed;
+                } else {
+                    let missing: Vec<&str> = Authority::ALL
+                        .iter()
+                        .filter(|a| !parsed.contains(a))
+                        .map(|a| a.as_str())
+                        .collect();
+                    let path = [PathItem::Key("authority".into()), PathItem::Key("precedence".into())];
+                    let mut d = Diagnostic::error(
+                        Code::ManifestInvalid,
+                        "authority.precedence must list each of the six authority levels exactly once",
+                    )
+                    .file(self.file.clone())
+                    .field("authority.precedence")
+                    .expected(Value::from(Authority::names()))
+                    .actual(Value::Array(list.clone()))
+                    .fix(if missing.is_empty() {
+                        "remove the unknown or repeated levels".to_string()
+                    } else {
+                        format!("add the missing level(s): {}", missing.join(", "))
+                    });
+                    if let Some((l, c)) = self.locate(&path) {
+                        d = d.at(l, c);
+                    }
+                    diags.push(d);
+                }
+            }
+            if let Some(list) = auth.get("tie_breakers").and_then(Value::as_array) {
+                self.tie_breakers = list.iter().filter_map(|v| v.as_str().map(str::to_string)).collect();
+            }
+        }
+        if let Some(f) = obj(raw, "freshness") {
+            self.default_ttl = f.get("default_ttl").and_then(Value::as_str).and_then(crate::time::parse_duration);
+            self.exclude_expired = f.get("exclude_expired").and_then(Value::as_bool).unwrap_or(true);
+            self.stale_is_error = f.get("stale_is_error").and_then(Value::as_bool).unwrap_or(false);
+        }
+        if let Some(p) = obj(raw, "provenance") {
+            self.provenance_required = p.get("required").and_then(Value::as_bool).unwrap_or(false);
+            self.require_digest = p.get("require_digest").and_then(Value::as_bool).unwrap_or(false);
+        }
+        if let Some(list) = raw.get("redact").and_then(Value::as_array) {
+            self.redact = list.iter().filter_map(|v| Redaction::deserialize(v).ok()).collect();
+        }
+        if let Some(d) = obj(raw, "defaults") {
+            self.defaults = d.clone();
+        }
+        if let Some(e) = obj(raw, "extensions") {
+            self.extensions = e.clone();
+        }
+    }
+
+    /// A namespaced extension block of the manifest, e.g. `ctx.keys`.
+    pub fn extension(&self, name: &str) -> Option<&Value> {
+        self.extensions.get(name)
+    }
+}
+
+/// Locate a path inside a YAML or JSON text (JSON is YAML 1.2, so one locator serves both).
+pub fn locate_in(text: &str, _is_json: bool, path: &[PathItem]) -> Option<(u32, u32)> {
+    let segs: Vec<PathSeg<'_>> = path
+        .iter()
+        .map(|p| match p {
+            PathItem::Key(k) => PathSeg::Key(k.as_str()),
+            PathItem::Index(i) => PathSeg::Index(*i),
+        })
+        .collect();
+    // Fall back to the closest ancestor that exists (e.g. for a missing key).
+    (0..=segs.len()).rev().find_map(|n| yaml::locate(text, &segs[..n]))
+}

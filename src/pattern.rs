@@ -1,0 +1,142 @@
+//! Scope patterns over dotted ids. Wildcards match whole segments only:
+//! a trailing `*` covers a subtree, an interior `*` exactly one segment.
+
+/// A compiled scope pattern such as `policies.*`, `customers.*.churn-risk` or `*`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Pattern {
+    text: String,
+    segments: Vec<Segment>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Segment {
+    Literal(String),
+    Any,
+}
+
+/// Why a pattern text is not a valid scope pattern.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PatternError {
+    pub pattern: String,
+    pub reason: &'static str,
+}
+
+fn valid_segment(s: &str) -> bool {
+    let mut chars = s.chars();
+    matches!(chars.next(), Some(c) if c.is_ascii_lowercase() || c.is_ascii_digit())
+        && chars.all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_' || c == '-')
+}
+
+impl Pattern {
+    pub fn parse(text: &str) -> Result<Pattern, PatternError> {
+        let err = |reason| PatternError {
+            pattern: text.to_string(),
+            reason,
+        };
+        if text.is_empty() {
+            return Err(err("a pattern cannot be empty"));
+        }
+        let mut segments = Vec::new();
+        for seg in text.split('.') {
+            if seg == "*" {
+                segments.push(Segment::Any);
+            } else if seg.contains('*') {
+                return Err(err(
+                    "a wildcard must be a whole segment (`policies.*`), never part of one (`policies.ref*`)",
+                ));
+            } else if seg.is_empty() {
+                return Err(err("empty segment (two dots in a row, or a leading/trailing dot)"));
+            } else if !valid_segment(seg) {
+                return Err(err(
+                    "segments are lowercase letters, digits, `-` and `_`, starting with a letter or digit",
+                ));
+            } else {
+                segments.push(Segment::Literal(seg.to_string()));
+            }
+        }
+        Ok(Pattern {
+            text: text.to_string(),
+            segments,
+        })
+    }
+
+    pub fn as_str(&self) -> &str {
+        &self.text
+    }
+
+    /// Does this pattern cover the dotted `id`?
+    ///
+    /// `products.*` covers `products`, `products.a` and `products.a.b`;
+    /// `customers.*.churn-risk` covers `customers.acme.churn-risk` only.
+    pub fn covers(&self, id: &str) -> bool {
+        let mut parts = id.split('.');
+        let n = self.segments.len();
+        for (i, seg) in self.segments.iter().enumerate() {
+            match (seg, parts.next()) {
+                // A trailing wildcard is a subtree, parent included.
+                (Segment::Any, _) if i + 1 == n => return true,
+                (Segment::Any, Some(_)) => {}
+                (Segment::Literal(l), Some(p)) if l == p => {}
+                _ => return false,
+            }
+        }
+        parts.next().is_none()
+    }
+}
+
+/// Match an object's `permissions` principal list entry against a consumer name.
+/// Exact, `*` for everyone, or a trailing `.*` wildcard.
+pub fn principal_matches(entry: &str, name: &str) -> bool {
+    if entry == "*" || entry == name {
+        return true;
+    }
+    if let Some(prefix) = entry.strip_suffix(".*") {
+        return name == prefix
+            || (name.len() > prefix.len()
+                && name.starts_with(prefix)
+                && name.as_bytes()[prefix.len()] == b'.');
+    }
+    false
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn m(p: &str, id: &str) -> bool {
+        Pattern::parse(p).unwrap().covers(id)
+    }
+
+    #[test]
+    fn whole_segment_matching() {
+        assert!(m("*", "anything.at.all"));
+        assert!(m("mission", "mission"));
+        assert!(!m("mission", "mission.statement"));
+        assert!(m("products.*", "products"));
+        assert!(m("products.*", "products.enterprise"));
+        assert!(m("products.*", "products.enterprise.pricing"));
+        assert!(!m("products.*", "products-internal"));
+        assert!(!m("products.*", "productsx.a"));
+        assert!(m("customers.*.churn-risk", "customers.acme.churn-risk"));
+        assert!(!m("customers.*.churn-risk", "customers.acme.eu.churn-risk"));
+        assert!(!m("customers.*.churn-risk", "customers.acme"));
+        assert!(m("a.*.c.*", "a.b.c.d.e"));
+    }
+
+    #[test]
+    fn partial_segment_wildcards_are_rejected() {
+        assert!(Pattern::parse("policies.ref*").is_err());
+        assert!(Pattern::parse("Policies.*").is_err());
+        assert!(Pattern::parse("a..b").is_err());
+        assert!(Pattern::parse("").is_err());
+    }
+
+    #[test]
+    fn principals() {
+        assert!(principal_matches("*", "support"));
+        assert!(principal_matches("finance", "finance"));
+        assert!(!principal_matches("finance", "finance-lead"));
+        assert!(principal_matches("team.*", "team.a"));
+        assert!(!principal_matches("team.*", "teams"));
+    }
+}
