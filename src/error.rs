@@ -26,6 +26,10 @@ pub enum Error {
     #[error("{0}")]
     NotFound(String),
 
+    /// The reader of our output went away; not an error for the user.
+    #[error("broken pipe")]
+    BrokenPipe,
+
     /// The repository is invalid in a way that prevents the command (e.g. an unreadable manifest).
     #[error("{0}")]
     Invalid(String),
@@ -37,6 +41,7 @@ impl Error {
             Error::ManifestNotFound { .. } | Error::NotFound(_) => Exit::NotFound,
             Error::Usage(_) => Exit::Usage,
             Error::Io { .. } | Error::Invalid(_) => Exit::Invalid,
+            Error::BrokenPipe => Exit::Ok,
         }
     }
 

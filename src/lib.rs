@@ -18,3 +18,5 @@ pub mod manifest;
 pub mod load;
 pub mod object;
 pub mod validate;
+pub mod cli;
+pub mod conformance;

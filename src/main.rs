@@ -1,1 +1,30 @@
-fn main(){}
+//! The `ctx` binary: parse arguments, run, map the outcome to an exit code.
+
+use std::process::ExitCode;
+
+use clap::Parser;
+use ctx::cli::{self, Cli};
+use ctx::error::{Error, Exit};
+
+fn main() -> ExitCode {
+    let cli = match Cli::try_parse() {
+        Ok(c) => c,
+        Err(e) => {
+            let code = if e.use_stderr() { Exit::Usage as u8 } else { 0 };
+            let _ = e.print();
+            return ExitCode::from(code);
+        }
+    };
+    match cli::run(cli) {
+        Ok(exit) => ExitCode::from(exit as u8),
+        Err(Error::BrokenPipe) => ExitCode::SUCCESS,
+        Err(e) => {
+            let mut text = format!("error: {e}\n");
+            if let Some(help) = e.help() {
+                text.push_str(&format!("  help: {help}\n"));
+            }
+            eprint!("{text}");
+            ExitCode::from(e.exit() as u8)
+        }
+    }
+}

@@ -1,0 +1,55 @@
+//! `ctx conformance <SUITE-DIR>`: run a conformance suite and report every case.
+
+use std::path::PathBuf;
+
+use clap::Args;
+use serde_json::json;
+
+use crate::conformance::{self, Verdict};
+use crate::error::{Exit, Result};
+
+use super::{Global, Printer};
+
+#[derive(Debug, Args)]
+pub struct ConformanceArgs {
+    /// Folder holding `conformance.json` (or the file itself).
+    pub suite: PathBuf,
+    /// `human` or `json`.
+    #[arg(long, default_value = "human", value_parser = ["human", "json"])]
+    pub format: String,
+}
+
+pub fn run(g: &Global, p: &Printer, args: &ConformanceArgs) -> Result<Exit> {
+    let dir = if args.suite.is_absolute() { args.suite.clone() } else { g.cwd.join(&args.suite) };
+    let results = conformance::run(&dir)?;
+    let passed = results.iter().filter(|r| r.verdict == Verdict::Passed).count();
+    let failed = results.iter().filter(|r| matches!(r.verdict, Verdict::Failed(_))).count();
+    let not_run = results.iter().filter(|r| matches!(r.verdict, Verdict::NotRun(_))).count();
+    let text = if args.format == "json" {
+        let cases: Vec<_> = results
+            .iter()
+            .map(|r| {
+                let (status, detail) = match &r.verdict {
+                    Verdict::Passed => ("passed", None),
+                    Verdict::Failed(d) => ("failed", Some(d.clone())),
+                    Verdict::NotRun(d) => ("not-run", Some(d.clone())),
+                };
+                json!({"group": r.group, "case": r.name, "status": status, "detail": detail})
+            })
+            .collect();
+        serde_json::to_string_pretty(&json!({"passed": passed, "failed": failed, "not_run": not_run, "cases": cases})).expect("json") + "\n"
+    } else {
+        let mut t = String::new();
+        for r in &results {
+            match &r.verdict {
+                Verdict::Passed => t.push_str(&format!("✓ {:<10} {}\n", r.group, r.name)),
+                Verdict::Failed(d) => t.push_str(&format!("✗ {:<10} {}\n    {d}\n", r.group, r.name)),
+                Verdict::NotRun(d) => t.push_str(&format!("- {:<10} {} (not run: {d})\n", r.group, r.name)),
+            }
+        }
+        t.push_str(&format!("conformance: {passed} passed, {failed} failed, {not_run} skipped\n"));
+        t
+    };
+    super::io_result(p.out(&text))?;
+    Ok(if failed > 0 { Exit::Invalid } else { Exit::Ok })
+}

@@ -1,0 +1,182 @@
+//! `ctx init`: a new repository that passes `validate --strict`, with two roles
+//! of different scope so the permission model is visible from the start.
+
+use std::io::{BufRead, IsTerminal, Write};
+use std::path::{Path, PathBuf};
+
+use clap::Args;
+
+use crate::error::{Error, Exit, Result};
+
+use super::{Global, Printer};
+
+#[derive(Debug, Args)]
+pub struct InitArgs {
+    /// Folder to create the repository in (default: the current folder).
+    pub dir: Option<PathBuf>,
+    /// Namespace id (lowercase, dashes), default derived from the folder name.
+    #[arg(long)]
+    pub id: Option<String>,
+    /// Human-readable name.
+    #[arg(long)]
+    pub name: Option<String>,
+    /// Take every default without asking.
+    #[arg(long, short = 'y')]
+    pub yes: bool,
+    /// Overwrite files that already exist.
+    #[arg(long)]
+    pub force: bool,
+}
+
+fn slug(s: &str) -> String {
+    let mut out = String::new();
+    for c in s.chars() {
+        if c.is_ascii_alphanumeric() {
+            out.push(c.to_ascii_lowercase());
+        } else if !out.ends_with('-') && !out.is_empty() {
+            out.push('-');
+        }
+    }
+    let out = out.trim_end_matches('-').to_string();
+    if out.is_empty() { "context".into() } else { out }
+}
+
+fn valid_namespace(s: &str) -> bool {
+    let mut c = s.chars();
+    matches!(c.next(), Some(x) if x.is_ascii_lowercase() || x.is_ascii_digit())
+        && c.all(|x| x.is_ascii_lowercase() || x.is_ascii_digit() || x == '-')
+}
+
+fn ask(question: &str, default: &str) -> std::io::Result<String> {
+    let mut err = std::io::stderr().lock();
+    write!(err, "{question} [{default}]: ")?;
+    err.flush()?;
+    let mut line = String::new();
+    std::io::stdin().lock().read_line(&mut line)?;
+    let line = line.trim();
+    Ok(if line.is_empty() { default.to_string() } else { line.to_string() })
+}
+
+/// The files of a new repository, as (relative path, contents).
+pub fn template(id: &str, name: &str, today: &str) -> Vec<(&'static str, String)> {
+    let manifest = format!(
+        r#"# OpenContext repository. Check it with `ctx validate --strict`;
+# see what a role may read with `ctx resolve --role support --task "refund" --explain`.
+opencontext: "1.0"
+id: {id}
+name: {name}
+
+context:
+  mission: ./context/mission.md
+
+collections:
+  policies: ./context/policies/**
+  procedures:
+    source: ./context/procedures/**
+    type: procedure
+    layer: L4
+
+roles:
+  everyone:
+    description: What every person and agent may read.
+    include: [mission]
+  support:
+    description: Front-line support; internal policies stay out of scope.
+    inherits: [everyone]
+    include: [policies.*, procedures.*]
+    exclude: [policies.internal.*]
+  leads:
+    description: Team leads; everything up to confidential.
+    inherits: [support]
+    include: ["*"]
+    max_classification: confidential
+
+agents:
+  support-agent:
+    roles: [support]
+
+freshness:
+  default_ttl: 365d
+
+provenance:
+  required: true
+"#
+    );
+    let obj = |id: &str, ty: &str, layer: &str, title: &str, owner: &str, extra: &str, body: &str| {
+        format!(
+            "---\nid: {id}\ntype: {ty}\nlayer: {layer}\ntitle: {title}\nauthority: canonical\nowner: {owner}\nupdated: {today}T00:00:00Z\nclassification: internal\ncanonical_source: true\n{extra}---\n\n{body}\n"
+        )
+    };
+    vec![
+        ("opencontext.yaml", manifest),
+        (
+            "context/mission.md",
+            obj("mission", "mission", "L0", "Why we exist", "founders", "", &format!("{name} exists to serve its customers well. Replace this with your mission.")),
+        ),
+        (
+            "context/policies/refunds.md",
+            obj("policies.refunds", "policy", "L3", "Refund policy", "support", "tags: [refunds, billing]\n", "Customers may request a refund within 30 days of purchase."),
+        ),
+        (
+            "context/policies/internal/escalation.md",
+            obj("policies.internal.escalation", "policy", "L3", "Escalation thresholds", "leads", "classification: confidential\n", "Refunds above 1,000 need a lead's approval.")
+                .replacen("classification: internal\n", "", 1),
+        ),
+        (
+            "context/procedures/refund.md",
+            obj("procedures.refund", "procedure", "L4", "How to process a refund", "support", "tags: [refunds]\nreferences: [policies.refunds]\n", "1. Check the purchase date.\n2. Apply the refund policy.\n3. Record the outcome on the ticket."),
+        ),
+    ]
+}
+
+pub fn run(g: &Global, p: &Printer, args: &InitArgs) -> Result<Exit> {
+    let dir = match &args.dir {
+        Some(d) if d.is_absolute() => d.clone(),
+        Some(d) => g.cwd.join(d),
+        None => g.cwd.clone(),
+    };
+    std::fs::create_dir_all(&dir).map_err(|e| Error::io(&dir, &e))?;
+    let folder_name = dir
+        .canonicalize()
+        .ok()
+        .and_then(|d| d.file_name().map(|n| n.to_string_lossy().into_owned()))
+        .unwrap_or_else(|| "context".into());
+    let interactive = !args.yes && std::io::stdin().is_terminal();
+    let default_id = args.id.clone().unwrap_or_else(|| slug(&folder_name));
+    let id = if interactive && args.id.is_none() { ask("Namespace id", &default_id).map_err(|e| Error::io("stdin", &e))? } else { default_id };
+    if !valid_namespace(&id) {
+        return Err(Error::Usage(format!("`{id}` is not a valid namespace id: use lowercase letters, digits and dashes, e.g. `acme`")));
+    }
+    let default_name = args.name.clone().unwrap_or_else(|| folder_name.clone());
+    let name = if interactive && args.name.is_none() { ask("Name", &default_name).map_err(|e| Error::io("stdin", &e))? } else { default_name };
+    let today = chrono::Utc::now().format("%Y-%m-%d").to_string();
+    let name_yaml = serde_json::to_string(&name).expect("string");
+    let mut report = String::new();
+    for (rel, text) in template(&id, &name_yaml, &today) {
+        let path = dir.join(rel);
+        let exists = path.exists();
+        if exists && !args.force {
+            report.push_str(&format!("  kept     {rel} (exists; --force replaces it)\n"));
+            continue;
+        }
+        if let Some(parent) = path.parent() {
+            std::fs::create_dir_all(parent).map_err(|e| Error::io(parent, &e))?;
+        }
+        super::printer::write_atomic(&path, text.as_bytes(), true).map_err(|e| Error::io(&path, &e))?;
+        report.push_str(&format!("  {}  {rel}\n", if exists { "replaced" } else { "created " }));
+    }
+    let shown = display(&dir, &g.cwd);
+    report.push_str(&format!(
+        "Initialised OpenContext repository `{id}` in {shown}\nNext: ctx -C {shown} validate --strict\n      ctx -C {shown} resolve --role support --task \"refund\" --explain\n"
+    ));
+    super::io_result(p.out(&report))?;
+    Ok(Exit::Ok)
+}
+
+fn display(dir: &Path, cwd: &Path) -> String {
+    match dir.strip_prefix(cwd) {
+        Ok(r) if r.as_os_str().is_empty() => ".".into(),
+        Ok(r) => r.display().to_string(),
+        Err(_) => dir.display().to_string(),
+    }
+}

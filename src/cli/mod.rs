@@ -1,0 +1,79 @@
+//! Command-line interface: argument types and one module per command.
+//! Every command returns an [`Exit`] or an [`Error`]; `main` maps them to a status.
+
+pub mod conformance;
+pub mod init;
+pub mod printer;
+pub mod schema;
+pub mod validate;
+pub mod version;
+
+use std::path::PathBuf;
+
+use clap::{Parser, Subcommand};
+
+use crate::error::{Error, Exit, Result};
+pub use printer::{ColorChoice, Printer};
+
+/// ctx: resolve exactly the context a role or agent may see, from a git-based
+/// OpenContext repository — authorized, fresh, ranked, redacted and digested.
+#[derive(Debug, Parser)]
+#[command(name = "ctx", version, propagate_version = true, max_term_width = 100)]
+pub struct Cli {
+    /// Repository folder or manifest path (default: search upward from here).
+    #[arg(short = 'C', long = "dir", global = true, value_name = "PATH")]
+    pub dir: Option<PathBuf>,
+    /// When to use colour (NO_COLOR and CLICOLOR are honoured under `auto`).
+    #[arg(long, global = true, value_enum, default_value = "auto")]
+    pub color: ColorChoice,
+    /// Never reach the network.
+    #[arg(long, global = true)]
+    pub offline: bool,
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Check the manifest and every object: schema, ids, references, roles, secrets.
+    Validate(validate::ValidateArgs),
+    /// List the embedded JSON Schemas, or print one.
+    Schema(schema::SchemaArgs),
+    /// Run a conformance suite (e.g. the official OpenContext fixtures).
+    Conformance(conformance::ConformanceArgs),
+    /// Create a new repository that passes `validate --strict`.
+    Init(init::InitArgs),
+    /// Print the tool version and the supported specification version.
+    Version,
+}
+
+/// What every command can see.
+#[derive(Debug, Clone)]
+pub struct Global {
+    pub dir: Option<PathBuf>,
+    pub cwd: PathBuf,
+    pub offline: bool,
+}
+
+/// Map an output error: a closed pipe is not a failure (`ctx list | head -1`).
+pub fn io_result(r: std::io::Result<()>) -> Result<()> {
+    match r {
+        Ok(()) => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Err(Error::BrokenPipe),
+        Err(e) => Err(Error::io("<output>", &e)),
+    }
+}
+
+/// Run a parsed command line.
+pub fn run(cli: Cli) -> Result<Exit> {
+    let cwd = std::env::current_dir().map_err(|e| Error::io(".", &e))?;
+    let g = Global { dir: cli.dir.clone(), cwd, offline: cli.offline };
+    let p = Printer::new(cli.color);
+    match &cli.command {
+        Command::Validate(a) => validate::run(&g, &p, a),
+        Command::Schema(a) => schema::run(&p, a),
+        Command::Conformance(a) => conformance::run(&g, &p, a),
+        Command::Init(a) => init::run(&g, &p, a),
+        Command::Version => version::run(&p),
+    }
+}

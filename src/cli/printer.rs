@@ -1,0 +1,89 @@
+//! The one printer: the product goes to stdout (or `--output`), diagnostics and
+//! progress to stderr. Files are written atomically.
+
+use std::io::{self, IsTerminal, Write};
+use std::path::{Path, PathBuf};
+
+/// `--color` choice.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum ColorChoice {
+    Auto,
+    Always,
+    Never,
+}
+
+pub struct Printer {
+    pub color_out: bool,
+    pub color_err: bool,
+    pub width: usize,
+}
+
+fn env_allows_color() -> Option<bool> {
+    if std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty()) {
+        return Some(false);
+    }
+    if std::env::var("CLICOLOR_FORCE").is_ok_and(|v| v != "0") {
+        return Some(true);
+    }
+    if std::env::var("CLICOLOR").is_ok_and(|v| v == "0") {
+        return Some(false);
+    }
+    None
+}
+
+impl Printer {
+    pub fn new(choice: ColorChoice) -> Printer {
+        let decide = |tty: bool| match choice {
+            ColorChoice::Always => true,
+            ColorChoice::Never => false,
+            ColorChoice::Auto => env_allows_color().unwrap_or(tty),
+        };
+        let width = std::env::var("COLUMNS").ok().and_then(|c| c.parse().ok()).unwrap_or(100);
+        Printer {
+            color_out: decide(io::stdout().is_terminal()),
+            color_err: decide(io::stderr().is_terminal()),
+            width,
+        }
+    }
+
+    /// Write the product to stdout.
+    pub fn out(&self, text: &str) -> io::Result<()> {
+        let mut lock = io::stdout().lock();
+        lock.write_all(text.as_bytes())?;
+        lock.flush()
+    }
+
+    /// Write a diagnostic or note to stderr.
+    pub fn err(&self, text: &str) -> io::Result<()> {
+        let mut lock = io::stderr().lock();
+        lock.write_all(text.as_bytes())?;
+        lock.flush()
+    }
+
+    /// Write the product to `path` (atomically) or to stdout when `path` is None or `-`.
+    pub fn product(&self, text: &str, path: Option<&Path>) -> io::Result<()> {
+        match path {
+            Some(p) if p != Path::new("-") => write_atomic(p, text.as_bytes(), true),
+            _ => self.out(text),
+        }
+    }
+}
+
+/// Write `bytes` to `path` through a temporary file in the same folder and a rename,
+/// so readers never see a partial file. With `replace == false` an existing file is
+/// never overwritten.
+pub fn write_atomic(path: &Path, bytes: &[u8], replace: bool) -> io::Result<()> {
+    let dir: PathBuf = match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
+        _ => PathBuf::from("."),
+    };
+    let mut tmp = tempfile::Builder::new().prefix(".ctx-").suffix(".tmp").tempfile_in(&dir)?;
+    tmp.write_all(bytes)?;
+    tmp.as_file().sync_all()?;
+    if replace {
+        tmp.persist(path).map_err(|e| e.error)?;
+    } else {
+        tmp.persist_noclobber(path).map_err(|e| e.error)?;
+    }
+    Ok(())
+}

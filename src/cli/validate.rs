@@ -1,0 +1,91 @@
+//! `ctx validate`: schema, ids, references, supersession, roles, permissions,
+//! provenance and secrets, as a report for people or machines.
+
+use std::path::PathBuf;
+
+use clap::{Args, ValueEnum};
+
+use crate::diag::render::{self, HumanStyle};
+use crate::diag::Diagnostic;
+use crate::error::{Exit, Result};
+use crate::load::{self, LoadOptions, Repo};
+use crate::validate::{self as checks, ValidateOptions};
+
+use super::{Global, Printer};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ReportFormat {
+    Human,
+    Json,
+    Sarif,
+    Github,
+}
+
+#[derive(Debug, Args)]
+pub struct ValidateArgs {
+    /// Fail on warnings too, and report unknown `ctx.` extensions and unapproved objects.
+    #[arg(long)]
+    pub strict: bool,
+    /// Output format.
+    #[arg(long, value_enum, default_value = "human")]
+    pub format: ReportFormat,
+    /// Largest object file accepted, in bytes.
+    #[arg(long, default_value_t = load::DEFAULT_MAX_FILE_SIZE, value_name = "BYTES")]
+    pub max_file_size: u64,
+    /// Only report findings in these files or folders (the whole repository is still checked).
+    pub paths: Vec<PathBuf>,
+}
+
+/// Load the repository the global flags point at.
+pub fn load_repo(g: &Global, max_file_size: u64) -> Result<Repo> {
+    let (manifest, diags) = crate::manifest::Manifest::discover(g.dir.as_deref(), &g.cwd)?;
+    Ok(load::load(manifest, diags, &LoadOptions { max_file_size }))
+}
+
+/// Keep findings in the given paths (relative to the working directory).
+fn restrict(findings: Vec<Diagnostic>, repo: &Repo, g: &Global, paths: &[PathBuf]) -> Vec<Diagnostic> {
+    if paths.is_empty() {
+        return findings;
+    }
+    let wanted: Vec<String> = paths
+        .iter()
+        .map(|p| {
+            let abs = if p.is_absolute() { p.clone() } else { g.cwd.join(p) };
+            let abs = abs.canonicalize().unwrap_or(abs);
+            abs.strip_prefix(&repo.manifest.root)
+                .map(|r| r.to_string_lossy().replace('\\', "/"))
+                .unwrap_or_default()
+        })
+        .collect();
+    findings
+        .into_iter()
+        .filter(|d| {
+            let file = d.file.as_deref().unwrap_or("");
+            wanted.iter().any(|w| w.is_empty() || file == w || file.starts_with(&format!("{w}/")))
+        })
+        .collect()
+}
+
+pub fn run(g: &Global, p: &Printer, args: &ValidateArgs) -> Result<Exit> {
+    let repo = load_repo(g, args.max_file_size)?;
+    let findings = checks::validate(&repo, ValidateOptions { strict: args.strict });
+    let findings = restrict(findings, &repo, g, &args.paths);
+    let failed = checks::failed(&findings, args.strict);
+    let objects = repo.objects.len();
+    let io = match args.format {
+        ReportFormat::Human => {
+            let mut text = render::human(&findings, &repo.manifest.root, HumanStyle { color: p.color_out, width: p.width });
+            let summary = render::summary(&findings, objects);
+            text.push_str(&if failed { format!("✗ invalid: {summary}\n") } else { format!("✓ valid: {summary}\n") });
+            p.out(&text)
+        }
+        ReportFormat::Json => {
+            let doc = render::report_value(&findings, !failed, Some(&repo.manifest.id), objects, None);
+            p.out(&(serde_json::to_string_pretty(&doc).expect("serializable") + "\n"))
+        }
+        ReportFormat::Sarif => p.out(&(serde_json::to_string_pretty(&render::sarif(&findings)).expect("serializable") + "\n")),
+        ReportFormat::Github => p.out(&render::github(&findings)),
+    };
+    super::io_result(io)?;
+    Ok(if failed { Exit::Invalid } else { Exit::Ok })
+}

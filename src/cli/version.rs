@@ -1,0 +1,14 @@
+//! `ctx version`.
+
+use crate::error::{Exit, Result};
+
+use super::Printer;
+
+pub fn run(p: &Printer) -> Result<Exit> {
+    super::io_result(p.out(&format!(
+        "ctx {}\nOpenContext specification {}\n",
+        env!("CARGO_PKG_VERSION"),
+        crate::SPEC_VERSION
+    )))?;
+    Ok(Exit::Ok)
+}
