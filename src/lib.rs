@@ -20,3 +20,6 @@ pub mod object;
 pub mod validate;
 pub mod cli;
 pub mod conformance;
+pub mod adapters;
+pub mod resolve;
+pub mod bundle;

@@ -4,6 +4,7 @@
 pub mod conformance;
 pub mod init;
 pub mod printer;
+pub mod resolve;
 pub mod schema;
 pub mod validate;
 pub mod version;
@@ -37,6 +38,10 @@ pub struct Cli {
 pub enum Command {
     /// Check the manifest and every object: schema, ids, references, roles, secrets.
     Validate(validate::ValidateArgs),
+    /// Resolve the context a role or agent may see for a task (a bundle, or --explain).
+    Resolve(resolve::ResolveArgs),
+    /// Resolve and always emit the full bundle document.
+    Bundle(resolve::ResolveArgs),
     /// List the embedded JSON Schemas, or print one.
     Schema(schema::SchemaArgs),
     /// Run a conformance suite (e.g. the official OpenContext fixtures).
@@ -71,6 +76,8 @@ pub fn run(cli: Cli) -> Result<Exit> {
     let p = Printer::new(cli.color);
     match &cli.command {
         Command::Validate(a) => validate::run(&g, &p, a),
+        Command::Resolve(a) => resolve::run(&g, &p, a, false),
+        Command::Bundle(a) => resolve::run(&g, &p, a, true),
         Command::Schema(a) => schema::run(&p, a),
         Command::Conformance(a) => conformance::run(&g, &p, a),
         Command::Init(a) => init::run(&g, &p, a),

@@ -1,0 +1,110 @@
+//! `--explain`: why each object was included, excluded or outranked — as data,
+//! and as text for people. Denied objects appear only by id and reason.
+
+use std::fmt::Write as _;
+
+use serde_json::{json, Value};
+
+use crate::load::Repo;
+use crate::resolve::Resolution;
+
+/// The explanation as data (the `--explain --format json` document).
+pub fn data(repo: &Repo, r: &Resolution, bundle: &Value) -> Value {
+    let included: Vec<Value> = r
+        .included
+        .iter()
+        .enumerate()
+        .map(|(n, s)| {
+            let o = &repo.objects[s.index];
+            let mut why = vec![format!("in scope via `{}`", s.matched)];
+            why.push(format!("authority {}", o.meta.authority));
+            why.push(format!("lifecycle {}", s.lifecycle));
+            if r.request.task.is_some() {
+                why.push(format!("relevance {}", s.score));
+            }
+            json!({
+                "rank": n + 1,
+                "id": o.id,
+                "version": o.version,
+                "file": o.origin.file,
+                "authority": o.meta.authority.as_str(),
+                "lifecycle": s.lifecycle.as_str(),
+                "relevance": s.score,
+                "matched": s.matched,
+                "redacted": s.redacted,
+                "why": why,
+            })
+        })
+        .collect();
+    json!({
+        "bundle_id": bundle["bundle_id"],
+        "digest": bundle["digest"],
+        "consumer": bundle["consumer"],
+        "task": bundle.get("task"),
+        "as_of": bundle["as_of"],
+        "ceiling": r.ceiling.as_str(),
+        "included": included,
+        "excluded": bundle["excluded"],
+        "warnings": bundle["warnings"],
+        "not_in_scope": r.not_in_scope,
+        "considered": r.considered,
+    })
+}
+
+/// The explanation for people.
+pub fn text(repo: &Repo, r: &Resolution, bundle: &Value) -> String {
+    let mut out = String::new();
+    let c = &r.request.consumer;
+    let _ = write!(out, "Resolved for {} `{}`", c.kind.as_str(), c.id);
+    if c.kind == crate::resolve::ConsumerKind::Agent {
+        let _ = write!(out, " (roles: {})", c.roles.join(", "));
+    }
+    if let Some(t) = &r.request.task {
+        let _ = write!(out, " for task {}", serde_json::to_string(t).expect("string"));
+    }
+    let _ = writeln!(out, "\nas of {} · classification ceiling {}\n", bundle["as_of"].as_str().unwrap_or(""), r.ceiling);
+    let _ = writeln!(out, "Included ({}):", r.included.len());
+    if r.included.is_empty() {
+        out.push_str("  (nothing)\n");
+    }
+    for (n, s) in r.included.iter().enumerate() {
+        let o = &repo.objects[s.index];
+        let title = o.title().map(|t| format!(" — {t}")).unwrap_or_default();
+        let _ = writeln!(out, "  {:>2}. {}{}", n + 1, o.key(), title);
+        let mut why = format!("in scope via `{}` · {} · {}", s.matched, o.meta.authority, s.lifecycle);
+        if r.request.task.is_some() {
+            let _ = write!(why, " · relevance {:.3}", s.score);
+        }
+        if !s.redacted.is_empty() {
+            let _ = write!(why, " · redacted {}", s.redacted.join(", "));
+        }
+        let _ = writeln!(out, "      {why}");
+    }
+    let _ = writeln!(out, "\nExcluded ({}):", r.excluded.len());
+    if r.excluded.is_empty() {
+        out.push_str("  (nothing)\n");
+    }
+    for e in &r.excluded {
+        let mut line = format!("  - {}  {}", e.id, e.reason);
+        if let Some(by) = &e.outranked_by {
+            let _ = write!(line, " → outranked by {by}");
+        }
+        if let Some(d) = &e.detail {
+            let _ = write!(line, " ({d})");
+        }
+        let _ = writeln!(out, "{line}");
+    }
+    if !r.warnings.is_empty() {
+        let _ = writeln!(out, "\nWarnings ({}):", r.warnings.len());
+        for w in &r.warnings {
+            let _ = writeln!(out, "  ! {} [{}] {}", w.code, w.severity.as_str(), w.message);
+        }
+    }
+    let _ = writeln!(
+        out,
+        "\nOut of scope: {} of {} objects (not listed; the consumer's roles do not include them)",
+        r.not_in_scope, r.considered
+    );
+    let _ = writeln!(out, "Digest: {}  bundle {}", bundle["digest"].as_str().unwrap_or(""), bundle["bundle_id"].as_str().unwrap_or(""));
+    out
+}

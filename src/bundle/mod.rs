@@ -1,0 +1,154 @@
+//! Compiling a resolution into a Context Bundle, and its deterministic digest.
+
+pub mod explain;
+pub mod render;
+
+use serde_json::{json, Map, Value};
+use sha2::{Digest, Sha256};
+
+use crate::load::Repo;
+use crate::resolve::Resolution;
+
+/// Fields copied from an object into the bundle (besides content and computed ones).
+const CARRIED: [&str; 14] = [
+    "id", "type", "layer", "title", "summary", "content_type", "authority", "trust", "owner", "version", "updated",
+    "classification", "durability", "tags",
+];
+
+/// Keys that vary between otherwise identical runs and are left out of the digest.
+pub const VOLATILE: [&str; 4] = ["generated_at", "bundle_id", "digest", "as_of"];
+
+/// Build the bundle document (valid against the bundle schema).
+pub fn compile(repo: &Repo, r: &Resolution, generated_at: &str) -> Value {
+    let m = &repo.manifest;
+    let mut objects = Vec::with_capacity(r.included.len());
+    let mut provenance = Vec::with_capacity(r.included.len());
+    let mut characters = 0usize;
+    let mut redacted_count = 0usize;
+    for s in &r.included {
+        let o = &repo.objects[s.index];
+        let mut b = Map::new();
+        for key in CARRIED {
+            if let Some(v) = o.fields.get(key) {
+                b.insert(key.to_string(), v.clone());
+            }
+        }
+        if let Some(c) = &s.content {
+            characters += match c {
+                Value::String(t) => t.chars().count(),
+                other => other.to_string().chars().count(),
+            };
+            b.insert("content".into(), c.clone());
+            if !b.contains_key("content_type") {
+                let ct = if c.is_string() { "text/markdown" } else { "application/json" };
+                b.insert("content_type".into(), json!(ct));
+            }
+        }
+        b.insert("lifecycle".into(), json!(s.lifecycle.as_str()));
+        if !s.redacted.is_empty() {
+            redacted_count += 1;
+            b.insert("redacted".into(), json!(s.redacted));
+        }
+        if let Some(src) = o.fields.get("sources") {
+            b.insert("sources".into(), src.clone());
+        }
+        if let Some(x) = o.fields.get("extensions") {
+            b.insert("extensions".into(), x.clone());
+        }
+        objects.push(Value::Object(b));
+        let mut p = Map::new();
+        p.insert("id".into(), json!(o.id));
+        if o.meta.canonical_source {
+            p.insert("canonical_source".into(), json!(true));
+        }
+        if let Some(src) = o.fields.get("sources") {
+            p.insert("sources".into(), src.clone());
+        }
+        provenance.push(Value::Object(p));
+    }
+    let excluded: Vec<Value> = r
+        .excluded
+        .iter()
+        .map(|e| {
+            let mut x = Map::new();
+            x.insert("id".into(), json!(e.id));
+            x.insert("reason".into(), json!(e.reason));
+            if let Some(d) = &e.detail {
+                x.insert("detail".into(), json!(d));
+            }
+            if let Some(by) = &e.outranked_by {
+                x.insert("outranked_by".into(), json!(by));
+            }
+            Value::Object(x)
+        })
+        .collect();
+    let warnings: Vec<Value> = r
+        .warnings
+        .iter()
+        .map(|w| {
+            let mut x = Map::new();
+            x.insert("code".into(), json!(w.code));
+            x.insert("message".into(), json!(w.message));
+            if let Some(id) = &w.id {
+                x.insert("id".into(), json!(id));
+            }
+            x.insert("severity".into(), json!(w.severity.as_str()));
+            Value::Object(x)
+        })
+        .collect();
+    let req = &r.request;
+    let mut doc = Map::new();
+    doc.insert("opencontext".into(), json!(crate::SPEC_VERSION));
+    doc.insert("bundle_id".into(), json!(""));
+    doc.insert("generated_at".into(), json!(generated_at));
+    doc.insert("namespace".into(), json!(m.id));
+    doc.insert(
+        "consumer".into(),
+        json!({"type": req.consumer.kind.as_str(), "id": req.consumer.id, "roles": req.consumer.roles}),
+    );
+    if let Some(t) = &req.task {
+        doc.insert("task".into(), json!(t));
+    }
+    doc.insert("as_of".into(), json!(crate::time::format(&req.at)));
+    doc.insert("objects".into(), Value::Array(objects));
+    doc.insert("excluded".into(), Value::Array(excluded));
+    doc.insert("warnings".into(), Value::Array(warnings));
+    doc.insert("provenance".into(), Value::Array(provenance));
+    doc.insert("permissions".into(), json!(r.permissions));
+    doc.insert(
+        "stats".into(),
+        json!({
+            "considered": r.considered,
+            "included": r.included.len(),
+            "excluded": r.excluded.len(),
+            "redacted": redacted_count,
+            "characters": characters,
+        }),
+    );
+    let mut bundle = Value::Object(doc);
+    let d = digest(&bundle);
+    bundle["bundle_id"] = json!(format!("ocb_{}", &d["sha256:".len().."sha256:".len() + 24]));
+    bundle["digest"] = json!(d);
+    bundle
+}
+
+/// sha256 over RFC 8785 (JCS) bytes of the bundle without its volatile keys.
+pub fn digest(bundle: &Value) -> String {
+    let mut covered = bundle.as_object().cloned().unwrap_or_default();
+    for k in VOLATILE {
+        covered.remove(k);
+    }
+    let bytes = serde_jcs::to_vec(&Value::Object(covered)).expect("bundle values are JSON-representable");
+    format!("sha256:{}", hex::encode(Sha256::digest(&bytes)))
+}
+
+/// Check that a bundle's stored digest matches its content.
+pub fn verify_digest(bundle: &Value) -> Result<String, String> {
+    let stored = bundle.get("digest").and_then(Value::as_str).ok_or("the bundle has no `digest`")?;
+    let actual = digest(bundle);
+    if stored == actual {
+        Ok(actual)
+    } else {
+        Err(format!("digest mismatch: the bundle says {stored}, its content hashes to {actual}"))
+    }
+}

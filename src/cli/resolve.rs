@@ -1,0 +1,140 @@
+//! `ctx resolve` and `ctx bundle`: the context one consumer may see for one task.
+
+use std::path::PathBuf;
+
+use clap::{Args, ValueEnum};
+
+use crate::adapters::AdapterOptions;
+use crate::bundle::{self, explain, render};
+use crate::error::{Error, Exit, Result};
+use crate::load::Repo;
+use crate::pattern::Pattern;
+use crate::resolve::{self, Consumer, Request, Resolution};
+
+use super::{Global, Printer};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum BundleFormat {
+    Json,
+    Yaml,
+    Markdown,
+}
+
+#[derive(Debug, Args, Clone)]
+pub struct ResolveArgs {
+    /// Resolve for this agent (through the roles it holds).
+    #[arg(long, conflicts_with = "role")]
+    pub agent: Option<String>,
+    /// Resolve for these roles (repeatable; the lowest classification ceiling applies).
+    #[arg(long = "role", num_args = 1..)]
+    pub role: Vec<String>,
+    /// What the context is for; drives relevance ranking.
+    #[arg(long)]
+    pub task: Option<String>,
+    /// Resolve as of an RFC 3339 instant, or a date (the end of that day). Default: now.
+    #[arg(long)]
+    pub at: Option<String>,
+    /// Explain why each object was included, excluded or outranked.
+    #[arg(long)]
+    pub explain: bool,
+    /// Include superseded and expired context.
+    #[arg(long)]
+    pub include_historical: bool,
+    /// Keep the N most relevant objects; the rest are reported as excluded.
+    #[arg(long, value_name = "N")]
+    pub limit: Option<usize>,
+    /// Drop objects whose relevance score is below this (needs --task).
+    #[arg(long, value_name = "SCORE")]
+    pub min_relevance: Option<f64>,
+    /// Narrow the scope to these id patterns (never widens it).
+    #[arg(long = "include", value_name = "PATTERN", num_args = 1..)]
+    pub include: Vec<String>,
+    /// Output format (default: json; with --explain: a text explanation).
+    #[arg(long, value_enum)]
+    pub format: Option<BundleFormat>,
+    /// Write to this file (atomically) instead of stdout.
+    #[arg(long, short = 'o')]
+    pub output: Option<PathBuf>,
+}
+
+/// Parse `--at` or take the current time.
+pub fn at_flag(at: Option<&str>) -> Result<crate::time::Instant> {
+    match at {
+        Some(s) => crate::time::parse_at(s).ok_or_else(|| {
+            Error::Usage(format!("--at `{s}` is not an RFC 3339 instant (2026-08-09T12:00:00Z) or a date (2026-08-09)"))
+        }),
+        None => Ok(chrono::Utc::now()),
+    }
+}
+
+/// Build the request from flags (shared by resolve, bundle and export).
+pub fn request(g: &Global, repo: &Repo, a: &ResolveArgs) -> Result<Request> {
+    let consumer = Consumer::from_flags(&repo.manifest, a.agent.as_deref(), &a.role).map_err(Error::Usage)?;
+    let include = a
+        .include
+        .iter()
+        .map(|p| Pattern::parse(p).map_err(|e| Error::Usage(format!("--include `{}`: {}", e.pattern, e.reason))))
+        .collect::<Result<Vec<_>>>()?;
+    if let Some(min) = a.min_relevance {
+        if !min.is_finite() || min < 0.0 {
+            return Err(Error::Usage(format!("--min-relevance must be a non-negative number, got {min}")));
+        }
+    }
+    Ok(Request {
+        consumer,
+        task: a.task.clone().filter(|t| !t.trim().is_empty()),
+        at: at_flag(a.at.as_deref())?,
+        include_historical: a.include_historical,
+        limit: a.limit,
+        min_relevance: a.min_relevance,
+        include,
+        adapters: AdapterOptions { offline: g.offline, ..AdapterOptions::default() },
+    })
+}
+
+/// `generated_at`: now, or SOURCE_DATE_EPOCH for reproducible builds.
+pub fn generated_at() -> String {
+    let now = std::env::var("SOURCE_DATE_EPOCH")
+        .ok()
+        .and_then(|s| s.parse::<i64>().ok())
+        .and_then(|secs| chrono::DateTime::from_timestamp(secs, 0))
+        .unwrap_or_else(chrono::Utc::now);
+    crate::time::format(&now.with_nanosecond_zero())
+}
+
+trait NanoZero {
+    fn with_nanosecond_zero(self) -> Self;
+}
+
+impl NanoZero for chrono::DateTime<chrono::Utc> {
+    fn with_nanosecond_zero(self) -> Self {
+        use chrono::Timelike;
+        self.with_nanosecond(0).unwrap_or(self)
+    }
+}
+
+/// Resolve and compile: the shared core of resolve, bundle and export.
+pub fn resolve_bundle(g: &Global, a: &ResolveArgs) -> Result<(Repo, Resolution, serde_json::Value)> {
+    let repo = super::validate::load_repo(g, crate::load::DEFAULT_MAX_FILE_SIZE)?;
+    let req = request(g, &repo, a)?;
+    let resolution = resolve::resolve(&repo, req).map_err(Error::Usage)?;
+    let bundle = bundle::compile(&repo, &resolution, &generated_at());
+    Ok((repo, resolution, bundle))
+}
+
+pub fn run(g: &Global, p: &Printer, a: &ResolveArgs, always_bundle: bool) -> Result<Exit> {
+    let (repo, resolution, bundle) = resolve_bundle(g, a)?;
+    let text = match (a.explain && !always_bundle, a.format) {
+        (true, None) => explain::text(&repo, &resolution, &bundle),
+        (true, Some(BundleFormat::Json)) => render::json(&explain::data(&repo, &resolution, &bundle)),
+        (true, Some(BundleFormat::Yaml)) => render::yaml(&explain::data(&repo, &resolution, &bundle)),
+        (true, Some(BundleFormat::Markdown)) | (false, Some(BundleFormat::Markdown)) => render::markdown(&bundle),
+        (false, Some(BundleFormat::Yaml)) => render::yaml(&bundle),
+        (false, Some(BundleFormat::Json)) | (false, None) => render::json(&bundle),
+    };
+    super::io_result(p.product(&text, a.output.as_deref()))?;
+    if a.output.is_some() {
+        let _ = p.err(&format!("wrote {} ({})\n", a.output.as_ref().expect("checked").display(), bundle["digest"].as_str().unwrap_or("")));
+    }
+    Ok(Exit::Ok)
+}

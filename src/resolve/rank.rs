@@ -1,0 +1,105 @@
+//! Stage 6 — task relevance: a deterministic lexical BM25 score over id, title,
+//! tags, summary and content. Runs only on objects that passed authorization,
+//! so neither scores nor document frequencies depend on denied content.
+
+use std::collections::HashMap;
+
+use rayon::prelude::*;
+use serde_json::Value;
+
+use crate::object::ContextObject;
+
+const K1: f64 = 1.2;
+const B: f64 = 0.75;
+
+/// Field weights: a match in the id or title says more than one in the body.
+const W_ID: f64 = 3.0;
+const W_TITLE: f64 = 3.0;
+const W_TAGS: f64 = 2.0;
+const W_SUMMARY: f64 = 1.5;
+const W_CONTENT: f64 = 1.0;
+
+/// Lowercased alphanumeric terms of a text, in order.
+pub fn terms(text: &str) -> impl Iterator<Item = String> + '_ {
+    text.split(|c: char| !c.is_alphanumeric())
+        .filter(|t| !t.is_empty())
+        .map(|t| t.to_lowercase())
+}
+
+/// Query terms: unique, minus a few words that carry no meaning.
+pub fn query_terms(task: &str) -> Vec<String> {
+    const STOP: [&str; 24] = [
+        "a", "an", "the", "for", "of", "to", "in", "on", "and", "or", "is", "are", "with", "by", "at", "from", "as",
+        "be", "it", "this", "that", "we", "our", "my",
+    ];
+    let mut out: Vec<String> = terms(task).filter(|t| !STOP.contains(&t.as_str())).collect();
+    out.sort();
+    out.dedup();
+    out
+}
+
+/// Weighted term frequencies of one object for the query terms, and its weighted length.
+fn profile(o: &ContextObject, query: &HashMap<&str, usize>) -> (Vec<f64>, f64) {
+    let mut tf = vec![0.0; query.len()];
+    let mut len = 0.0;
+    let mut add = |text: &str, w: f64| {
+        for t in text.split(|c: char| !c.is_alphanumeric()).filter(|t| !t.is_empty()) {
+            len += w;
+            // Avoid allocating for the common ASCII case.
+            let hit = if t.bytes().all(|b| !b.is_ascii_uppercase()) {
+                query.get(t).copied()
+            } else {
+                query.get(t.to_lowercase().as_str()).copied()
+            };
+            if let Some(i) = hit {
+                tf[i] += w;
+            }
+        }
+    };
+    add(&o.id, W_ID);
+    if let Some(t) = o.title() {
+        add(t, W_TITLE);
+    }
+    if let Some(tags) = o.fields.get("tags").and_then(Value::as_array) {
+        for t in tags.iter().filter_map(Value::as_str) {
+            add(t, W_TAGS);
+        }
+    }
+    if let Some(apply) = o.fields.get("applies_to").and_then(Value::as_array) {
+        for t in apply.iter().filter_map(Value::as_str) {
+            add(t, W_TAGS);
+        }
+    }
+    if let Some(s) = o.str_field("summary") {
+        add(s, W_SUMMARY);
+    }
+    match o.fields.get("content") {
+        Some(Value::String(s)) => add(s, W_CONTENT),
+        Some(v @ (Value::Object(_) | Value::Array(_))) => add(&v.to_string(), W_CONTENT),
+        _ => {}
+    }
+    (tf, len)
+}
+
+/// Scores for `candidates` (indexes into `objects`), in the same order. No task → all zero.
+pub fn scores(objects: &[ContextObject], candidates: &[usize], task: Option<&str>) -> Vec<f64> {
+    let q = task.map(query_terms).unwrap_or_default();
+    if q.is_empty() || candidates.is_empty() {
+        return vec![0.0; candidates.len()];
+    }
+    let query: HashMap<&str, usize> = q.iter().enumerate().map(|(i, t)| (t.as_str(), i)).collect();
+    let profiles: Vec<(Vec<f64>, f64)> = candidates.par_iter().map(|&i| profile(&objects[i], &query)).collect();
+    let n = profiles.len() as f64;
+    let avg_len = (profiles.iter().map(|p| p.1).sum::<f64>() / n).max(1.0);
+    let df: Vec<f64> = (0..q.len()).map(|t| profiles.iter().filter(|p| p.0[t] > 0.0).count() as f64).collect();
+    let idf: Vec<f64> = df.iter().map(|&d| ((n - d + 0.5) / (d + 0.5) + 1.0).ln()).collect();
+    profiles
+        .iter()
+        .map(|(tf, len)| {
+            let norm = K1 * (1.0 - B + B * len / avg_len);
+            let s: f64 = tf.iter().zip(&idf).map(|(&f, &w)| if f > 0.0 { w * f * (K1 + 1.0) / (f + norm) } else { 0.0 }).sum();
+            // Round so the score is stable text in explain output across platforms.
+            (s * 1e6).round() / 1e6
+        })
+        .collect()
+}

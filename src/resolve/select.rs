@@ -1,0 +1,126 @@
+//! Stage 5 — authority: one active object per id, and declared conflicts reported.
+
+use std::cmp::Ordering;
+use std::collections::{BTreeSet, HashMap};
+
+use crate::diag::Severity;
+use crate::manifest::Manifest;
+use crate::model::Lifecycle;
+use crate::object::ContextObject;
+
+use super::{excl, Exclusion, Warning};
+
+fn authority_rank(m: &Manifest, o: &ContextObject) -> usize {
+    m.precedence.iter().position(|a| *a == o.meta.authority).unwrap_or(usize::MAX)
+}
+
+/// Total order: manifest precedence, then the configured tie breakers, then id,
+/// version and file, so the outcome never depends on load order.
+pub fn precedence_cmp(m: &Manifest, a: &ContextObject, b: &ContextObject) -> Ordering {
+    let mut ord = authority_rank(m, a).cmp(&authority_rank(m, b));
+    for tb in &m.tie_breakers {
+        if ord != Ordering::Equal {
+            return ord;
+        }
+        ord = match tb.as_str() {
+            "version" => b.version.cmp(&a.version),
+            "updated" => b.meta.updated.cmp(&a.meta.updated),
+            "created" => b.meta.created.cmp(&a.meta.created),
+            "confidence" => b
+                .meta
+                .confidence
+                .unwrap_or(0.0)
+                .partial_cmp(&a.meta.confidence.unwrap_or(0.0))
+                .unwrap_or(Ordering::Equal),
+            "id" => a.id.cmp(&b.id),
+            _ => Ordering::Equal,
+        };
+    }
+    ord.then_with(|| a.id.cmp(&b.id))
+        .then_with(|| b.version.cmp(&a.version))
+        .then_with(|| a.origin.file.cmp(&b.origin.file))
+}
+
+/// Keep one active object per id; the others are excluded as `outranked`.
+/// With `--include-historical`, superseded versions stay beside the current one.
+pub fn one_per_id(
+    m: &Manifest,
+    objects: &[ContextObject],
+    kept: Vec<(usize, String, Lifecycle)>,
+    historical: bool,
+    excluded: &mut Vec<Exclusion>,
+    warnings: &mut Vec<Warning>,
+) -> Vec<(usize, String, Lifecycle)> {
+    let mut groups: Vec<Vec<(usize, String, Lifecycle)>> = Vec::new();
+    for item in kept {
+        match groups.last_mut() {
+            Some(g) if objects[g[0].0].id == objects[item.0].id => g.push(item),
+            _ => groups.push(vec![item]),
+        }
+    }
+    let mut out = Vec::new();
+    for mut g in groups {
+        let (mut active, history): (Vec<_>, Vec<_>) = g.drain(..).partition(|(_, _, s)| *s != Lifecycle::Superseded);
+        if historical {
+            out.extend(history);
+        }
+        if active.len() > 1 {
+            active.sort_by(|a, b| precedence_cmp(m, &objects[a.0], &objects[b.0]));
+            let winner = objects[active[0].0].key();
+            let losers: Vec<String> = active[1..].iter().map(|(i, _, _)| objects[*i].key()).collect();
+            warnings.push(Warning {
+                id: Some(objects[active[0].0].id.clone()),
+                code: "multiple-active-versions".into(),
+                message: format!("{} active versions of {}: {} outranks {}", active.len(), objects[active[0].0].id, winner, losers.join(", ")),
+                severity: Severity::Warning,
+            });
+            for (i, _, _) in active.drain(1..) {
+                excluded.push(excl(&objects[i], "outranked", Some("another active version ranks higher".into()), Some(winner.clone())));
+            }
+        }
+        out.extend(active);
+    }
+    out
+}
+
+/// Report declared conflicts between included objects: settled ones as
+/// `conflict-declared`, equal-authority ones as `conflict-ambiguous`.
+pub fn conflicts(m: &Manifest, objects: &[ContextObject], kept: &[(usize, String, Lifecycle)], warnings: &mut Vec<Warning>) {
+    let mut by_id: HashMap<&str, Vec<usize>> = HashMap::new();
+    for (i, _, _) in kept {
+        by_id.entry(objects[*i].id.as_str()).or_default().push(*i);
+    }
+    let mut seen = BTreeSet::new();
+    for (i, _, _) in kept {
+        let o = &objects[*i];
+        for r in &o.meta.conflicts_with {
+            for &j in by_id.get(r.id.as_str()).map(Vec::as_slice).unwrap_or(&[]) {
+                let other = &objects[j];
+                if j == *i || r.version.is_some_and(|v| other.version != Some(v)) {
+                    continue;
+                }
+                let pair = if o.id < other.id { (o.id.clone(), other.id.clone()) } else { (other.id.clone(), o.id.clone()) };
+                if !seen.insert(pair) {
+                    continue;
+                }
+                let (ra, rb) = (authority_rank(m, o), authority_rank(m, other));
+                if ra == rb {
+                    warnings.push(Warning {
+                        id: Some(o.id.clone()),
+                        code: "conflict-ambiguous".into(),
+                        message: format!("{} and {} conflict at equal authority ({}); authority cannot settle it", o.id, other.id, o.meta.authority),
+                        severity: Severity::Error,
+                    });
+                } else {
+                    let (win, lose) = if ra < rb { (o, other) } else { (other, o) };
+                    warnings.push(Warning {
+                        id: Some(win.id.clone()),
+                        code: "conflict-declared".into(),
+                        message: format!("{} ({}) conflicts with {} ({}); {} prevails by authority", win.id, win.meta.authority, lose.id, lose.meta.authority, win.id),
+                        severity: Severity::Warning,
+                    });
+                }
+            }
+        }
+    }
+}
