@@ -2,12 +2,16 @@
 //! Every command returns an [`Exit`] or an [`Error`]; `main` maps them to a status.
 
 pub mod conformance;
+pub mod get;
 pub mod init;
+pub mod list;
 pub mod printer;
 pub mod resolve;
 pub mod schema;
+pub mod search;
 pub mod validate;
 pub mod version;
+pub mod view;
 
 use std::path::PathBuf;
 
@@ -42,6 +46,12 @@ pub enum Command {
     Resolve(resolve::ResolveArgs),
     /// Resolve and always emit the full bundle document.
     Bundle(resolve::ResolveArgs),
+    /// Print one object, as the consumer may see it.
+    Get(get::GetArgs),
+    /// List the objects a consumer may see.
+    List(list::ListArgs),
+    /// Search what a consumer may read.
+    Search(search::SearchArgs),
     /// List the embedded JSON Schemas, or print one.
     Schema(schema::SchemaArgs),
     /// Run a conformance suite (e.g. the official OpenContext fixtures).
@@ -78,6 +88,9 @@ pub fn run(cli: Cli) -> Result<Exit> {
         Command::Validate(a) => validate::run(&g, &p, a),
         Command::Resolve(a) => resolve::run(&g, &p, a, false),
         Command::Bundle(a) => resolve::run(&g, &p, a, true),
+        Command::Get(a) => get::run(&g, &p, a),
+        Command::List(a) => list::run(&g, &p, a),
+        Command::Search(a) => search::run(&g, &p, a),
         Command::Schema(a) => schema::run(&p, a),
         Command::Conformance(a) => conformance::run(&g, &p, a),
         Command::Init(a) => init::run(&g, &p, a),

@@ -1,10 +1,184 @@
-//! Resolution scenarios (`resolution/<name>/expected.json`).
+//! Resolution scenarios (`resolution/<name>/` with `opencontext.yaml`, `context/`
+//! and `expected.json`): resolve and validate the folder, compare with the
+//! expectations, and check that a repeated run yields the same digest.
 
+use std::collections::BTreeSet;
 use std::path::Path;
 
+use serde_json::{Map, Value};
+
 use super::Verdict;
+use crate::adapters::AdapterOptions;
+use crate::bundle;
+use crate::load::{self, LoadOptions, Repo};
+use crate::manifest::Manifest;
+use crate::resolve::{self, Consumer, Request};
+use crate::validate::{self, ValidateOptions};
+
+fn load_repo(dir: &Path) -> Result<Repo, String> {
+    let (m, diags) = Manifest::discover(Some(dir), dir).map_err(|e| e.to_string())?;
+    Ok(load::load(m, diags, &LoadOptions::default()))
+}
 
 /// Run one scenario folder against its expectations.
-pub fn run(_dir: &Path, _expected: &Path) -> Verdict {
-    Verdict::NotRun("resolution scenarios need the resolver (not implemented in this build)".into())
+pub fn run(dir: &Path, expected: &Path) -> Verdict {
+    match run_inner(dir, expected) {
+        Ok(()) => Verdict::Passed,
+        Err(e) => Verdict::Failed(e),
+    }
+}
+
+fn run_inner(dir: &Path, expected: &Path) -> Result<(), String> {
+    let text = std::fs::read_to_string(expected).map_err(|e| format!("{}: {e}", expected.display()))?;
+    let spec: Value = crate::json::parse(&text).map_err(|e| format!("{}: {}", expected.display(), e.message))?;
+    let repo = load_repo(dir)?;
+    if let (Some(r), Some(e)) = (spec.get("resolve"), spec.get("expect")) {
+        check_resolution(&repo, r, e).map_err(|m| format!("resolve: {m}"))?;
+    }
+    for (n, also) in spec.get("also").and_then(Value::as_array).into_iter().flatten().enumerate() {
+        if let (Some(r), Some(e)) = (also.get("resolve"), also.get("expect")) {
+            check_resolution(&repo, r, e).map_err(|m| format!("also[{n}]: {m}"))?;
+        }
+    }
+    if let Some(v) = spec.get("validate") {
+        check_validation(&repo, v).map_err(|m| format!("validate: {m}"))?;
+    }
+    Ok(())
+}
+
+fn request(repo: &Repo, r: &Value) -> Result<Request, String> {
+    let roles: Vec<String> = match r.get("role") {
+        Some(Value::String(s)) => vec![s.clone()],
+        Some(Value::Array(a)) => a.iter().filter_map(Value::as_str).map(str::to_string).collect(),
+        _ => r.get("roles").and_then(Value::as_array).map(|a| a.iter().filter_map(Value::as_str).map(str::to_string).collect()).unwrap_or_default(),
+    };
+    let consumer = Consumer::from_flags(&repo.manifest, r.get("agent").and_then(Value::as_str), &roles)?;
+    let at = match r.get("at").and_then(Value::as_str) {
+        Some(s) => crate::time::parse_at(s).ok_or_else(|| format!("bad `at`: {s}"))?,
+        None => chrono::Utc::now(),
+    };
+    let include = r
+        .get("include")
+        .and_then(Value::as_array)
+        .map(|a| a.iter().filter_map(Value::as_str).filter_map(|p| crate::pattern::Pattern::parse(p).ok()).collect())
+        .unwrap_or_default();
+    Ok(Request {
+        consumer,
+        task: r.get("task").and_then(Value::as_str).map(str::to_string),
+        at,
+        include_historical: r.get("includeHistorical").and_then(Value::as_bool).unwrap_or(false),
+        limit: r.get("limit").and_then(Value::as_u64).map(|n| n as usize),
+        min_relevance: r.get("minRelevance").and_then(Value::as_f64),
+        include,
+        adapters: AdapterOptions { offline: true, ..AdapterOptions::default() },
+    })
+}
+
+/// Walk a dotted path with numeric indexes (`contacts.0.email`).
+fn at_path<'a>(v: &'a Value, path: &str) -> Option<&'a Value> {
+    path.split('.').try_fold(v, |cur, seg| match cur {
+        Value::Object(m) => m.get(seg),
+        Value::Array(a) => seg.parse::<usize>().ok().and_then(|i| a.get(i)),
+        _ => None,
+    })
+}
+
+fn objects_by_id<'a>(bundle: &'a Value, id: &str) -> Vec<&'a Value> {
+    bundle["objects"].as_array().into_iter().flatten().filter(|o| o["id"] == id).collect()
+}
+
+fn check_resolution(repo: &Repo, r: &Value, e: &Value) -> Result<(), String> {
+    let req = request(repo, r)?;
+    let res1 = resolve::resolve(repo, req.clone())?;
+    let b = bundle::compile(repo, &res1, "2000-01-01T00:00:00Z");
+    let res2 = resolve::resolve(repo, req)?;
+    let b2 = bundle::compile(repo, &res2, "2001-01-01T00:00:00Z");
+    if b["digest"] != b2["digest"] {
+        return Err("a repeated run produced a different digest".into());
+    }
+    let violations = crate::schema::check(crate::schema::Kind::Bundle, &b);
+    if let Some(v) = violations.first() {
+        return Err(format!("bundle does not validate against the bundle schema: {} {}", v.field, v.message));
+    }
+    let included: BTreeSet<&str> = b["objects"].as_array().into_iter().flatten().filter_map(|o| o["id"].as_str()).collect();
+    if let Some(want) = e.get("included").and_then(Value::as_array) {
+        let want: BTreeSet<&str> = want.iter().filter_map(Value::as_str).collect();
+        if want != included {
+            return Err(format!("included {included:?}, expected {want:?}"));
+        }
+    }
+    if let Some(n) = e.get("objectCount").and_then(Value::as_u64) {
+        let got = b["objects"].as_array().map_or(0, Vec::len) as u64;
+        if got != n {
+            return Err(format!("{got} objects, expected {n}"));
+        }
+    }
+    for (id, v) in e.get("includedVersions").and_then(Value::as_object).into_iter().flatten() {
+        if !objects_by_id(&b, id).iter().any(|o| &o["version"] == v) {
+            return Err(format!("`{id}` not included at version {v}"));
+        }
+    }
+    for x in e.get("excluded").and_then(Value::as_array).into_iter().flatten() {
+        let found = b["excluded"].as_array().into_iter().flatten().any(|got| got["id"] == x["id"] && got["reason"] == x["reason"]);
+        if !found {
+            return Err(format!("missing exclusion {x}; got {}", b["excluded"]));
+        }
+    }
+    for code in e.get("warnings").and_then(Value::as_array).into_iter().flatten() {
+        if !b["warnings"].as_array().into_iter().flatten().any(|w| &w["code"] == code) {
+            return Err(format!("missing warning {code}; got {}", b["warnings"]));
+        }
+    }
+    for (id, state) in e.get("lifecycle").and_then(Value::as_object).into_iter().flatten() {
+        if !objects_by_id(&b, id).iter().any(|o| &o["lifecycle"] == state) {
+            return Err(format!("`{id}` lifecycle is not {state}"));
+        }
+    }
+    for (id, paths) in e.get("redacted").and_then(Value::as_object).into_iter().flatten() {
+        let want: BTreeSet<&str> = paths.as_array().into_iter().flatten().filter_map(Value::as_str).collect();
+        let ok = objects_by_id(&b, id).iter().any(|o| {
+            let got: BTreeSet<&str> = o["redacted"].as_array().into_iter().flatten().filter_map(Value::as_str).collect();
+            got == want
+        });
+        if !ok {
+            return Err(format!("`{id}` redacted paths differ from {want:?}"));
+        }
+    }
+    for (id, paths) in e.get("contentAbsent").and_then(Value::as_object).into_iter().flatten() {
+        for o in objects_by_id(&b, id) {
+            for p in paths.as_array().into_iter().flatten().filter_map(Value::as_str) {
+                if at_path(&o["content"], p).is_some() {
+                    return Err(format!("`{id}` content still has `{p}`"));
+                }
+            }
+        }
+    }
+    for (id, pairs) in e.get("contentEquals").and_then(Value::as_object).into_iter().flatten() {
+        let objs = objects_by_id(&b, id);
+        for (p, want) in pairs.as_object().unwrap_or(&Map::new()) {
+            if !objs.iter().any(|o| at_path(&o["content"], p) == Some(want)) {
+                return Err(format!("`{id}` content `{p}` is not {want}"));
+            }
+        }
+    }
+    Ok(())
+}
+
+fn check_validation(repo: &Repo, v: &Value) -> Result<(), String> {
+    let expect_failure = v.get("expectFailure").and_then(Value::as_bool);
+    let strict = expect_failure == Some(true);
+    let diags = validate::validate(repo, ValidateOptions { strict });
+    let codes: BTreeSet<&str> = diags.iter().map(|d| d.code.as_str()).collect();
+    for code in v.get("expectDiagnostics").and_then(Value::as_array).into_iter().flatten().filter_map(Value::as_str) {
+        if !codes.contains(code) {
+            return Err(format!("missing diagnostic `{code}`; got {codes:?}"));
+        }
+    }
+    if let Some(want) = expect_failure {
+        let failed = validate::failed(&diags, strict);
+        if failed != want {
+            return Err(format!("validation {} but expected {}", if failed { "failed" } else { "passed" }, if want { "failure" } else { "success" }));
+        }
+    }
+    Ok(())
 }

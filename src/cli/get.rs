@@ -1,0 +1,68 @@
+//! `ctx get <id>[@version]`: one object, subject to authorization. A denied object
+//! and a missing one are reported identically.
+
+use clap::Args;
+use serde_json::{Map, Value};
+
+use crate::bundle::render;
+use crate::error::{Error, Exit, Result};
+use crate::model::{ObjectRef, Redaction};
+
+use super::view::{self, ConsumerArgs};
+use super::{Global, Printer};
+
+#[derive(Debug, Args)]
+pub struct GetArgs {
+    /// `id` or `id@version`.
+    pub id: String,
+    #[command(flatten)]
+    pub who: ConsumerArgs,
+    /// Evaluate lifecycle at this instant or date (default: now).
+    #[arg(long)]
+    pub at: Option<String>,
+    /// `yaml` (default) or `json`.
+    #[arg(long, default_value = "yaml", value_parser = ["yaml", "json"])]
+    pub format: String,
+}
+
+pub fn run(g: &Global, p: &Printer, a: &GetArgs) -> Result<Exit> {
+    let repo = super::validate::load_repo(g, crate::load::DEFAULT_MAX_FILE_SIZE)?;
+    let at = super::resolve::at_flag(a.at.as_deref())?;
+    let want = ObjectRef::parse(&a.id);
+    let v = view::view(&repo, &a.who, at, true)?;
+    let mut hits: Vec<(usize, crate::model::Lifecycle)> = v
+        .visible
+        .iter()
+        .copied()
+        .filter(|(i, _)| {
+            let o = &repo.objects[*i];
+            o.id == want.id && (want.version.is_none() || o.version == want.version)
+        })
+        .collect();
+    // Without a version: the current one (highest version that is not superseded), else the newest.
+    hits.sort_by_key(|(i, s)| (*s != crate::model::Lifecycle::Superseded, repo.objects[*i].version));
+    let Some(&(i, state)) = hits.last() else {
+        return Err(Error::NotFound(format!("no object `{}` is visible here", a.id)));
+    };
+    let o = &repo.objects[i];
+    let object_rules: Vec<Redaction> = o
+        .fields
+        .get("redact")
+        .and_then(Value::as_array)
+        .map(|r| r.iter().filter_map(|x| serde_json::from_value(x.clone()).ok()).collect())
+        .unwrap_or_default();
+    let rules = view::rules(&repo, &v, &object_rules);
+    let mut fields: Map<String, Value> = o.fields.clone();
+    if let Some(c @ (Value::Object(_) | Value::Array(_))) = fields.get_mut("content") {
+        let applied = crate::resolve::redact::redact(c, &rules);
+        if !applied.is_empty() {
+            fields.insert("redacted".into(), Value::from(applied));
+        }
+    }
+    fields.insert("lifecycle".into(), Value::from(state.as_str()));
+    fields.insert("file".into(), Value::from(o.origin.file.clone()));
+    let doc = Value::Object(fields);
+    let text = if a.format == "json" { render::json(&doc) } else { render::yaml(&doc) };
+    super::io_result(p.out(&text))?;
+    Ok(Exit::Ok)
+}

@@ -1,0 +1,96 @@
+//! `ctx list`: the objects a consumer may see, filtered; out-of-scope objects never appear.
+
+use clap::Args;
+use serde_json::{json, Value};
+
+use crate::bundle::render;
+use crate::error::{Exit, Result};
+
+use super::view::{self, ConsumerArgs};
+use super::{Global, Printer};
+
+#[derive(Debug, Args)]
+pub struct ListArgs {
+    #[command(flatten)]
+    pub who: ConsumerArgs,
+    #[arg(long = "type")]
+    pub kind: Option<String>,
+    #[arg(long)]
+    pub layer: Option<String>,
+    #[arg(long)]
+    pub authority: Option<String>,
+    #[arg(long)]
+    pub owner: Option<String>,
+    #[arg(long)]
+    pub tag: Option<String>,
+    /// Include superseded versions.
+    #[arg(long)]
+    pub include_historical: bool,
+    /// Lifecycle is evaluated at this instant or date (default: now).
+    #[arg(long)]
+    pub at: Option<String>,
+    #[arg(long, default_value = "table", value_parser = ["table", "json", "ndjson", "yaml"])]
+    pub format: String,
+}
+
+pub fn run(g: &Global, p: &Printer, a: &ListArgs) -> Result<Exit> {
+    let repo = super::validate::load_repo(g, crate::load::DEFAULT_MAX_FILE_SIZE)?;
+    let at = super::resolve::at_flag(a.at.as_deref())?;
+    let v = view::view(&repo, &a.who, at, a.include_historical)?;
+    let rows: Vec<Value> = v
+        .visible
+        .iter()
+        .filter_map(|&(i, state)| {
+            let o = &repo.objects[i];
+            let s = |k: &str| o.str_field(k).unwrap_or("");
+            let keep = a.kind.as_deref().is_none_or(|t| s("type") == t)
+                && a.layer.as_deref().is_none_or(|l| s("layer") == l)
+                && a.authority.as_deref().is_none_or(|x| o.meta.authority.as_str() == x)
+                && a.owner.as_deref().is_none_or(|x| o.meta.owner.as_deref() == Some(x))
+                && a.tag.as_deref().is_none_or(|t| o.fields.get("tags").and_then(Value::as_array).is_some_and(|tags| tags.iter().any(|x| x == t)));
+            keep.then(|| {
+                json!({
+                    "id": o.id, "version": o.version, "type": s("type"), "layer": o.fields.get("layer"),
+                    "authority": o.meta.authority.as_str(), "owner": o.meta.owner, "state": state.as_str(),
+                    "title": o.title(), "file": o.origin.file,
+                })
+            })
+        })
+        .collect();
+    let text = match a.format.as_str() {
+        "json" => render::json(&Value::Array(rows)),
+        "yaml" => render::yaml(&Value::Array(rows)),
+        "ndjson" => rows.iter().map(|r| r.to_string() + "\n").collect(),
+        _ => table(&rows, &["id", "type", "layer", "authority", "owner", "state"]),
+    };
+    super::io_result(p.out(&text))?;
+    Ok(Exit::Ok)
+}
+
+/// A plain aligned table.
+pub fn table(rows: &[Value], cols: &[&str]) -> String {
+    let cell = |r: &Value, c: &str| -> String {
+        match &r[c] {
+            Value::Null => "-".into(),
+            Value::String(s) => s.clone(),
+            other => other.to_string(),
+        }
+    };
+    let mut width: Vec<usize> = cols.iter().map(|c| c.len()).collect();
+    for r in rows {
+        for (n, c) in cols.iter().enumerate() {
+            width[n] = width[n].max(cell(r, c).chars().count());
+        }
+    }
+    let line = |vals: Vec<String>| -> String {
+        let mut s = vals.iter().enumerate().map(|(n, v)| format!("{v:<w$}", w = width[n])).collect::<Vec<_>>().join("  ");
+        s.truncate(s.trim_end().len());
+        s + "\n"
+    };
+    let mut out = line(cols.iter().map(|c| c.to_string()).collect());
+    out.push_str(&line(width.iter().map(|w| "-".repeat(*w)).collect()));
+    for r in rows {
+        out.push_str(&line(cols.iter().map(|c| cell(r, c)).collect()));
+    }
+    out
+}
