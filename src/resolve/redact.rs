@@ -59,7 +59,7 @@ fn apply(v: &mut Value, steps: &[Step], rule: &Redaction) -> bool {
         (Step::Key(k), Value::Object(map)) => {
             if last {
                 match rule.mode {
-                    RedactionMode::Remove => map.shift_remove(k).is_some(),
+                    RedactionMode::Remove => map.remove(k).is_some(),
                     RedactionMode::Mask => match map.get_mut(k) {
                         Some(slot) => {
                             *slot = Value::String(rule.replacement.clone().unwrap_or_else(|| "[REDACTED]".into()));
