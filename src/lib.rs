@@ -1,4 +1,8 @@
 //! ctx: a toolchain for OpenContext v1 context repositories.
 pub mod canonical;
 pub mod frontmatter;
+pub mod signing;
 pub mod yaml;
+
+#[cfg(test)]
+pub(crate) mod testutil;
