@@ -1,6 +1,7 @@
 //! ctx: a toolchain for OpenContext v1 context repositories.
 pub mod canonical;
 pub mod frontmatter;
+pub mod provider;
 pub mod signing;
 pub mod yaml;
 
