@@ -16,3 +16,8 @@ pub fn atmem_reference_dir() -> Option<PathBuf> {
         None
     }
 }
+
+/// Our own committed provider vectors (always present in the repository).
+pub fn own_vectors_dir() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("fixtures/provider-vectors")
+}

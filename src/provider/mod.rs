@@ -26,7 +26,11 @@ pub use trust::{ConfigError, Registration, TrustStore};
 pub use verify::{idempotency_key, signed_payload, verify_envelope, verify_envelope_with};
 
 #[cfg(test)]
+mod own_vectors;
+#[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod vectors;
 
 /// The wire contract id (`contract_id` member).
 pub const CONTRACT_ID: &str = "atmem.delegated-context-provider.v1";
