@@ -250,6 +250,15 @@ impl PublicKey {
             expected: "a valid curve point".into(),
             actual: "bytes that do not decode to a point".into(),
         })?;
+        // Only the canonical encoding of a point is accepted, so one key has
+        // one text form (y >= p would otherwise decode too).
+        if key.to_edwards().compress().to_bytes() != raw {
+            return Err(SignatureError::Format {
+                what: "Ed25519 public key",
+                expected: "the canonical encoding of a curve point".into(),
+                actual: "a non-canonical encoding".into(),
+            });
+        }
         if key.is_weak() {
             return Err(SignatureError::Format {
                 what: "Ed25519 public key",

@@ -195,6 +195,16 @@ fn public_key_encodings() {
         b
     };
     assert!(PublicKey::from_bytes(&identity).is_err());
+    // Non-canonical encodings (y >= p) of otherwise decodable points.
+    let p_plus = |k: u8| {
+        let mut b = [0xffu8; 32];
+        b[0] = 0xed + k;
+        b[31] = 0x7f;
+        b
+    };
+    for k in 0..=18u8 {
+        assert!(PublicKey::from_bytes(&p_plus(k)).is_err(), "y = p + {k}");
+    }
 }
 
 #[test]
