@@ -2,24 +2,30 @@
 //!
 //! The library holds every pipeline stage as plain functions; the `ctx` binary
 //! only parses arguments and maps results to exit codes.
+pub mod adapters;
+pub mod bundle;
+pub mod canonical;
+pub mod cli;
+pub mod conformance;
 pub mod diag;
 pub mod error;
 pub mod frontmatter;
+pub mod json;
+pub mod load;
+pub mod manifest;
 pub mod model;
+pub mod object;
 pub mod pattern;
+pub mod provider;
+pub mod resolve;
 pub mod schema;
+pub mod signing;
 pub mod time;
+pub mod validate;
 pub mod yaml;
+
+#[cfg(test)]
+pub(crate) mod testutil;
 
 /// The OpenContext specification version this build implements.
 pub const SPEC_VERSION: &str = "1.0";
-pub mod json;
-pub mod manifest;
-pub mod load;
-pub mod object;
-pub mod validate;
-pub mod cli;
-pub mod conformance;
-pub mod adapters;
-pub mod resolve;
-pub mod bundle;
