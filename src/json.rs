@@ -105,7 +105,10 @@ mod tests {
     #[test]
     fn keeps_order_and_values() {
         let v = parse(r#"{"z": 1, "a": [true, null, "s", 1.5]}"#).unwrap();
-        assert_eq!(v.as_object().unwrap().keys().collect::<Vec<_>>(), vec!["z", "a"]);
+        assert_eq!(
+            v.as_object().unwrap().keys().collect::<Vec<_>>(),
+            vec!["z", "a"]
+        );
         assert!(parse("{} trailing").is_err());
     }
 }

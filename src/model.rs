@@ -165,7 +165,10 @@ mod tests {
     fn object_refs() {
         assert_eq!(
             ObjectRef::parse("pricing.enterprise@1"),
-            ObjectRef { id: "pricing.enterprise".into(), version: Some(1) }
+            ObjectRef {
+                id: "pricing.enterprise".into(),
+                version: Some(1)
+            }
         );
         assert_eq!(ObjectRef::parse("a.b").version, None);
         assert_eq!(ObjectRef::parse("a@x").id, "a@x");

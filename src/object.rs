@@ -68,7 +68,21 @@ pub struct Meta {
     pub confidence: Option<f64>,
     pub canonical_source: bool,
     pub read: Option<Vec<String>>,
+    pub write: Vec<String>,
     pub deny: Vec<String>,
+    pub kind: String,
+    pub layer: Option<String>,
+    pub title: Option<String>,
+    pub summary: Option<String>,
+    pub tags: Vec<String>,
+    pub applies_to: Vec<String>,
+    pub content_uri: Option<String>,
+    /// Remote sources (`http(s)://`) declared without a digest: (position, uri).
+    pub undigested_remote_sources: Vec<(usize, String)>,
+    /// The author declared at least one source (loader defaults never count).
+    pub declares_sources: bool,
+    /// The author declared `canonical_source: true`.
+    pub declares_canonical_source: bool,
 }
 
 /// One loaded context object.
@@ -76,9 +90,13 @@ pub struct Meta {
 pub struct ContextObject {
     pub id: String,
     pub version: Option<u64>,
-    /// The effective document: what the author declared, plus derived `id`/`type`
-    /// and collection/manifest defaults. `content` holds the Markdown body when there is one.
-    pub fields: Map<String, Value>,
+    /// The effective document as compact JSON: what the author declared, plus
+    /// derived `id`/`type` and collection/manifest defaults — every field except
+    /// `content`. Kept as text because a parsed tree costs ~10 KB per object;
+    /// [`ContextObject::fields`] rebuilds it for the few objects that are output.
+    pub doc: Box<str>,
+    /// The content: the Markdown body, or inline `content` (text or structured).
+    pub content: Option<Value>,
     /// Keys the loader supplied rather than the author (derived or defaulted).
     pub supplied: Vec<&'static str>,
     pub origin: Origin,
@@ -87,15 +105,23 @@ pub struct ContextObject {
 
 fn refs(v: Option<&Value>) -> Vec<ObjectRef> {
     match v {
-        Some(Value::Array(a)) => a.iter().filter_map(Value::as_str).map(ObjectRef::parse).collect(),
+        Some(Value::Array(a)) => a
+            .iter()
+            .filter_map(Value::as_str)
+            .map(ObjectRef::parse)
+            .collect(),
         Some(Value::String(s)) => vec![ObjectRef::parse(s)],
         _ => Vec::new(),
     }
 }
 
 fn strings(v: Option<&Value>) -> Option<Vec<String>> {
-    v.and_then(Value::as_array)
-        .map(|a| a.iter().filter_map(Value::as_str).map(str::to_string).collect())
+    v.and_then(Value::as_array).map(|a| {
+        a.iter()
+            .filter_map(Value::as_str)
+            .map(str::to_string)
+            .collect()
+    })
 }
 
 impl Meta {
@@ -105,7 +131,9 @@ impl Meta {
         let s = |k: &str| f.get(k).and_then(Value::as_str);
         let ts = |k: &str| s(k).and_then(time::parse_timestamp);
         Meta {
-            authority: s("authority").and_then(Authority::parse).unwrap_or(Authority::Reference),
+            authority: s("authority")
+                .and_then(Authority::parse)
+                .unwrap_or(Authority::Reference),
             classification: s("classification")
                 .and_then(Classification::parse)
                 .unwrap_or(Classification::Internal),
@@ -131,24 +159,77 @@ impl Meta {
             references: refs(f.get("references")),
             depends_on: refs(f.get("depends_on")),
             confidence: f.get("confidence").and_then(Value::as_f64),
-            canonical_source: f.get("canonical_source").and_then(Value::as_bool).unwrap_or(false),
+            canonical_source: f
+                .get("canonical_source")
+                .and_then(Value::as_bool)
+                .unwrap_or(false),
             read: f.get("permissions").and_then(|p| strings(p.get("read"))),
-            deny: f.get("permissions").and_then(|p| strings(p.get("deny"))).unwrap_or_default(),
+            write: f
+                .get("permissions")
+                .and_then(|p| strings(p.get("write")))
+                .unwrap_or_default(),
+            deny: f
+                .get("permissions")
+                .and_then(|p| strings(p.get("deny")))
+                .unwrap_or_default(),
+            kind: s("type").unwrap_or_default().to_string(),
+            layer: s("layer").map(str::to_string),
+            title: s("title").map(str::to_string),
+            summary: s("summary").map(str::to_string),
+            tags: strings(f.get("tags")).unwrap_or_default(),
+            applies_to: strings(f.get("applies_to")).unwrap_or_default(),
+            content_uri: s("content_uri").map(str::to_string),
+            undigested_remote_sources: f
+                .get("sources")
+                .and_then(Value::as_array)
+                .map(|a| {
+                    a.iter()
+                        .enumerate()
+                        .filter_map(|(n, src)| {
+                            let uri = src.get("uri").and_then(Value::as_str)?;
+                            let remote = uri.starts_with("http://") || uri.starts_with("https://");
+                            (remote && src.get("digest").is_none()).then(|| (n, uri.to_string()))
+                        })
+                        .collect()
+                })
+                .unwrap_or_default(),
+            declares_sources: f
+                .get("sources")
+                .and_then(Value::as_array)
+                .is_some_and(|a| !a.is_empty()),
+            declares_canonical_source: f
+                .get("canonical_source")
+                .and_then(Value::as_bool)
+                .unwrap_or(false),
         }
     }
 }
 
 impl ContextObject {
     pub fn kind(&self) -> &str {
-        self.fields.get("type").and_then(Value::as_str).unwrap_or("")
-    }
-
-    pub fn str_field(&self, key: &str) -> Option<&str> {
-        self.fields.get(key).and_then(Value::as_str)
+        &self.meta.kind
     }
 
     pub fn title(&self) -> Option<&str> {
-        self.str_field("title")
+        self.meta.title.as_deref()
+    }
+
+    /// The full effective document, content included (parsed from `doc`).
+    pub fn fields(&self) -> Map<String, Value> {
+        let mut map: Map<String, Value> = serde_json::from_str(&self.doc).unwrap_or_default();
+        if let Some(c) = &self.content {
+            map.insert("content".into(), c.clone());
+        }
+        map
+    }
+
+    /// One field of the effective document (parses `doc`; not for hot loops).
+    pub fn field(&self, key: &str) -> Option<Value> {
+        if key == "content" {
+            return self.content.clone();
+        }
+        let mut map: Map<String, Value> = serde_json::from_str(&self.doc).ok()?;
+        map.remove(key)
     }
 
     /// `id@version` when a version is declared, else the id.
@@ -159,8 +240,8 @@ impl ContextObject {
         }
     }
 
-    /// Was this field written by the author (as opposed to supplied by the loader)?
-    pub fn declared(&self, key: &str) -> bool {
-        self.fields.contains_key(key) && !self.supplied.contains(&key)
+    /// Was this field supplied by the loader (derived or defaulted) rather than the author?
+    pub fn supplied(&self, key: &str) -> bool {
+        self.supplied.contains(&key)
     }
 }

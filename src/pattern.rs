@@ -45,7 +45,9 @@ impl Pattern {
                     "a wildcard must be a whole segment (`policies.*`), never part of one (`policies.ref*`)",
                 ));
             } else if seg.is_empty() {
-                return Err(err("empty segment (two dots in a row, or a leading/trailing dot)"));
+                return Err(err(
+                    "empty segment (two dots in a row, or a leading/trailing dot)",
+                ));
             } else if !valid_segment(seg) {
                 return Err(err(
                     "segments are lowercase letters, digits, `-` and `_`, starting with a letter or digit",

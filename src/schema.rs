@@ -182,9 +182,15 @@ fn violation(e: &jsonschema::ValidationError<'_>) -> Violation {
                 format!(
                     "unknown field{} {}",
                     if unexpected.len() > 1 { "s" } else { "" },
-                    unexpected.iter().map(|u| format!("`{u}`")).collect::<Vec<_>>().join(", ")
+                    unexpected
+                        .iter()
+                        .map(|u| format!("`{u}`"))
+                        .collect::<Vec<_>>()
+                        .join(", ")
                 ),
-                Some(json!("only fields defined by the schema (custom data goes under `extensions`)")),
+                Some(json!(
+                    "only fields defined by the schema (custom data goes under `extensions`)"
+                )),
                 Some(json!(unexpected)),
             )
         }

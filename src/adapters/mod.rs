@@ -23,7 +23,11 @@ pub struct AdapterOptions {
 
 impl Default for AdapterOptions {
     fn default() -> Self {
-        AdapterOptions { offline: false, timeout: Duration::from_secs(10), max_bytes: 5 * 1024 * 1024 }
+        AdapterOptions {
+            offline: false,
+            timeout: Duration::from_secs(10),
+            max_bytes: 5 * 1024 * 1024,
+        }
     }
 }
 
@@ -51,7 +55,11 @@ pub enum AdapterError {
     #[error("`{0}` needs remote fetching, which this repository has not enabled (set `adapters.{1}.enabled: true` in the manifest)")]
     RemoteDisabled(String, String),
     #[error("`{uri}` content digest mismatch: declared {expected}, read {actual}")]
-    DigestMismatch { uri: String, expected: String, actual: String },
+    DigestMismatch {
+        uri: String,
+        expected: String,
+        actual: String,
+    },
 }
 
 impl AdapterError {
@@ -68,7 +76,10 @@ impl AdapterError {
 pub fn scheme(uri: &str) -> Option<&str> {
     let i = uri.find("://")?;
     let s = &uri[..i];
-    (!s.is_empty() && s.chars().all(|c| c.is_ascii_alphanumeric() || "+-.".contains(c))).then_some(s)
+    (!s.is_empty()
+        && s.chars()
+            .all(|c| c.is_ascii_alphanumeric() || "+-.".contains(c)))
+    .then_some(s)
 }
 
 /// The sha256 digest of bytes, `sha256:<hex>`.
@@ -98,7 +109,10 @@ pub fn load(uri: &str, m: &Manifest, opts: &AdapterOptions) -> Result<Loaded, Ad
             if !remote_enabled(m, s) {
                 return Err(AdapterError::RemoteDisabled(uri.to_string(), s.to_string()));
             }
-            Err(AdapterError::Unavailable { uri: uri.to_string(), reason: "this build of ctx has no HTTP client".into() })
+            Err(AdapterError::Unavailable {
+                uri: uri.to_string(),
+                reason: "this build of ctx has no HTTP client".into(),
+            })
         }
         Some(other) => Err(AdapterError::UnknownScheme(other.to_string())),
     }

@@ -60,9 +60,18 @@ pub fn text(repo: &Repo, r: &Resolution, bundle: &Value) -> String {
         let _ = write!(out, " (roles: {})", c.roles.join(", "));
     }
     if let Some(t) = &r.request.task {
-        let _ = write!(out, " for task {}", serde_json::to_string(t).expect("string"));
+        let _ = write!(
+            out,
+            " for task {}",
+            serde_json::to_string(t).expect("string")
+        );
     }
-    let _ = writeln!(out, "\nas of {} · classification ceiling {}\n", bundle["as_of"].as_str().unwrap_or(""), r.ceiling);
+    let _ = writeln!(
+        out,
+        "\nas of {} · classification ceiling {}\n",
+        bundle["as_of"].as_str().unwrap_or(""),
+        r.ceiling
+    );
     let _ = writeln!(out, "Included ({}):", r.included.len());
     if r.included.is_empty() {
         out.push_str("  (nothing)\n");
@@ -71,7 +80,10 @@ pub fn text(repo: &Repo, r: &Resolution, bundle: &Value) -> String {
         let o = &repo.objects[s.index];
         let title = o.title().map(|t| format!(" — {t}")).unwrap_or_default();
         let _ = writeln!(out, "  {:>2}. {}{}", n + 1, o.key(), title);
-        let mut why = format!("in scope via `{}` · {} · {}", s.matched, o.meta.authority, s.lifecycle);
+        let mut why = format!(
+            "in scope via `{}` · {} · {}",
+            s.matched, o.meta.authority, s.lifecycle
+        );
         if r.request.task.is_some() {
             let _ = write!(why, " · relevance {:.3}", s.score);
         }
@@ -97,7 +109,13 @@ pub fn text(repo: &Repo, r: &Resolution, bundle: &Value) -> String {
     if !r.warnings.is_empty() {
         let _ = writeln!(out, "\nWarnings ({}):", r.warnings.len());
         for w in &r.warnings {
-            let _ = writeln!(out, "  ! {} [{}] {}", w.code, w.severity.as_str(), w.message);
+            let _ = writeln!(
+                out,
+                "  ! {} [{}] {}",
+                w.code,
+                w.severity.as_str(),
+                w.message
+            );
         }
     }
     let _ = writeln!(
@@ -105,6 +123,11 @@ pub fn text(repo: &Repo, r: &Resolution, bundle: &Value) -> String {
         "\nOut of scope: {} of {} objects (not listed; the consumer's roles do not include them)",
         r.not_in_scope, r.considered
     );
-    let _ = writeln!(out, "Digest: {}  bundle {}", bundle["digest"].as_str().unwrap_or(""), bundle["bundle_id"].as_str().unwrap_or(""));
+    let _ = writeln!(
+        out,
+        "Digest: {}  bundle {}",
+        bundle["digest"].as_str().unwrap_or(""),
+        bundle["bundle_id"].as_str().unwrap_or("")
+    );
     out
 }

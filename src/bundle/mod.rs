@@ -11,8 +11,20 @@ use crate::resolve::Resolution;
 
 /// Fields copied from an object into the bundle (besides content and computed ones).
 const CARRIED: [&str; 14] = [
-    "id", "type", "layer", "title", "summary", "content_type", "authority", "trust", "owner", "version", "updated",
-    "classification", "durability", "tags",
+    "id",
+    "type",
+    "layer",
+    "title",
+    "summary",
+    "content_type",
+    "authority",
+    "trust",
+    "owner",
+    "version",
+    "updated",
+    "classification",
+    "durability",
+    "tags",
 ];
 
 /// Keys that vary between otherwise identical runs and are left out of the digest.
@@ -27,9 +39,10 @@ pub fn compile(repo: &Repo, r: &Resolution, generated_at: &str) -> Value {
     let mut redacted_count = 0usize;
     for s in &r.included {
         let o = &repo.objects[s.index];
+        let fields = o.fields();
         let mut b = Map::new();
         for key in CARRIED {
-            if let Some(v) = o.fields.get(key) {
+            if let Some(v) = fields.get(key) {
                 b.insert(key.to_string(), v.clone());
             }
         }
@@ -40,7 +53,11 @@ pub fn compile(repo: &Repo, r: &Resolution, generated_at: &str) -> Value {
             };
             b.insert("content".into(), c.clone());
             if !b.contains_key("content_type") {
-                let ct = if c.is_string() { "text/markdown" } else { "application/json" };
+                let ct = if c.is_string() {
+                    "text/markdown"
+                } else {
+                    "application/json"
+                };
                 b.insert("content_type".into(), json!(ct));
             }
         }
@@ -49,10 +66,10 @@ pub fn compile(repo: &Repo, r: &Resolution, generated_at: &str) -> Value {
             redacted_count += 1;
             b.insert("redacted".into(), json!(s.redacted));
         }
-        if let Some(src) = o.fields.get("sources") {
+        if let Some(src) = fields.get("sources") {
             b.insert("sources".into(), src.clone());
         }
-        if let Some(x) = o.fields.get("extensions") {
+        if let Some(x) = fields.get("extensions") {
             b.insert("extensions".into(), x.clone());
         }
         objects.push(Value::Object(b));
@@ -61,7 +78,7 @@ pub fn compile(repo: &Repo, r: &Resolution, generated_at: &str) -> Value {
         if o.meta.canonical_source {
             p.insert("canonical_source".into(), json!(true));
         }
-        if let Some(src) = o.fields.get("sources") {
+        if let Some(src) = fields.get("sources") {
             p.insert("sources".into(), src.clone());
         }
         provenance.push(Value::Object(p));
@@ -138,17 +155,23 @@ pub fn digest(bundle: &Value) -> String {
     for k in VOLATILE {
         covered.remove(k);
     }
-    let bytes = serde_jcs::to_vec(&Value::Object(covered)).expect("bundle values are JSON-representable");
+    let bytes =
+        serde_jcs::to_vec(&Value::Object(covered)).expect("bundle values are JSON-representable");
     format!("sha256:{}", hex::encode(Sha256::digest(&bytes)))
 }
 
 /// Check that a bundle's stored digest matches its content.
 pub fn verify_digest(bundle: &Value) -> Result<String, String> {
-    let stored = bundle.get("digest").and_then(Value::as_str).ok_or("the bundle has no `digest`")?;
+    let stored = bundle
+        .get("digest")
+        .and_then(Value::as_str)
+        .ok_or("the bundle has no `digest`")?;
     let actual = digest(bundle);
     if stored == actual {
         Ok(actual)
     } else {
-        Err(format!("digest mismatch: the bundle says {stored}, its content hashes to {actual}"))
+        Err(format!(
+            "digest mismatch: the bundle says {stored}, its content hashes to {actual}"
+        ))
     }
 }

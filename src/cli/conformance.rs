@@ -20,11 +20,24 @@ pub struct ConformanceArgs {
 }
 
 pub fn run(g: &Global, p: &Printer, args: &ConformanceArgs) -> Result<Exit> {
-    let dir = if args.suite.is_absolute() { args.suite.clone() } else { g.cwd.join(&args.suite) };
+    let dir = if args.suite.is_absolute() {
+        args.suite.clone()
+    } else {
+        g.cwd.join(&args.suite)
+    };
     let results = conformance::run(&dir)?;
-    let passed = results.iter().filter(|r| r.verdict == Verdict::Passed).count();
-    let failed = results.iter().filter(|r| matches!(r.verdict, Verdict::Failed(_))).count();
-    let not_run = results.iter().filter(|r| matches!(r.verdict, Verdict::NotRun(_))).count();
+    let passed = results
+        .iter()
+        .filter(|r| r.verdict == Verdict::Passed)
+        .count();
+    let failed = results
+        .iter()
+        .filter(|r| matches!(r.verdict, Verdict::Failed(_)))
+        .count();
+    let not_run = results
+        .iter()
+        .filter(|r| matches!(r.verdict, Verdict::NotRun(_)))
+        .count();
     let text = if args.format == "json" {
         let cases: Vec<_> = results
             .iter()
@@ -37,17 +50,27 @@ pub fn run(g: &Global, p: &Printer, args: &ConformanceArgs) -> Result<Exit> {
                 json!({"group": r.group, "case": r.name, "status": status, "detail": detail})
             })
             .collect();
-        serde_json::to_string_pretty(&json!({"passed": passed, "failed": failed, "not_run": not_run, "cases": cases})).expect("json") + "\n"
+        serde_json::to_string_pretty(
+            &json!({"passed": passed, "failed": failed, "not_run": not_run, "cases": cases}),
+        )
+        .expect("json")
+            + "\n"
     } else {
         let mut t = String::new();
         for r in &results {
             match &r.verdict {
                 Verdict::Passed => t.push_str(&format!("✓ {:<10} {}\n", r.group, r.name)),
-                Verdict::Failed(d) => t.push_str(&format!("✗ {:<10} {}\n    {d}\n", r.group, r.name)),
-                Verdict::NotRun(d) => t.push_str(&format!("- {:<10} {} (not run: {d})\n", r.group, r.name)),
+                Verdict::Failed(d) => {
+                    t.push_str(&format!("✗ {:<10} {}\n    {d}\n", r.group, r.name))
+                }
+                Verdict::NotRun(d) => {
+                    t.push_str(&format!("- {:<10} {} (not run: {d})\n", r.group, r.name))
+                }
             }
         }
-        t.push_str(&format!("conformance: {passed} passed, {failed} failed, {not_run} skipped\n"));
+        t.push_str(&format!(
+            "conformance: {passed} passed, {failed} failed, {not_run} skipped\n"
+        ));
         t
     };
     super::io_result(p.out(&text))?;

@@ -40,19 +40,22 @@ pub fn run(g: &Global, p: &Printer, a: &GetArgs) -> Result<Exit> {
         })
         .collect();
     // Without a version: the current one (highest version that is not superseded), else the newest.
-    hits.sort_by_key(|(i, s)| (*s != crate::model::Lifecycle::Superseded, repo.objects[*i].version));
+    hits.sort_by_key(|(i, s)| {
+        (
+            *s != crate::model::Lifecycle::Superseded,
+            repo.objects[*i].version,
+        )
+    });
     let Some(&(i, state)) = hits.last() else {
-        return Err(Error::NotFound(format!("no object `{}` is visible here", a.id)));
+        return Err(Error::NotFound(format!(
+            "no object `{}` is visible here",
+            a.id
+        )));
     };
     let o = &repo.objects[i];
-    let object_rules: Vec<Redaction> = o
-        .fields
-        .get("redact")
-        .and_then(Value::as_array)
-        .map(|r| r.iter().filter_map(|x| serde_json::from_value(x.clone()).ok()).collect())
-        .unwrap_or_default();
+    let object_rules: Vec<Redaction> = crate::resolve::object_redactions(o);
     let rules = view::rules(&repo, &v, &object_rules);
-    let mut fields: Map<String, Value> = o.fields.clone();
+    let mut fields: Map<String, Value> = o.fields();
     if let Some(c @ (Value::Object(_) | Value::Array(_))) = fields.get_mut("content") {
         let applied = crate::resolve::redact::redact(c, &rules);
         if !applied.is_empty() {
@@ -62,7 +65,11 @@ pub fn run(g: &Global, p: &Printer, a: &GetArgs) -> Result<Exit> {
     fields.insert("lifecycle".into(), Value::from(state.as_str()));
     fields.insert("file".into(), Value::from(o.origin.file.clone()));
     let doc = Value::Object(fields);
-    let text = if a.format == "json" { render::json(&doc) } else { render::yaml(&doc) };
+    let text = if a.format == "json" {
+        render::json(&doc)
+    } else {
+        render::yaml(&doc)
+    };
     super::io_result(p.out(&text))?;
     Ok(Exit::Ok)
 }

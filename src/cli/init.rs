@@ -38,7 +38,11 @@ fn slug(s: &str) -> String {
         }
     }
     let out = out.trim_end_matches('-').to_string();
-    if out.is_empty() { "context".into() } else { out }
+    if out.is_empty() {
+        "context".into()
+    } else {
+        out
+    }
 }
 
 fn valid_namespace(s: &str) -> bool {
@@ -54,7 +58,11 @@ fn ask(question: &str, default: &str) -> std::io::Result<String> {
     let mut line = String::new();
     std::io::stdin().lock().read_line(&mut line)?;
     let line = line.trim();
-    Ok(if line.is_empty() { default.to_string() } else { line.to_string() })
+    Ok(if line.is_empty() {
+        default.to_string()
+    } else {
+        line.to_string()
+    })
 }
 
 /// The files of a new repository, as (relative path, contents).
@@ -102,7 +110,13 @@ provenance:
   required: true
 "#
     );
-    let obj = |id: &str, ty: &str, layer: &str, title: &str, owner: &str, extra: &str, body: &str| {
+    let obj = |id: &str,
+               ty: &str,
+               layer: &str,
+               title: &str,
+               owner: &str,
+               extra: &str,
+               body: &str| {
         format!(
             "---\nid: {id}\ntype: {ty}\nlayer: {layer}\ntitle: {title}\nauthority: canonical\nowner: {owner}\nupdated: {today}T00:00:00Z\nclassification: internal\ncanonical_source: true\n{extra}---\n\n{body}\n"
         )
@@ -143,12 +157,20 @@ pub fn run(g: &Global, p: &Printer, args: &InitArgs) -> Result<Exit> {
         .unwrap_or_else(|| "context".into());
     let interactive = !args.yes && std::io::stdin().is_terminal();
     let default_id = args.id.clone().unwrap_or_else(|| slug(&folder_name));
-    let id = if interactive && args.id.is_none() { ask("Namespace id", &default_id).map_err(|e| Error::io("stdin", &e))? } else { default_id };
+    let id = if interactive && args.id.is_none() {
+        ask("Namespace id", &default_id).map_err(|e| Error::io("stdin", &e))?
+    } else {
+        default_id
+    };
     if !valid_namespace(&id) {
         return Err(Error::Usage(format!("`{id}` is not a valid namespace id: use lowercase letters, digits and dashes, e.g. `acme`")));
     }
     let default_name = args.name.clone().unwrap_or_else(|| folder_name.clone());
-    let name = if interactive && args.name.is_none() { ask("Name", &default_name).map_err(|e| Error::io("stdin", &e))? } else { default_name };
+    let name = if interactive && args.name.is_none() {
+        ask("Name", &default_name).map_err(|e| Error::io("stdin", &e))?
+    } else {
+        default_name
+    };
     let today = chrono::Utc::now().format("%Y-%m-%d").to_string();
     let name_yaml = serde_json::to_string(&name).expect("string");
     let mut report = String::new();
@@ -162,8 +184,12 @@ pub fn run(g: &Global, p: &Printer, args: &InitArgs) -> Result<Exit> {
         if let Some(parent) = path.parent() {
             std::fs::create_dir_all(parent).map_err(|e| Error::io(parent, &e))?;
         }
-        super::printer::write_atomic(&path, text.as_bytes(), true).map_err(|e| Error::io(&path, &e))?;
-        report.push_str(&format!("  {}  {rel}\n", if exists { "replaced" } else { "created " }));
+        super::printer::write_atomic(&path, text.as_bytes(), true)
+            .map_err(|e| Error::io(&path, &e))?;
+        report.push_str(&format!(
+            "  {}  {rel}\n",
+            if exists { "replaced" } else { "created " }
+        ));
     }
     let shown = display(&dir, &g.cwd);
     report.push_str(&format!(

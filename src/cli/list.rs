@@ -42,15 +42,14 @@ pub fn run(g: &Global, p: &Printer, a: &ListArgs) -> Result<Exit> {
         .iter()
         .filter_map(|&(i, state)| {
             let o = &repo.objects[i];
-            let s = |k: &str| o.str_field(k).unwrap_or("");
-            let keep = a.kind.as_deref().is_none_or(|t| s("type") == t)
-                && a.layer.as_deref().is_none_or(|l| s("layer") == l)
+            let keep = a.kind.as_deref().is_none_or(|t| o.kind() == t)
+                && a.layer.as_deref().is_none_or(|l| o.meta.layer.as_deref() == Some(l))
                 && a.authority.as_deref().is_none_or(|x| o.meta.authority.as_str() == x)
                 && a.owner.as_deref().is_none_or(|x| o.meta.owner.as_deref() == Some(x))
-                && a.tag.as_deref().is_none_or(|t| o.fields.get("tags").and_then(Value::as_array).is_some_and(|tags| tags.iter().any(|x| x == t)));
+                && a.tag.as_deref().is_none_or(|t| o.meta.tags.iter().any(|x| x == t));
             keep.then(|| {
                 json!({
-                    "id": o.id, "version": o.version, "type": s("type"), "layer": o.fields.get("layer"),
+                    "id": o.id, "version": o.version, "type": o.kind(), "layer": o.meta.layer,
                     "authority": o.meta.authority.as_str(), "owner": o.meta.owner, "state": state.as_str(),
                     "title": o.title(), "file": o.origin.file,
                 })
@@ -61,7 +60,10 @@ pub fn run(g: &Global, p: &Printer, a: &ListArgs) -> Result<Exit> {
         "json" => render::json(&Value::Array(rows)),
         "yaml" => render::yaml(&Value::Array(rows)),
         "ndjson" => rows.iter().map(|r| r.to_string() + "\n").collect(),
-        _ => table(&rows, &["id", "type", "layer", "authority", "owner", "state"]),
+        _ => table(
+            &rows,
+            &["id", "type", "layer", "authority", "owner", "state"],
+        ),
     };
     super::io_result(p.out(&text))?;
     Ok(Exit::Ok)
@@ -83,7 +85,12 @@ pub fn table(rows: &[Value], cols: &[&str]) -> String {
         }
     }
     let line = |vals: Vec<String>| -> String {
-        let mut s = vals.iter().enumerate().map(|(n, v)| format!("{v:<w$}", w = width[n])).collect::<Vec<_>>().join("  ");
+        let mut s = vals
+            .iter()
+            .enumerate()
+            .map(|(n, v)| format!("{v:<w$}", w = width[n]))
+            .collect::<Vec<_>>()
+            .join("  ");
         s.truncate(s.trim_end().len());
         s + "\n"
     };

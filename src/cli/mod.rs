@@ -82,7 +82,11 @@ pub fn io_result(r: std::io::Result<()>) -> Result<()> {
 /// Run a parsed command line.
 pub fn run(cli: Cli) -> Result<Exit> {
     let cwd = std::env::current_dir().map_err(|e| Error::io(".", &e))?;
-    let g = Global { dir: cli.dir.clone(), cwd, offline: cli.offline };
+    let g = Global {
+        dir: cli.dir.clone(),
+        cwd,
+        offline: cli.offline,
+    };
     let p = Printer::new(cli.color);
     match &cli.command {
         Command::Validate(a) => validate::run(&g, &p, a),

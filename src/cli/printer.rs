@@ -38,7 +38,10 @@ impl Printer {
             ColorChoice::Never => false,
             ColorChoice::Auto => env_allows_color().unwrap_or(tty),
         };
-        let width = std::env::var("COLUMNS").ok().and_then(|c| c.parse().ok()).unwrap_or(100);
+        let width = std::env::var("COLUMNS")
+            .ok()
+            .and_then(|c| c.parse().ok())
+            .unwrap_or(100);
         Printer {
             color_out: decide(io::stdout().is_terminal()),
             color_err: decide(io::stderr().is_terminal()),
@@ -77,7 +80,10 @@ pub fn write_atomic(path: &Path, bytes: &[u8], replace: bool) -> io::Result<()> 
         Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
         _ => PathBuf::from("."),
     };
-    let mut tmp = tempfile::Builder::new().prefix(".ctx-").suffix(".tmp").tempfile_in(&dir)?;
+    let mut tmp = tempfile::Builder::new()
+        .prefix(".ctx-")
+        .suffix(".tmp")
+        .tempfile_in(&dir)?;
     tmp.write_all(bytes)?;
     tmp.as_file().sync_all()?;
     if replace {

@@ -69,15 +69,21 @@ pub fn at_flag(at: Option<&str>) -> Result<crate::time::Instant> {
 
 /// Build the request from flags (shared by resolve, bundle and export).
 pub fn request(g: &Global, repo: &Repo, a: &ResolveArgs) -> Result<Request> {
-    let consumer = Consumer::from_flags(&repo.manifest, a.agent.as_deref(), &a.role).map_err(Error::Usage)?;
+    let consumer =
+        Consumer::from_flags(&repo.manifest, a.agent.as_deref(), &a.role).map_err(Error::Usage)?;
     let include = a
         .include
         .iter()
-        .map(|p| Pattern::parse(p).map_err(|e| Error::Usage(format!("--include `{}`: {}", e.pattern, e.reason))))
+        .map(|p| {
+            Pattern::parse(p)
+                .map_err(|e| Error::Usage(format!("--include `{}`: {}", e.pattern, e.reason)))
+        })
         .collect::<Result<Vec<_>>>()?;
     if let Some(min) = a.min_relevance {
         if !min.is_finite() || min < 0.0 {
-            return Err(Error::Usage(format!("--min-relevance must be a non-negative number, got {min}")));
+            return Err(Error::Usage(format!(
+                "--min-relevance must be a non-negative number, got {min}"
+            )));
         }
     }
     Ok(Request {
@@ -88,7 +94,10 @@ pub fn request(g: &Global, repo: &Repo, a: &ResolveArgs) -> Result<Request> {
         limit: a.limit,
         min_relevance: a.min_relevance,
         include,
-        adapters: AdapterOptions { offline: g.offline, ..AdapterOptions::default() },
+        adapters: AdapterOptions {
+            offline: g.offline,
+            ..AdapterOptions::default()
+        },
     })
 }
 
@@ -114,7 +123,10 @@ impl NanoZero for chrono::DateTime<chrono::Utc> {
 }
 
 /// Resolve and compile: the shared core of resolve, bundle and export.
-pub fn resolve_bundle(g: &Global, a: &ResolveArgs) -> Result<(Repo, Resolution, serde_json::Value)> {
+pub fn resolve_bundle(
+    g: &Global,
+    a: &ResolveArgs,
+) -> Result<(Repo, Resolution, serde_json::Value)> {
     let repo = super::validate::load_repo(g, crate::load::DEFAULT_MAX_FILE_SIZE)?;
     let req = request(g, &repo, a)?;
     let resolution = resolve::resolve(&repo, req).map_err(Error::Usage)?;
@@ -126,15 +138,25 @@ pub fn run(g: &Global, p: &Printer, a: &ResolveArgs, always_bundle: bool) -> Res
     let (repo, resolution, bundle) = resolve_bundle(g, a)?;
     let text = match (a.explain && !always_bundle, a.format) {
         (true, None) => explain::text(&repo, &resolution, &bundle),
-        (true, Some(BundleFormat::Json)) => render::json(&explain::data(&repo, &resolution, &bundle)),
-        (true, Some(BundleFormat::Yaml)) => render::yaml(&explain::data(&repo, &resolution, &bundle)),
-        (true, Some(BundleFormat::Markdown)) | (false, Some(BundleFormat::Markdown)) => render::markdown(&bundle),
+        (true, Some(BundleFormat::Json)) => {
+            render::json(&explain::data(&repo, &resolution, &bundle))
+        }
+        (true, Some(BundleFormat::Yaml)) => {
+            render::yaml(&explain::data(&repo, &resolution, &bundle))
+        }
+        (true, Some(BundleFormat::Markdown)) | (false, Some(BundleFormat::Markdown)) => {
+            render::markdown(&bundle)
+        }
         (false, Some(BundleFormat::Yaml)) => render::yaml(&bundle),
         (false, Some(BundleFormat::Json)) | (false, None) => render::json(&bundle),
     };
     super::io_result(p.product(&text, a.output.as_deref()))?;
-    if a.output.is_some() {
-        let _ = p.err(&format!("wrote {} ({})\n", a.output.as_ref().expect("checked").display(), bundle["digest"].as_str().unwrap_or("")));
+    if let Some(out) = &a.output {
+        let _ = p.err(&format!(
+            "wrote {} ({})\n",
+            out.display(),
+            bundle["digest"].as_str().unwrap_or("")
+        ));
     }
     Ok(Exit::Ok)
 }

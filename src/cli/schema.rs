@@ -18,7 +18,8 @@ pub fn run(p: &Printer, args: &SchemaArgs) -> Result<Exit> {
         None => Kind::ALL
             .iter()
             .map(|k| {
-                let v: serde_json::Value = serde_json::from_str(k.text()).expect("embedded schema is JSON");
+                let v: serde_json::Value =
+                    serde_json::from_str(k.text()).expect("embedded schema is JSON");
                 let id = v.get("$id").and_then(|x| x.as_str()).unwrap_or("");
                 format!("{:<12} {id}\n", k.name())
             })
@@ -27,7 +28,11 @@ pub fn run(p: &Printer, args: &SchemaArgs) -> Result<Exit> {
             let kind = Kind::parse(name).ok_or_else(|| {
                 Error::NotFound(format!(
                     "no schema named `{name}`; available: {}",
-                    Kind::ALL.iter().map(|k| k.name()).collect::<Vec<_>>().join(", ")
+                    Kind::ALL
+                        .iter()
+                        .map(|k| k.name())
+                        .collect::<Vec<_>>()
+                        .join(", ")
                 ))
             })?;
             let mut t = kind.text().to_string();

@@ -31,11 +31,23 @@ pub fn run(g: &Global, p: &Printer, a: &SearchArgs) -> Result<Exit> {
         .visible
         .iter()
         .map(|(i, _)| *i)
-        .filter(|&i| a.kind.as_deref().is_none_or(|t| repo.objects[i].kind() == t))
+        .filter(|&i| {
+            a.kind
+                .as_deref()
+                .is_none_or(|t| repo.objects[i].kind() == t)
+        })
         .collect();
     let scores = rank::scores(&repo.objects, &candidates, Some(&a.query));
-    let mut hits: Vec<(usize, f64)> = candidates.into_iter().zip(scores).filter(|(_, s)| *s > 0.0).collect();
-    hits.sort_by(|x, y| y.1.partial_cmp(&x.1).unwrap_or(std::cmp::Ordering::Equal).then(repo.objects[x.0].id.cmp(&repo.objects[y.0].id)));
+    let mut hits: Vec<(usize, f64)> = candidates
+        .into_iter()
+        .zip(scores)
+        .filter(|(_, s)| *s > 0.0)
+        .collect();
+    hits.sort_by(|x, y| {
+        y.1.partial_cmp(&x.1)
+            .unwrap_or(std::cmp::Ordering::Equal)
+            .then(repo.objects[x.0].id.cmp(&repo.objects[y.0].id))
+    });
     hits.truncate(a.limit);
     let rows: Vec<Value> = hits
         .iter()
@@ -50,5 +62,9 @@ pub fn run(g: &Global, p: &Printer, a: &SearchArgs) -> Result<Exit> {
         _ => super::list::table(&rows, &["id", "score", "type", "title"]),
     };
     super::io_result(p.out(&text))?;
-    Ok(if hits.is_empty() { Exit::Invalid } else { Exit::Ok })
+    Ok(if hits.is_empty() {
+        Exit::Invalid
+    } else {
+        Exit::Ok
+    })
 }

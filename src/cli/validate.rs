@@ -43,14 +43,23 @@ pub fn load_repo(g: &Global, max_file_size: u64) -> Result<Repo> {
 }
 
 /// Keep findings in the given paths (relative to the working directory).
-fn restrict(findings: Vec<Diagnostic>, repo: &Repo, g: &Global, paths: &[PathBuf]) -> Vec<Diagnostic> {
+fn restrict(
+    findings: Vec<Diagnostic>,
+    repo: &Repo,
+    g: &Global,
+    paths: &[PathBuf],
+) -> Vec<Diagnostic> {
     if paths.is_empty() {
         return findings;
     }
     let wanted: Vec<String> = paths
         .iter()
         .map(|p| {
-            let abs = if p.is_absolute() { p.clone() } else { g.cwd.join(p) };
+            let abs = if p.is_absolute() {
+                p.clone()
+            } else {
+                g.cwd.join(p)
+            };
             let abs = abs.canonicalize().unwrap_or(abs);
             abs.strip_prefix(&repo.manifest.root)
                 .map(|r| r.to_string_lossy().replace('\\', "/"))
@@ -61,29 +70,51 @@ fn restrict(findings: Vec<Diagnostic>, repo: &Repo, g: &Global, paths: &[PathBuf
         .into_iter()
         .filter(|d| {
             let file = d.file.as_deref().unwrap_or("");
-            wanted.iter().any(|w| w.is_empty() || file == w || file.starts_with(&format!("{w}/")))
+            wanted
+                .iter()
+                .any(|w| w.is_empty() || file == w || file.starts_with(&format!("{w}/")))
         })
         .collect()
 }
 
 pub fn run(g: &Global, p: &Printer, args: &ValidateArgs) -> Result<Exit> {
     let repo = load_repo(g, args.max_file_size)?;
-    let findings = checks::validate(&repo, ValidateOptions { strict: args.strict });
+    let findings = checks::validate(
+        &repo,
+        ValidateOptions {
+            strict: args.strict,
+        },
+    );
     let findings = restrict(findings, &repo, g, &args.paths);
     let failed = checks::failed(&findings, args.strict);
     let objects = repo.objects.len();
     let io = match args.format {
         ReportFormat::Human => {
-            let mut text = render::human(&findings, &repo.manifest.root, HumanStyle { color: p.color_out, width: p.width });
+            let mut text = render::human(
+                &findings,
+                &repo.manifest.root,
+                HumanStyle {
+                    color: p.color_out,
+                    width: p.width,
+                },
+            );
             let summary = render::summary(&findings, objects);
-            text.push_str(&if failed { format!("✗ invalid: {summary}\n") } else { format!("✓ valid: {summary}\n") });
+            text.push_str(&if failed {
+                format!("✗ invalid: {summary}\n")
+            } else {
+                format!("✓ valid: {summary}\n")
+            });
             p.out(&text)
         }
         ReportFormat::Json => {
-            let doc = render::report_value(&findings, !failed, Some(&repo.manifest.id), objects, None);
+            let doc =
+                render::report_value(&findings, !failed, Some(&repo.manifest.id), objects, None);
             p.out(&(serde_json::to_string_pretty(&doc).expect("serializable") + "\n"))
         }
-        ReportFormat::Sarif => p.out(&(serde_json::to_string_pretty(&render::sarif(&findings)).expect("serializable") + "\n")),
+        ReportFormat::Sarif => p.out(
+            &(serde_json::to_string_pretty(&render::sarif(&findings)).expect("serializable")
+                + "\n"),
+        ),
         ReportFormat::Github => p.out(&render::github(&findings)),
     };
     super::io_result(io)?;

@@ -27,11 +27,19 @@ pub struct View {
     pub scope: Option<Scope>,
 }
 
-pub fn view(repo: &Repo, who: &ConsumerArgs, at: crate::time::Instant, historical: bool) -> Result<View> {
+pub fn view(
+    repo: &Repo,
+    who: &ConsumerArgs,
+    at: crate::time::Instant,
+    historical: bool,
+) -> Result<View> {
     let consumer = if who.agent.is_none() && who.role.is_empty() {
         None
     } else {
-        Some(Consumer::from_flags(&repo.manifest, who.agent.as_deref(), &who.role).map_err(Error::Usage)?)
+        Some(
+            Consumer::from_flags(&repo.manifest, who.agent.as_deref(), &who.role)
+                .map_err(Error::Usage)?,
+        )
     };
     let scope = match &consumer {
         Some(c) => Some(roles::scope(&repo.manifest, &c.roles).map_err(Error::Usage)?),
@@ -42,11 +50,23 @@ pub fn view(repo: &Repo, who: &ConsumerArgs, at: crate::time::Instant, historica
     let mut visible = Vec::new();
     for (i, o) in repo.objects.iter().enumerate() {
         if let (Some(c), Some(s)) = (&consumer, &scope) {
-            if authorize(o, &Principals { consumer: &c.id, scope: s }).is_err() {
+            if authorize(
+                o,
+                &Principals {
+                    consumer: &c.id,
+                    scope: s,
+                },
+            )
+            .is_err()
+            {
                 continue;
             }
         }
-        let state = if sup.superseded.contains(&i) { Lifecycle::Superseded } else { lifecycle::state(o, at, repo.manifest.default_ttl) };
+        let state = if sup.superseded.contains(&i) {
+            Lifecycle::Superseded
+        } else {
+            lifecycle::state(o, at, repo.manifest.default_ttl)
+        };
         if !historical && matches!(state, Lifecycle::Superseded) {
             continue;
         }
@@ -56,9 +76,19 @@ pub fn view(repo: &Repo, who: &ConsumerArgs, at: crate::time::Instant, historica
 }
 
 /// Redaction rules that apply to object `i` for this view.
-pub fn rules<'a>(repo: &'a Repo, view: &'a View, object_rules: &'a [Redaction]) -> Vec<&'a Redaction> {
+pub fn rules<'a>(
+    repo: &'a Repo,
+    view: &'a View,
+    object_rules: &'a [Redaction],
+) -> Vec<&'a Redaction> {
     match &view.scope {
-        Some(s) => repo.manifest.redact.iter().chain(s.redact.iter()).chain(object_rules.iter()).collect(),
+        Some(s) => repo
+            .manifest
+            .redact
+            .iter()
+            .chain(s.redact.iter())
+            .chain(object_rules.iter())
+            .collect(),
         None => Vec::new(),
     }
 }

@@ -52,20 +52,36 @@ pub struct CaseResult {
 
 /// Run a suite folder (holding `conformance.json`).
 pub fn run(dir: &Path) -> Result<Vec<CaseResult>> {
-    let index: PathBuf = if dir.is_file() { dir.to_path_buf() } else { dir.join("conformance.json") };
+    let index: PathBuf = if dir.is_file() {
+        dir.to_path_buf()
+    } else {
+        dir.join("conformance.json")
+    };
     let base = index.parent().map(Path::to_path_buf).unwrap_or_default();
     let text = std::fs::read_to_string(&index).map_err(|e| Error::io(&index, &e))?;
-    let suite: Suite = serde_json::from_str(&text)
-        .map_err(|e| Error::Invalid(format!("{}: not a conformance index: {e}", index.display())))?;
+    let suite: Suite = serde_json::from_str(&text).map_err(|e| {
+        Error::Invalid(format!("{}: not a conformance index: {e}", index.display()))
+    })?;
     let mut out = Vec::new();
-    for (group, cases, expect_valid) in [("valid", &suite.valid, true), ("invalid", &suite.invalid, false)] {
+    for (group, cases, expect_valid) in [
+        ("valid", &suite.valid, true),
+        ("invalid", &suite.invalid, false),
+    ] {
         for c in cases {
-            out.push(CaseResult { group, name: c.fixture.clone(), verdict: schema_case(&base, c, expect_valid) });
+            out.push(CaseResult {
+                group,
+                name: c.fixture.clone(),
+                verdict: schema_case(&base, c, expect_valid),
+            });
         }
     }
     for s in &suite.resolution {
         let verdict = scenario::run(&base.join(&s.scenario), &base.join(&s.expected));
-        out.push(CaseResult { group: "resolution", name: s.scenario.clone(), verdict });
+        out.push(CaseResult {
+            group: "resolution",
+            name: s.scenario.clone(),
+            verdict,
+        });
     }
     Ok(out)
 }
@@ -75,7 +91,10 @@ fn schema_case(base: &Path, c: &Case, expect_valid: bool) -> Verdict {
         return Verdict::Failed(format!("unknown kind `{}`", c.kind));
     };
     let path = base.join(&c.fixture);
-    let doc: Value = match std::fs::read_to_string(&path).map_err(|e| e.to_string()).and_then(|t| crate::json::parse(&t).map_err(|e| e.message)) {
+    let doc: Value = match std::fs::read_to_string(&path)
+        .map_err(|e| e.to_string())
+        .and_then(|t| crate::json::parse(&t).map_err(|e| e.message))
+    {
         Ok(v) => v,
         Err(e) => return Verdict::Failed(format!("cannot read fixture: {e}")),
     };
@@ -84,7 +103,11 @@ fn schema_case(base: &Path, c: &Case, expect_valid: bool) -> Verdict {
         (true, true) | (false, false) => Verdict::Passed,
         (true, false) => Verdict::Failed(format!(
             "expected valid, got: {}",
-            violations.iter().map(|v| format!("{} {}", v.field, v.message)).collect::<Vec<_>>().join("; ")
+            violations
+                .iter()
+                .map(|v| format!("{} {}", v.field, v.message))
+                .collect::<Vec<_>>()
+                .join("; ")
         )),
         (false, true) => Verdict::Failed(format!(
             "expected invalid ({}), but the document validates",

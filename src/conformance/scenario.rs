@@ -29,13 +29,21 @@ pub fn run(dir: &Path, expected: &Path) -> Verdict {
 }
 
 fn run_inner(dir: &Path, expected: &Path) -> Result<(), String> {
-    let text = std::fs::read_to_string(expected).map_err(|e| format!("{}: {e}", expected.display()))?;
-    let spec: Value = crate::json::parse(&text).map_err(|e| format!("{}: {}", expected.display(), e.message))?;
+    let text =
+        std::fs::read_to_string(expected).map_err(|e| format!("{}: {e}", expected.display()))?;
+    let spec: Value =
+        crate::json::parse(&text).map_err(|e| format!("{}: {}", expected.display(), e.message))?;
     let repo = load_repo(dir)?;
     if let (Some(r), Some(e)) = (spec.get("resolve"), spec.get("expect")) {
         check_resolution(&repo, r, e).map_err(|m| format!("resolve: {m}"))?;
     }
-    for (n, also) in spec.get("also").and_then(Value::as_array).into_iter().flatten().enumerate() {
+    for (n, also) in spec
+        .get("also")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .enumerate()
+    {
         if let (Some(r), Some(e)) = (also.get("resolve"), also.get("expect")) {
             check_resolution(&repo, r, e).map_err(|m| format!("also[{n}]: {m}"))?;
         }
@@ -49,10 +57,27 @@ fn run_inner(dir: &Path, expected: &Path) -> Result<(), String> {
 fn request(repo: &Repo, r: &Value) -> Result<Request, String> {
     let roles: Vec<String> = match r.get("role") {
         Some(Value::String(s)) => vec![s.clone()],
-        Some(Value::Array(a)) => a.iter().filter_map(Value::as_str).map(str::to_string).collect(),
-        _ => r.get("roles").and_then(Value::as_array).map(|a| a.iter().filter_map(Value::as_str).map(str::to_string).collect()).unwrap_or_default(),
+        Some(Value::Array(a)) => a
+            .iter()
+            .filter_map(Value::as_str)
+            .map(str::to_string)
+            .collect(),
+        _ => r
+            .get("roles")
+            .and_then(Value::as_array)
+            .map(|a| {
+                a.iter()
+                    .filter_map(Value::as_str)
+                    .map(str::to_string)
+                    .collect()
+            })
+            .unwrap_or_default(),
     };
-    let consumer = Consumer::from_flags(&repo.manifest, r.get("agent").and_then(Value::as_str), &roles)?;
+    let consumer = Consumer::from_flags(
+        &repo.manifest,
+        r.get("agent").and_then(Value::as_str),
+        &roles,
+    )?;
     let at = match r.get("at").and_then(Value::as_str) {
         Some(s) => crate::time::parse_at(s).ok_or_else(|| format!("bad `at`: {s}"))?,
         None => chrono::Utc::now(),
@@ -60,17 +85,28 @@ fn request(repo: &Repo, r: &Value) -> Result<Request, String> {
     let include = r
         .get("include")
         .and_then(Value::as_array)
-        .map(|a| a.iter().filter_map(Value::as_str).filter_map(|p| crate::pattern::Pattern::parse(p).ok()).collect())
+        .map(|a| {
+            a.iter()
+                .filter_map(Value::as_str)
+                .filter_map(|p| crate::pattern::Pattern::parse(p).ok())
+                .collect()
+        })
         .unwrap_or_default();
     Ok(Request {
         consumer,
         task: r.get("task").and_then(Value::as_str).map(str::to_string),
         at,
-        include_historical: r.get("includeHistorical").and_then(Value::as_bool).unwrap_or(false),
+        include_historical: r
+            .get("includeHistorical")
+            .and_then(Value::as_bool)
+            .unwrap_or(false),
         limit: r.get("limit").and_then(Value::as_u64).map(|n| n as usize),
         min_relevance: r.get("minRelevance").and_then(Value::as_f64),
         include,
-        adapters: AdapterOptions { offline: true, ..AdapterOptions::default() },
+        adapters: AdapterOptions {
+            offline: true,
+            ..AdapterOptions::default()
+        },
     })
 }
 
@@ -84,7 +120,12 @@ fn at_path<'a>(v: &'a Value, path: &str) -> Option<&'a Value> {
 }
 
 fn objects_by_id<'a>(bundle: &'a Value, id: &str) -> Vec<&'a Value> {
-    bundle["objects"].as_array().into_iter().flatten().filter(|o| o["id"] == id).collect()
+    bundle["objects"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|o| o["id"] == id)
+        .collect()
 }
 
 fn check_resolution(repo: &Repo, r: &Value, e: &Value) -> Result<(), String> {
@@ -98,9 +139,17 @@ fn check_resolution(repo: &Repo, r: &Value, e: &Value) -> Result<(), String> {
     }
     let violations = crate::schema::check(crate::schema::Kind::Bundle, &b);
     if let Some(v) = violations.first() {
-        return Err(format!("bundle does not validate against the bundle schema: {} {}", v.field, v.message));
+        return Err(format!(
+            "bundle does not validate against the bundle schema: {} {}",
+            v.field, v.message
+        ));
     }
-    let included: BTreeSet<&str> = b["objects"].as_array().into_iter().flatten().filter_map(|o| o["id"].as_str()).collect();
+    let included: BTreeSet<&str> = b["objects"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|o| o["id"].as_str())
+        .collect();
     if let Some(want) = e.get("included").and_then(Value::as_array) {
         let want: BTreeSet<&str> = want.iter().filter_map(Value::as_str).collect();
         if want != included {
@@ -113,47 +162,109 @@ fn check_resolution(repo: &Repo, r: &Value, e: &Value) -> Result<(), String> {
             return Err(format!("{got} objects, expected {n}"));
         }
     }
-    for (id, v) in e.get("includedVersions").and_then(Value::as_object).into_iter().flatten() {
+    for (id, v) in e
+        .get("includedVersions")
+        .and_then(Value::as_object)
+        .into_iter()
+        .flatten()
+    {
         if !objects_by_id(&b, id).iter().any(|o| &o["version"] == v) {
             return Err(format!("`{id}` not included at version {v}"));
         }
     }
-    for x in e.get("excluded").and_then(Value::as_array).into_iter().flatten() {
-        let found = b["excluded"].as_array().into_iter().flatten().any(|got| got["id"] == x["id"] && got["reason"] == x["reason"]);
+    for x in e
+        .get("excluded")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+    {
+        let found = b["excluded"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .any(|got| got["id"] == x["id"] && got["reason"] == x["reason"]);
         if !found {
             return Err(format!("missing exclusion {x}; got {}", b["excluded"]));
         }
     }
-    for code in e.get("warnings").and_then(Value::as_array).into_iter().flatten() {
-        if !b["warnings"].as_array().into_iter().flatten().any(|w| &w["code"] == code) {
+    for code in e
+        .get("warnings")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+    {
+        if !b["warnings"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .any(|w| &w["code"] == code)
+        {
             return Err(format!("missing warning {code}; got {}", b["warnings"]));
         }
     }
-    for (id, state) in e.get("lifecycle").and_then(Value::as_object).into_iter().flatten() {
-        if !objects_by_id(&b, id).iter().any(|o| &o["lifecycle"] == state) {
+    for (id, state) in e
+        .get("lifecycle")
+        .and_then(Value::as_object)
+        .into_iter()
+        .flatten()
+    {
+        if !objects_by_id(&b, id)
+            .iter()
+            .any(|o| &o["lifecycle"] == state)
+        {
             return Err(format!("`{id}` lifecycle is not {state}"));
         }
     }
-    for (id, paths) in e.get("redacted").and_then(Value::as_object).into_iter().flatten() {
-        let want: BTreeSet<&str> = paths.as_array().into_iter().flatten().filter_map(Value::as_str).collect();
+    for (id, paths) in e
+        .get("redacted")
+        .and_then(Value::as_object)
+        .into_iter()
+        .flatten()
+    {
+        let want: BTreeSet<&str> = paths
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(Value::as_str)
+            .collect();
         let ok = objects_by_id(&b, id).iter().any(|o| {
-            let got: BTreeSet<&str> = o["redacted"].as_array().into_iter().flatten().filter_map(Value::as_str).collect();
+            let got: BTreeSet<&str> = o["redacted"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter_map(Value::as_str)
+                .collect();
             got == want
         });
         if !ok {
             return Err(format!("`{id}` redacted paths differ from {want:?}"));
         }
     }
-    for (id, paths) in e.get("contentAbsent").and_then(Value::as_object).into_iter().flatten() {
+    for (id, paths) in e
+        .get("contentAbsent")
+        .and_then(Value::as_object)
+        .into_iter()
+        .flatten()
+    {
         for o in objects_by_id(&b, id) {
-            for p in paths.as_array().into_iter().flatten().filter_map(Value::as_str) {
+            for p in paths
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter_map(Value::as_str)
+            {
                 if at_path(&o["content"], p).is_some() {
                     return Err(format!("`{id}` content still has `{p}`"));
                 }
             }
         }
     }
-    for (id, pairs) in e.get("contentEquals").and_then(Value::as_object).into_iter().flatten() {
+    for (id, pairs) in e
+        .get("contentEquals")
+        .and_then(Value::as_object)
+        .into_iter()
+        .flatten()
+    {
         let objs = objects_by_id(&b, id);
         for (p, want) in pairs.as_object().unwrap_or(&Map::new()) {
             if !objs.iter().any(|o| at_path(&o["content"], p) == Some(want)) {
@@ -169,7 +280,13 @@ fn check_validation(repo: &Repo, v: &Value) -> Result<(), String> {
     let strict = expect_failure == Some(true);
     let diags = validate::validate(repo, ValidateOptions { strict });
     let codes: BTreeSet<&str> = diags.iter().map(|d| d.code.as_str()).collect();
-    for code in v.get("expectDiagnostics").and_then(Value::as_array).into_iter().flatten().filter_map(Value::as_str) {
+    for code in v
+        .get("expectDiagnostics")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(Value::as_str)
+    {
         if !codes.contains(code) {
             return Err(format!("missing diagnostic `{code}`; got {codes:?}"));
         }
@@ -177,7 +294,11 @@ fn check_validation(repo: &Repo, v: &Value) -> Result<(), String> {
     if let Some(want) = expect_failure {
         let failed = validate::failed(&diags, strict);
         if failed != want {
-            return Err(format!("validation {} but expected {}", if failed { "failed" } else { "passed" }, if want { "failure" } else { "success" }));
+            return Err(format!(
+                "validation {} but expected {}",
+                if failed { "failed" } else { "passed" },
+                if want { "failure" } else { "success" }
+            ));
         }
     }
     Ok(())

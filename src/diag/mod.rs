@@ -261,13 +261,24 @@ mod tests {
     #[test]
     fn normalize_orders_by_file_then_line() {
         let mut d = vec![
-            Diagnostic::error(Code::DuplicateId, "b").file("b.md").line(3),
-            Diagnostic::error(Code::DuplicateId, "a").file("a.md").line(9),
-            Diagnostic::error(Code::DuplicateId, "a").file("a.md").line(2),
-            Diagnostic::error(Code::DuplicateId, "a").file("a.md").line(2),
+            Diagnostic::error(Code::DuplicateId, "b")
+                .file("b.md")
+                .line(3),
+            Diagnostic::error(Code::DuplicateId, "a")
+                .file("a.md")
+                .line(9),
+            Diagnostic::error(Code::DuplicateId, "a")
+                .file("a.md")
+                .line(2),
+            Diagnostic::error(Code::DuplicateId, "a")
+                .file("a.md")
+                .line(2),
         ];
         normalize(&mut d);
-        let order: Vec<_> = d.iter().map(|d| (d.file.clone().unwrap(), d.line.unwrap())).collect();
+        let order: Vec<_> = d
+            .iter()
+            .map(|d| (d.file.clone().unwrap(), d.line.unwrap()))
+            .collect();
         assert_eq!(
             order,
             vec![("a.md".into(), 2), ("a.md".into(), 9), ("b.md".into(), 3)]

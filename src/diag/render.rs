@@ -49,7 +49,9 @@ impl miette::Diagnostic for Pretty<'_> {
     }
 
     fn help<'b>(&'b self) -> Option<Box<dyn std::fmt::Display + 'b>> {
-        self.help.as_ref().map(|h| Box::new(h) as Box<dyn std::fmt::Display>)
+        self.help
+            .as_ref()
+            .map(|h| Box::new(h) as Box<dyn std::fmt::Display>)
     }
 
     fn source_code(&self) -> Option<&dyn miette::SourceCode> {
@@ -59,7 +61,9 @@ impl miette::Diagnostic for Pretty<'_> {
     fn labels(&self) -> Option<Box<dyn Iterator<Item = LabeledSpan> + '_>> {
         let span = self.span?;
         let label = self.d.field.as_ref().map(|f| format!("here: `{f}`"));
-        Some(Box::new(std::iter::once(LabeledSpan::new_with_span(label, span))))
+        Some(Box::new(std::iter::once(LabeledSpan::new_with_span(
+            label, span,
+        ))))
     }
 }
 
@@ -113,7 +117,9 @@ pub fn human(diags: &[Diagnostic], root: &Path, style: HumanStyle) -> String {
         let (source, span) = match (&d.file, d.line) {
             (Some(file), Some(line)) => {
                 let path = root.join(file);
-                let small = std::fs::metadata(&path).map(|m| m.len() <= 1 << 20).unwrap_or(false);
+                let small = std::fs::metadata(&path)
+                    .map(|m| m.len() <= 1 << 20)
+                    .unwrap_or(false);
                 match std::fs::read_to_string(&path).ok().filter(|_| small) {
                     Some(text) => match line_span(&text, line) {
                         Some(span) => (Some(NamedSource::new(file.clone(), text)), Some(span)),
@@ -182,7 +188,10 @@ pub fn report_value(
         doc.insert("namespace".into(), json!(ns));
     }
     doc.insert("counts".into(), Value::Object(counts));
-    doc.insert("findings".into(), serde_json::to_value(diags).expect("serializable"));
+    doc.insert(
+        "findings".into(),
+        serde_json::to_value(diags).expect("serializable"),
+    );
     Value::Object(doc)
 }
 
@@ -248,7 +257,9 @@ pub fn sarif(diags: &[Diagnostic]) -> Value {
 /// GitHub Actions workflow commands (`::error file=…,line=…::message`).
 pub fn github(diags: &[Diagnostic]) -> String {
     fn escape_data(s: &str) -> String {
-        s.replace('%', "%25").replace('\r', "%0D").replace('\n', "%0A")
+        s.replace('%', "%25")
+            .replace('\r', "%0D")
+            .replace('\n', "%0A")
     }
     fn escape_prop(s: &str) -> String {
         escape_data(s).replace(':', "%3A").replace(',', "%2C")
@@ -289,14 +300,17 @@ mod tests {
     use crate::diag::Code;
 
     fn sample() -> Vec<Diagnostic> {
-        vec![Diagnostic::error(Code::SchemaInvalid, "value is not one of the allowed values")
-            .id("policies.refunds")
-            .file("context/policies/refunds.md")
-            .line(3)
-            .field("authority")
-            .expected(json!(["canonical", "approved"]))
-            .actual("gospel")
-            .fix("Use one of the listed values.")]
+        vec![Diagnostic::error(
+            Code::SchemaInvalid,
+            "value is not one of the allowed values",
+        )
+        .id("policies.refunds")
+        .file("context/policies/refunds.md")
+        .line(3)
+        .field("authority")
+        .expected(json!(["canonical", "approved"]))
+        .actual("gospel")
+        .fix("Use one of the listed values.")]
     }
 
     #[test]
@@ -307,8 +321,21 @@ mod tests {
 
     #[test]
     fn human_names_file_line_field_expected_actual_fix() {
-        let text = human(&sample(), Path::new("/nonexistent"), HumanStyle { color: false, width: 100 });
-        for needle in ["schema-invalid", "context/policies/refunds.md:3", "authority", "gospel", "Use one of the listed values."] {
+        let text = human(
+            &sample(),
+            Path::new("/nonexistent"),
+            HumanStyle {
+                color: false,
+                width: 100,
+            },
+        );
+        for needle in [
+            "schema-invalid",
+            "context/policies/refunds.md:3",
+            "authority",
+            "gospel",
+            "Use one of the listed values.",
+        ] {
             assert!(text.contains(needle), "missing {needle} in\n{text}");
         }
     }
@@ -317,6 +344,9 @@ mod tests {
     fn sarif_has_results() {
         let v = sarif(&sample());
         assert_eq!(v["runs"][0]["results"][0]["ruleId"], "schema-invalid");
-        assert_eq!(v["runs"][0]["results"][0]["locations"][0]["physicalLocation"]["region"]["startLine"], 3);
+        assert_eq!(
+            v["runs"][0]["results"][0]["locations"][0]["physicalLocation"]["region"]["startLine"],
+            3
+        );
     }
 }

@@ -24,7 +24,9 @@ pub struct LoadOptions {
 
 impl Default for LoadOptions {
     fn default() -> Self {
-        LoadOptions { max_file_size: DEFAULT_MAX_FILE_SIZE }
+        LoadOptions {
+            max_file_size: DEFAULT_MAX_FILE_SIZE,
+        }
     }
 }
 
@@ -40,26 +42,32 @@ pub struct Repo {
     pub files: usize,
 }
 
-fn read_member(m: &Member, limit: u64) -> Result<Vec<u8>, Diagnostic> {
+fn read_member(m: &Member, limit: u64) -> Result<Vec<u8>, Box<Diagnostic>> {
     let unreadable = |e: std::io::Error| {
-        Diagnostic::error(Code::SourceUnavailable, format!("cannot read file: {e}"))
+        Box::new(Diagnostic::error(Code::SourceUnavailable, format!("cannot read file: {e}"))
             .file(m.rel.clone())
-            .fix("check the file's permissions")
+            .fix("check the file's permissions"))
     };
     let f = std::fs::File::open(&m.abs).map_err(unreadable)?;
     let len = f.metadata().map_err(unreadable)?.len();
     if len > limit {
-        return Err(Diagnostic::error(Code::SourceUnavailable, format!("file is {len} bytes, over the {limit}-byte limit"))
-            .file(m.rel.clone())
-            .expected(format!("at most {limit} bytes"))
-            .actual(format!("{len} bytes"))
-            .fix("split the object, or reference large data by URI"));
+        return Err(Box::new(
+            Diagnostic::error(Code::SourceUnavailable, format!("file is {len} bytes, over the {limit}-byte limit"))
+                .file(m.rel.clone())
+                .expected(format!("at most {limit} bytes"))
+                .actual(format!("{len} bytes"))
+                .fix("split the object, or reference large data by URI"),
+        ));
     }
     let mut buf = Vec::with_capacity(len as usize + 1);
-    f.take(limit + 1).read_to_end(&mut buf).map_err(unreadable)?;
+    f.take(limit + 1)
+        .read_to_end(&mut buf)
+        .map_err(unreadable)?;
     if buf.len() as u64 > limit {
-        return Err(Diagnostic::error(Code::SourceUnavailable, format!("file grew over the {limit}-byte limit while reading"))
-            .file(m.rel.clone()));
+        return Err(Box::new(
+            Diagnostic::error(Code::SourceUnavailable, format!("file grew over the {limit}-byte limit while reading"))
+                .file(m.rel.clone()),
+        ));
     }
     Ok(buf)
 }
@@ -72,15 +80,23 @@ pub fn load(manifest: Manifest, mut diags: Vec<Diagnostic>, opts: &LoadOptions) 
         .par_iter()
         .map(|m| {
             let collection = match &m.source {
-                MemberSource::Collection { name, .. } => {
-                    manifest.collections.iter().find(|c| &c.name == name).map(|c| &c.defaults)
-                }
+                MemberSource::Collection { name, .. } => manifest
+                    .collections
+                    .iter()
+                    .find(|c| &c.name == name)
+                    .map(|c| &c.defaults),
                 MemberSource::Entry { .. } => None,
             };
-            let defaults = parse::Defaults { collection, manifest: &manifest.defaults };
+            let defaults = parse::Defaults {
+                collection,
+                manifest: &manifest.defaults,
+            };
             match read_member(m, opts.max_file_size) {
                 Ok(bytes) => parse::parse(m, &bytes, &defaults),
-                Err(d) => parse::Parsed { object: None, diags: vec![d] },
+                Err(d) => parse::Parsed {
+                    object: None,
+                    diags: vec![*d],
+                },
             }
         })
         .collect();
@@ -95,5 +111,10 @@ pub fn load(manifest: Manifest, mut diags: Vec<Diagnostic>, opts: &LoadOptions) 
             .then_with(|| a.origin.file.cmp(&b.origin.file))
     });
     diag::normalize(&mut diags);
-    Repo { manifest, objects, diags, files: members.len() }
+    Repo {
+        manifest,
+        objects,
+        diags,
+        files: members.len(),
+    }
 }

@@ -20,7 +20,16 @@ pub struct Defaults<'a> {
 }
 
 /// Fields a default may supply (the static names double as the `supplied` markers).
-const DEFAULTABLE: [&str; 8] = ["type", "layer", "authority", "classification", "durability", "trust", "owner", "ttl"];
+const DEFAULTABLE: [&str; 8] = [
+    "type",
+    "layer",
+    "authority",
+    "classification",
+    "durability",
+    "trust",
+    "owner",
+    "ttl",
+];
 
 /// What parsing one file produced.
 #[derive(Debug, Default)]
@@ -36,7 +45,10 @@ fn err(code: Code, file: &str, line: u32, message: impl Into<String>) -> Diagnos
 /// Derive an id from a path inside a collection: `policies/support/refund.md` in
 /// `policies` → `policies.support.refund`; `index.md` / `readme.md` name their folder.
 pub fn derive_id(collection: &str, base: &str, rel: &str) -> String {
-    let inner = rel.strip_prefix(base).unwrap_or(rel).trim_start_matches('/');
+    let inner = rel
+        .strip_prefix(base)
+        .unwrap_or(rel)
+        .trim_start_matches('/');
     let stem = match inner.rsplit_once('.') {
         Some((s, _)) => s,
         None => inner,
@@ -46,7 +58,13 @@ pub fn derive_id(collection: &str, base: &str, rel: &str) -> String {
         let clean: String = seg
             .chars()
             .map(|c| c.to_ascii_lowercase())
-            .map(|c| if c.is_ascii_alphanumeric() || c == '_' || c == '-' || c == '.' { c } else { '-' })
+            .map(|c| {
+                if c.is_ascii_alphanumeric() || c == '_' || c == '-' || c == '.' {
+                    c
+                } else {
+                    '-'
+                }
+            })
             .collect();
         for s in clean.split('.').filter(|s| !s.is_empty()) {
             parts.push(s.to_string());
@@ -68,10 +86,15 @@ pub fn parse(member: &Member, bytes: &[u8], defaults: &Defaults<'_>) -> Parsed {
             let at = e.valid_up_to();
             let line = bytes[..at].iter().filter(|b| **b == b'\n').count() as u32 + 1;
             out.diags.push(
-                err(Code::SchemaInvalid, file, line, format!("file is not valid UTF-8 (invalid byte at offset {at})"))
-                    .expected("UTF-8 text")
-                    .actual(format!("byte 0x{:02x}", bytes[at]))
-                    .fix("re-save the file as UTF-8"),
+                err(
+                    Code::SchemaInvalid,
+                    file,
+                    line,
+                    format!("file is not valid UTF-8 (invalid byte at offset {at})"),
+                )
+                .expected("UTF-8 text")
+                .actual(format!("byte 0x{:02x}", bytes[at]))
+                .fix("re-save the file as UTF-8"),
             );
             return out;
         }
@@ -104,10 +127,13 @@ pub fn parse(member: &Member, bytes: &[u8], defaults: &Defaults<'_>) -> Parsed {
         Err((message, line, column)) => {
             let line = line + start_line - 1;
             out.diags.push(
-                Diagnostic::error(Code::SchemaInvalid, format!("cannot parse {}: {message}", describe(format)))
-                    .file(file)
-                    .at(line, column)
-                    .fix("fix the syntax at the position shown"),
+                Diagnostic::error(
+                    Code::SchemaInvalid,
+                    format!("cannot parse {}: {message}", describe(format)),
+                )
+                .file(file)
+                .at(line, column)
+                .fix("fix the syntax at the position shown"),
             );
             return out;
         }
@@ -117,10 +143,15 @@ pub fn parse(member: &Member, bytes: &[u8], defaults: &Defaults<'_>) -> Parsed {
         Value::Null if format == Format::Markdown => Map::new(),
         other => {
             out.diags.push(
-                err(Code::SchemaInvalid, file, start_line, format!("{} must be a mapping of fields", describe(format)))
-                    .expected("a mapping (key: value pairs)")
-                    .actual(type_name(&other))
-                    .fix("write the object as `key: value` fields"),
+                err(
+                    Code::SchemaInvalid,
+                    file,
+                    start_line,
+                    format!("{} must be a mapping of fields", describe(format)),
+                )
+                .expected("a mapping (key: value pairs)")
+                .actual(type_name(&other))
+                .fix("write the object as `key: value` fields"),
             );
             return out;
         }
@@ -131,9 +162,14 @@ pub fn parse(member: &Member, bytes: &[u8], defaults: &Defaults<'_>) -> Parsed {
         if !body.trim().is_empty() {
             if fields.contains_key("content") {
                 out.diags.push(
-                    err(Code::SchemaInvalid, file, start_line, "both a `content` field and a Markdown body are present")
-                        .field("content")
-                        .fix("keep the content in one place: the body, or the `content` field"),
+                    err(
+                        Code::SchemaInvalid,
+                        file,
+                        start_line,
+                        "both a `content` field and a Markdown body are present",
+                    )
+                    .field("content")
+                    .fix("keep the content in one place: the body, or the `content` field"),
                 );
             } else {
                 fields.insert("content".into(), Value::String(body.to_string()));
@@ -173,17 +209,30 @@ pub fn parse(member: &Member, bytes: &[u8], defaults: &Defaults<'_>) -> Parsed {
         Kind::Object
     };
     let violations = schema::check(kind, &doc_value);
-    let Value::Object(fields) = doc_value else { unreachable!("built as an object") };
-    let id = fields.get("id").and_then(Value::as_str).unwrap_or_default().to_string();
+    let Value::Object(fields) = doc_value else {
+        unreachable!("built as an object")
+    };
+    let id = fields
+        .get("id")
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+        .to_string();
     for v in violations {
-        let mut d = Diagnostic::error(Code::SchemaInvalid, v.message).file(file).id(id.clone());
-        let locate_path: Vec<PathItem> = if supplied.iter().any(|s| v.path.first() == Some(&PathItem::Key((*s).into()))) {
+        let mut d = Diagnostic::error(Code::SchemaInvalid, v.message)
+            .file(file)
+            .id(id.clone());
+        let locate_path: Vec<PathItem> = if supplied
+            .iter()
+            .any(|s| v.path.first() == Some(&PathItem::Key((*s).into())))
+        {
             Vec::new()
         } else {
             v.path.clone()
         };
         if let Some(doc) = doc {
-            if let Some((l, c)) = crate::manifest::locate_in(doc, format == Format::Json, &locate_path) {
+            if let Some((l, c)) =
+                crate::manifest::locate_in(doc, format == Format::Json, &locate_path)
+            {
                 d = d.at(l + start_line - 1, c);
             }
         } else {
@@ -202,8 +251,13 @@ pub fn parse(member: &Member, bytes: &[u8], defaults: &Defaults<'_>) -> Parsed {
         out.diags.push(d);
     }
     out.diags.extend(secrets::scan(text, file, &id));
-    let meta = Meta::from_fields(&fields);
-    if meta.authority == crate::model::Authority::Canonical && meta.trust == crate::model::Trust::Untrusted {
+    let mut meta = Meta::from_fields(&fields);
+    // Provenance is judged on what the author declared, never on loader defaults.
+    meta.declares_sources &= !supplied.contains(&"sources");
+    meta.declares_canonical_source &= !supplied.contains(&"canonical_source");
+    if meta.authority == crate::model::Authority::Canonical
+        && meta.trust == crate::model::Trust::Untrusted
+    {
         out.diags.push(
             Diagnostic::warning(Code::UntrustedCanonical, "canonical object carries untrusted content")
                 .file(file)
@@ -215,12 +269,23 @@ pub fn parse(member: &Member, bytes: &[u8], defaults: &Defaults<'_>) -> Parsed {
         );
     }
     let version = fields.get("version").and_then(Value::as_u64);
+    let mut fields = fields;
+    let content = fields.remove("content");
+    let doc = serde_json::to_string(&fields)
+        .expect("JSON values serialize")
+        .into_boxed_str();
     out.object = Some(ContextObject {
         id,
         version,
-        fields,
+        doc,
+        content,
         supplied,
-        origin: Origin { file: member.rel.clone(), format, collection: Some(collection), line: start_line },
+        origin: Origin {
+            file: member.rel.clone(),
+            format,
+            collection: Some(collection),
+            line: start_line,
+        },
         meta,
     });
     out
@@ -231,9 +296,13 @@ fn remediation(field: &str) -> String {
     match top {
         "" => "add the missing field".into(),
         "id" => "use a dotted lowercase id such as `policies.refunds`".into(),
-        "updated" | "created" | "valid_from" | "expires" => "write an RFC 3339 timestamp such as 2026-08-01T00:00:00Z".into(),
+        "updated" | "created" | "valid_from" | "expires" => {
+            "write an RFC 3339 timestamp such as 2026-08-01T00:00:00Z".into()
+        }
         "ttl" => "write a duration such as 30d, 12h or 1y".into(),
-        _ => format!("correct `{field}` (see `ctx schema object`); custom data belongs under `extensions`"),
+        _ => format!(
+            "correct `{field}` (see `ctx schema object`); custom data belongs under `extensions`"
+        ),
     }
 }
 
@@ -262,10 +331,34 @@ mod tests {
 
     #[test]
     fn derived_ids() {
-        assert_eq!(derive_id("policies", "context/policies", "context/policies/refunds.md"), "policies.refunds");
-        assert_eq!(derive_id("policies", "context/policies", "context/policies/support/Refund Now.md"), "policies.support.refund-now");
-        assert_eq!(derive_id("docs", "docs", "docs/guide/index.md"), "docs.guide");
+        assert_eq!(
+            derive_id(
+                "policies",
+                "context/policies",
+                "context/policies/refunds.md"
+            ),
+            "policies.refunds"
+        );
+        assert_eq!(
+            derive_id(
+                "policies",
+                "context/policies",
+                "context/policies/support/Refund Now.md"
+            ),
+            "policies.support.refund-now"
+        );
+        assert_eq!(
+            derive_id("docs", "docs", "docs/guide/index.md"),
+            "docs.guide"
+        );
         assert_eq!(derive_id("docs", "docs", "docs/README.md"), "docs");
-        assert_eq!(derive_id("pricing", "context/pricing", "context/pricing/enterprise.v2.md"), "pricing.enterprise.v2");
+        assert_eq!(
+            derive_id(
+                "pricing",
+                "context/pricing",
+                "context/pricing/enterprise.v2.md"
+            ),
+            "pricing.enterprise.v2"
+        );
     }
 }

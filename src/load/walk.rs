@@ -70,17 +70,25 @@ pub fn resolves_inside(root: &Path, abs: &Path) -> bool {
 }
 
 fn traversal(m: &Manifest, field: String, target: &str) -> Diagnostic {
-    Diagnostic::error(Code::PathTraversal, format!("`{target}` resolves outside the repository folder"))
-        .file(m.file.clone())
-        .field(field)
-        .expected("a path inside the folder that holds the manifest")
-        .actual(target)
-        .fix("move the file into the repository, or reference it by URI")
+    Diagnostic::error(
+        Code::PathTraversal,
+        format!("`{target}` resolves outside the repository folder"),
+    )
+    .file(m.file.clone())
+    .field(field)
+    .expected("a path inside the folder that holds the manifest")
+    .actual(target)
+    .fix("move the file into the repository, or reference it by URI")
 }
 
 fn is_uri(s: &str) -> bool {
     match s.find("://") {
-        Some(i) => s[..i].chars().all(|c| c.is_ascii_alphanumeric() || "+-.".contains(c)) && i > 0,
+        Some(i) => {
+            s[..i]
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || "+-.".contains(c))
+                && i > 0
+        }
         None => false,
     }
 }
@@ -103,12 +111,15 @@ pub fn members(m: &Manifest) -> (Vec<Member>, Vec<Diagnostic>) {
         let abs = m.root.join(&rel);
         if !abs.exists() {
             diags.push(
-                Diagnostic::error(Code::SourceUnavailable, format!("context entry `{}` points at a missing file", e.key))
-                    .file(m.file.clone())
-                    .field(format!("context.{}", e.key))
-                    .expected("an existing file")
-                    .actual(e.target.as_str())
-                    .fix("create the file or correct the path"),
+                Diagnostic::error(
+                    Code::SourceUnavailable,
+                    format!("context entry `{}` points at a missing file", e.key),
+                )
+                .file(m.file.clone())
+                .field(format!("context.{}", e.key))
+                .expected("an existing file")
+                .actual(e.target.as_str())
+                .fix("create the file or correct the path"),
             );
             continue;
         }
@@ -116,19 +127,26 @@ pub fn members(m: &Manifest) -> (Vec<Member>, Vec<Diagnostic>) {
             diags.push(traversal(m, format!("context.{}", e.key), &e.target));
             continue;
         }
-        out.push(Member { rel, abs, source: MemberSource::Entry { key: e.key.clone() } });
+        out.push(Member {
+            rel,
+            abs,
+            source: MemberSource::Entry { key: e.key.clone() },
+        });
     }
     for c in &m.collections {
         let before = out.len();
         collect(m, c, &mut out, &mut diags);
         if out.len() == before {
             diags.push(
-                Diagnostic::warning(Code::SourceUnavailable, format!("collection `{}` matches no files", c.name))
-                    .file(m.file.clone())
-                    .field(format!("collections.{}", c.name))
-                    .actual(c.source.as_str())
-                    .expected("a glob matching at least one .md, .yaml, .yml or .json file")
-                    .fix("correct the glob or remove the collection"),
+                Diagnostic::warning(
+                    Code::SourceUnavailable,
+                    format!("collection `{}` matches no files", c.name),
+                )
+                .file(m.file.clone())
+                .field(format!("collections.{}", c.name))
+                .actual(c.source.as_str())
+                .expected("a glob matching at least one .md, .yaml, .yml or .json file")
+                .fix("correct the glob or remove the collection"),
             );
         }
     }
@@ -155,11 +173,14 @@ fn collect(m: &Manifest, c: &Collection, out: &mut Vec<Member>, diags: &mut Vec<
             Ok(g) => Some(g.compile_matcher()),
             Err(e) => {
                 diags.push(
-                    Diagnostic::error(Code::ManifestInvalid, format!("collection `{}` has an invalid glob: {e}", c.name))
-                        .file(m.file.clone())
-                        .field(format!("collections.{}", c.name))
-                        .actual(c.source.as_str())
-                        .fix("fix the glob syntax, e.g. `./context/policies/**`"),
+                    Diagnostic::error(
+                        Code::ManifestInvalid,
+                        format!("collection `{}` has an invalid glob: {e}", c.name),
+                    )
+                    .file(m.file.clone())
+                    .field(format!("collections.{}", c.name))
+                    .actual(c.source.as_str())
+                    .fix("fix the glob syntax, e.g. `./context/policies/**`"),
                 );
                 return;
             }
@@ -168,7 +189,10 @@ fn collect(m: &Manifest, c: &Collection, out: &mut Vec<Member>, diags: &mut Vec<
     let base_abs = m.root.join(&base);
     if literal && base_abs.is_file() {
         // A collection naming a single file: its base is the parent folder.
-        base = Path::new(&base).parent().map(|p| p.to_string_lossy().replace('\\', "/")).unwrap_or_default();
+        base = Path::new(&base)
+            .parent()
+            .map(|p| p.to_string_lossy().replace('\\', "/"))
+            .unwrap_or_default();
     }
     if !base_abs.exists() {
         return;
@@ -187,9 +211,13 @@ fn collect(m: &Manifest, c: &Collection, out: &mut Vec<Member>, diags: &mut Vec<
         .follow_links(false)
         .build();
     for entry in walker.flatten() {
-        let Some(ft) = entry.file_type() else { continue };
+        let Some(ft) = entry.file_type() else {
+            continue;
+        };
         let abs = entry.path();
-        let Ok(rel_path) = abs.strip_prefix(&m.root) else { continue };
+        let Ok(rel_path) = abs.strip_prefix(&m.root) else {
+            continue;
+        };
         let rel = rel_path.to_string_lossy().replace('\\', "/");
         if crate::object::Format::from_path(&rel).is_none() {
             continue;
@@ -202,11 +230,14 @@ fn collect(m: &Manifest, c: &Collection, out: &mut Vec<Member>, diags: &mut Vec<
         if ft.is_symlink() {
             if !resolves_inside(&m.root, abs) {
                 diags.push(
-                    Diagnostic::error(Code::PathTraversal, format!("`{rel}` is a symbolic link that points outside the repository"))
-                        .file(rel.clone())
-                        .expected("a link target inside the repository folder")
-                        .actual("a target outside the repository")
-                        .fix("replace the link with the file itself, or remove it"),
+                    Diagnostic::error(
+                        Code::PathTraversal,
+                        format!("`{rel}` is a symbolic link that points outside the repository"),
+                    )
+                    .file(rel.clone())
+                    .expected("a link target inside the repository folder")
+                    .actual("a target outside the repository")
+                    .fix("replace the link with the file itself, or remove it"),
                 );
                 continue;
             }
@@ -219,7 +250,10 @@ fn collect(m: &Manifest, c: &Collection, out: &mut Vec<Member>, diags: &mut Vec<
         out.push(Member {
             rel,
             abs: abs.to_path_buf(),
-            source: MemberSource::Collection { name: c.name.clone(), base: base.clone() },
+            source: MemberSource::Collection {
+                name: c.name.clone(),
+                base: base.clone(),
+            },
         });
     }
 }

@@ -20,12 +20,22 @@ pub struct Located {
 pub fn locate(dir: Option<&Path>, cwd: &Path) -> Result<Located> {
     let start = match dir {
         Some(d) => {
-            let d = if d.is_absolute() { d.to_path_buf() } else { cwd.join(d) };
+            let d = if d.is_absolute() {
+                d.to_path_buf()
+            } else {
+                cwd.join(d)
+            };
             if d.is_file() {
-                return Ok(Located { path: d, shadowed: Vec::new() });
+                return Ok(Located {
+                    path: d,
+                    shadowed: Vec::new(),
+                });
             }
             if !d.exists() {
-                return Err(Error::NotFound(format!("{}: no such file or folder", d.display())));
+                return Err(Error::NotFound(format!(
+                    "{}: no such file or folder",
+                    d.display()
+                )));
             }
             d
         }
@@ -39,7 +49,10 @@ pub fn locate(dir: Option<&Path>, cwd: &Path) -> Result<Located> {
             .filter(|p| p.is_file())
             .collect();
         if let Some((first, rest)) = found.split_first() {
-            return Ok(Located { path: first.clone(), shadowed: rest.to_vec() });
+            return Ok(Located {
+                path: first.clone(),
+                shadowed: rest.to_vec(),
+            });
         }
         here = folder.parent();
     }
@@ -71,6 +84,9 @@ mod tests {
         assert_eq!(locate(Some(&f), tmp.path()).unwrap().path, f);
         let empty = tempfile::tempdir().unwrap();
         let err = locate(Some(empty.path()), tmp.path()).unwrap_err();
-        assert!(matches!(err, Error::ManifestNotFound { .. } | Error::NotFound(_)));
+        assert!(matches!(
+            err,
+            Error::ManifestNotFound { .. } | Error::NotFound(_)
+        ));
     }
 }

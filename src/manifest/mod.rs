@@ -100,11 +100,17 @@ impl Manifest {
         let located = discover::locate(dir, cwd)?;
         let (manifest, mut diags) = Manifest::load(&located.path)?;
         for other in located.shadowed {
-            let name = other.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+            let name = other
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_default();
             diags.push(
                 Diagnostic::warning(
                     Code::ManifestInvalid,
-                    format!("{name} is ignored because {} is present in the same folder", manifest.file),
+                    format!(
+                        "{name} is ignored because {} is present in the same folder",
+                        manifest.file
+                    ),
                 )
                 .file(name)
                 .fix("keep exactly one manifest file per repository"),
@@ -121,7 +127,10 @@ impl Manifest {
             .map(Path::to_path_buf)
             .unwrap_or_else(|| PathBuf::from("."));
         let root = root.canonicalize().map_err(|e| Error::io(&root, &e))?;
-        let file = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+        let file = path
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
         let text = String::from_utf8(bytes).map_err(|e| {
             Error::Invalid(format!(
                 "{}: the manifest is not valid UTF-8 (invalid byte at offset {})",
@@ -132,11 +141,23 @@ impl Manifest {
         let is_json = file.ends_with(".json");
         let raw: Value = if is_json {
             crate::json::parse(&text).map_err(|e| {
-                Error::Invalid(format!("{}:{}:{}: {}", path.display(), e.line, e.column, e.message))
+                Error::Invalid(format!(
+                    "{}:{}:{}: {}",
+                    path.display(),
+                    e.line,
+                    e.column,
+                    e.message
+                ))
             })?
         } else {
             yaml::parse(&text).map_err(|e| {
-                Error::Invalid(format!("{}:{}:{}: {}", path.display(), e.line, e.column, e.message))
+                Error::Invalid(format!(
+                    "{}:{}:{}: {}",
+                    path.display(),
+                    e.line,
+                    e.column,
+                    e.message
+                ))
             })?
         };
         if !raw.is_object() {
@@ -145,7 +166,11 @@ impl Manifest {
                 path.display()
             )));
         }
-        let spec_version = raw.get("opencontext").and_then(Value::as_str).unwrap_or("").to_string();
+        let spec_version = raw
+            .get("opencontext")
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_string();
         let major = spec_version.split('.').next().unwrap_or("");
         if !spec_version.is_empty() && major != "1" {
             return Err(Error::Invalid(format!(
@@ -161,14 +186,23 @@ impl Manifest {
             file,
             text,
             spec_version,
-            id: raw.get("id").and_then(Value::as_str).unwrap_or("").to_string(),
+            id: raw
+                .get("id")
+                .and_then(Value::as_str)
+                .unwrap_or("")
+                .to_string(),
             name: raw.get("name").and_then(Value::as_str).map(str::to_string),
             entries: Vec::new(),
             collections: Vec::new(),
             roles: BTreeMap::new(),
             agents: BTreeMap::new(),
             precedence: Authority::ALL.to_vec(),
-            tie_breakers: vec!["version".into(), "updated".into(), "confidence".into(), "id".into()],
+            tie_breakers: vec![
+                "version".into(),
+                "updated".into(),
+                "confidence".into(),
+                "id".into(),
+            ],
             default_ttl: None,
             exclude_expired: true,
             stale_is_error: false,
@@ -213,7 +247,10 @@ impl Manifest {
         if let Some(ctx) = obj(raw, "context") {
             for (k, v) in ctx {
                 if let Some(t) = v.as_str() {
-                    self.entries.push(Entry { key: k.clone(), target: t.to_string() });
+                    self.entries.push(Entry {
+                        key: k.clone(),
+                        target: t.to_string(),
+                    });
                 }
             }
         }
@@ -256,8 +293,10 @@ impl Manifest {
         }
         if let Some(auth) = obj(raw, "authority") {
             if let Some(list) = auth.get("precedence").and_then(Value::as_array) {
-                let parsed: Vec<Authority> =
-                    list.iter().filter_map(|v| v.as_str().and_then(Authority::parse)).collect();
+                let parsed: Vec<Authority> = list
+                    .iter()
+                    .filter_map(|v| v.as_str().and_then(Authority::parse))
+                    .collect();
                 let mut sorted = parsed.clone();
                 sorted.sort();
                 sorted.dedup();
@@ -269,7 +308,10 @@ impl Manifest {
                         .filter(|a| !parsed.contains(a))
                         .map(|a| a.as_str())
                         .collect();
-                    let path = [PathItem::Key("authority".into()), PathItem::Key("precedence".into())];
+                    let path = [
+                        PathItem::Key("authority".into()),
+                        PathItem::Key("precedence".into()),
+                    ];
                     let mut d = Diagnostic::error(
                         Code::ManifestInvalid,
                         "authority.precedence must list each of the six authority levels exactly once",
@@ -290,20 +332,38 @@ impl Manifest {
                 }
             }
             if let Some(list) = auth.get("tie_breakers").and_then(Value::as_array) {
-                self.tie_breakers = list.iter().filter_map(|v| v.as_str().map(str::to_string)).collect();
+                self.tie_breakers = list
+                    .iter()
+                    .filter_map(|v| v.as_str().map(str::to_string))
+                    .collect();
             }
         }
         if let Some(f) = obj(raw, "freshness") {
-            self.default_ttl = f.get("default_ttl").and_then(Value::as_str).and_then(crate::time::parse_duration);
-            self.exclude_expired = f.get("exclude_expired").and_then(Value::as_bool).unwrap_or(true);
-            self.stale_is_error = f.get("stale_is_error").and_then(Value::as_bool).unwrap_or(false);
+            self.default_ttl = f
+                .get("default_ttl")
+                .and_then(Value::as_str)
+                .and_then(crate::time::parse_duration);
+            self.exclude_expired = f
+                .get("exclude_expired")
+                .and_then(Value::as_bool)
+                .unwrap_or(true);
+            self.stale_is_error = f
+                .get("stale_is_error")
+                .and_then(Value::as_bool)
+                .unwrap_or(false);
         }
         if let Some(p) = obj(raw, "provenance") {
             self.provenance_required = p.get("required").and_then(Value::as_bool).unwrap_or(false);
-            self.require_digest = p.get("require_digest").and_then(Value::as_bool).unwrap_or(false);
+            self.require_digest = p
+                .get("require_digest")
+                .and_then(Value::as_bool)
+                .unwrap_or(false);
         }
         if let Some(list) = raw.get("redact").and_then(Value::as_array) {
-            self.redact = list.iter().filter_map(|v| Redaction::deserialize(v).ok()).collect();
+            self.redact = list
+                .iter()
+                .filter_map(|v| Redaction::deserialize(v).ok())
+                .collect();
         }
         if let Some(d) = obj(raw, "defaults") {
             self.defaults = d.clone();
@@ -329,5 +389,7 @@ pub fn locate_in(text: &str, _is_json: bool, path: &[PathItem]) -> Option<(u32, 
         })
         .collect();
     // Fall back to the closest ancestor that exists (e.g. for a missing key).
-    (0..=segs.len()).rev().find_map(|n| yaml::locate(text, &segs[..n]))
+    (0..=segs.len())
+        .rev()
+        .find_map(|n| yaml::locate(text, &segs[..n]))
 }

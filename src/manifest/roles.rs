@@ -29,36 +29,53 @@ pub fn check(m: &Manifest) -> Vec<Diagnostic> {
             if !m.roles.contains_key(parent) {
                 out.push(located(
                     m,
-                    Diagnostic::error(Code::UnknownRole, format!("role `{name}` inherits `{parent}`, which is not defined"))
-                        .field(format!("roles.{name}.inherits"))
-                        .expected(serde_json::json!(known))
-                        .actual(parent.as_str())
-                        .fix(format!("define role `{parent}` under `roles:` or remove it from `inherits`")),
+                    Diagnostic::error(
+                        Code::UnknownRole,
+                        format!("role `{name}` inherits `{parent}`, which is not defined"),
+                    )
+                    .field(format!("roles.{name}.inherits"))
+                    .expected(serde_json::json!(known))
+                    .actual(parent.as_str())
+                    .fix(format!(
+                        "define role `{parent}` under `roles:` or remove it from `inherits`"
+                    )),
                     &["roles", name, "inherits"],
                 ));
             }
         }
-        for (list, key) in [(role.include.as_deref().unwrap_or(&[]), "include"), (&role.exclude[..], "exclude")] {
+        for (list, key) in [
+            (role.include.as_deref().unwrap_or(&[]), "include"),
+            (&role.exclude[..], "exclude"),
+        ] {
             for p in list {
                 if let Err(e) = Pattern::parse(p) {
                     out.push(located(
                         m,
-                        Diagnostic::error(Code::InvalidPermission, format!("invalid scope pattern in role `{name}`: {}", e.reason))
-                            .field(format!("roles.{name}.{key}"))
-                            .expected("dotted lowercase segments, `*` only as a whole segment")
-                            .actual(p.as_str())
-                            .fix("write the wildcard as its own segment, e.g. `policies.*`"),
+                        Diagnostic::error(
+                            Code::InvalidPermission,
+                            format!("invalid scope pattern in role `{name}`: {}", e.reason),
+                        )
+                        .field(format!("roles.{name}.{key}"))
+                        .expected("dotted lowercase segments, `*` only as a whole segment")
+                        .actual(p.as_str())
+                        .fix("write the wildcard as its own segment, e.g. `policies.*`"),
                         &["roles", name, key],
                     ));
                 }
             }
         }
-        if role.include.as_ref().is_none_or(Vec::is_empty) && inherited_includes(m, name).is_empty() {
+        if role.include.as_ref().is_none_or(Vec::is_empty) && inherited_includes(m, name).is_empty()
+        {
             out.push(located(
                 m,
-                Diagnostic::info(Code::EmptyScope, format!("role `{name}` has no `include` and sees nothing (scope is opt-in)"))
-                    .field(format!("roles.{name}.include"))
-                    .fix("add the id patterns this role may read, e.g. `include: [mission, policies.*]`"),
+                Diagnostic::info(
+                    Code::EmptyScope,
+                    format!("role `{name}` has no `include` and sees nothing (scope is opt-in)"),
+                )
+                .field(format!("roles.{name}.include"))
+                .fix(
+                    "add the id patterns this role may read, e.g. `include: [mission, policies.*]`",
+                ),
                 &["roles", name],
             ));
         }
@@ -67,11 +84,14 @@ pub fn check(m: &Manifest) -> Vec<Diagnostic> {
         let first = cycle[0].clone();
         out.push(located(
             m,
-            Diagnostic::error(Code::RoleCycle, format!("role inheritance cycle: {}", cycle.join(" → ")))
-                .field(format!("roles.{first}.inherits"))
-                .actual(cycle.join(" → "))
-                .expected("an acyclic inheritance graph")
-                .fix("remove one of the `inherits` links in the cycle"),
+            Diagnostic::error(
+                Code::RoleCycle,
+                format!("role inheritance cycle: {}", cycle.join(" → ")),
+            )
+            .field(format!("roles.{first}.inherits"))
+            .actual(cycle.join(" → "))
+            .expected("an acyclic inheritance graph")
+            .fix("remove one of the `inherits` links in the cycle"),
             &["roles", &first, "inherits"],
         ));
     }
@@ -80,11 +100,14 @@ pub fn check(m: &Manifest) -> Vec<Diagnostic> {
             if !m.roles.contains_key(r) {
                 out.push(located(
                     m,
-                    Diagnostic::error(Code::UnknownRole, format!("agent `{name}` holds role `{r}`, which is not defined"))
-                        .field(format!("agents.{name}.roles"))
-                        .expected(serde_json::json!(known))
-                        .actual(r.as_str())
-                        .fix(format!("define role `{r}` or correct the agent's `roles`")),
+                    Diagnostic::error(
+                        Code::UnknownRole,
+                        format!("agent `{name}` holds role `{r}`, which is not defined"),
+                    )
+                    .field(format!("agents.{name}.roles"))
+                    .expected(serde_json::json!(known))
+                    .actual(r.as_str())
+                    .fix(format!("define role `{r}` or correct the agent's `roles`")),
                     &["agents", name, "roles"],
                 ));
             }
@@ -114,11 +137,18 @@ fn cycles(m: &Manifest) -> Vec<Vec<String>> {
     let mut found = BTreeSet::new();
     fn walk(m: &Manifest, path: &mut Vec<String>, found: &mut BTreeSet<Vec<String>>) {
         let last = path.last().cloned().unwrap_or_default();
-        let Some(role) = m.roles.get(&last) else { return };
+        let Some(role) = m.roles.get(&last) else {
+            return;
+        };
         for p in &role.inherits {
             if let Some(pos) = path.iter().position(|x| x == p) {
                 let mut cycle: Vec<String> = path[pos..].to_vec();
-                let min = cycle.iter().enumerate().min_by_key(|(_, s)| s.as_str()).map(|(i, _)| i).unwrap_or(0);
+                let min = cycle
+                    .iter()
+                    .enumerate()
+                    .min_by_key(|(_, s)| s.as_str())
+                    .map(|(i, _)| i)
+                    .unwrap_or(0);
                 cycle.rotate_left(min);
                 let first = cycle[0].clone();
                 cycle.push(first);
@@ -179,7 +209,10 @@ pub fn scope(m: &Manifest, roles: &[String]) -> Result<Scope, String> {
     for requested in roles {
         if !m.roles.contains_key(requested) {
             let known: Vec<&str> = m.roles.keys().map(String::as_str).collect();
-            return Err(format!("unknown role `{requested}` (defined roles: {})", known.join(", ")));
+            return Err(format!(
+                "unknown role `{requested}` (defined roles: {})",
+                known.join(", ")
+            ));
         }
         // Across independently requested roles the lowest ceiling applies.
         let c = role_ceiling(m, requested, 0);
@@ -190,9 +223,16 @@ pub fn scope(m: &Manifest, roles: &[String]) -> Result<Scope, String> {
             if !seen.insert(r.clone()) {
                 continue;
             }
-            let Some(role) = m.roles.get(&r) else { continue };
+            let Some(role) = m.roles.get(&r) else {
+                continue;
+            };
             principals.insert(r.clone());
-            include.extend(role.include.iter().flatten().filter_map(|p| Pattern::parse(p).ok()));
+            include.extend(
+                role.include
+                    .iter()
+                    .flatten()
+                    .filter_map(|p| Pattern::parse(p).ok()),
+            );
             exclude.extend(role.exclude.iter().filter_map(|p| Pattern::parse(p).ok()));
             redact.extend(role.redact.iter().cloned());
             permissions.extend(role.permissions.iter().cloned());

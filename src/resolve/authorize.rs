@@ -42,7 +42,12 @@ pub struct Principals<'a> {
 impl Principals<'_> {
     fn named_by(&self, list: &[String]) -> bool {
         list.iter().any(|entry| {
-            principal_matches(entry, self.consumer) || self.scope.principals.iter().any(|r| principal_matches(entry, r))
+            principal_matches(entry, self.consumer)
+                || self
+                    .scope
+                    .principals
+                    .iter()
+                    .any(|r| principal_matches(entry, r))
         })
     }
 }

@@ -29,10 +29,12 @@ pub fn terms(text: &str) -> impl Iterator<Item = String> + '_ {
 /// Query terms: unique, minus a few words that carry no meaning.
 pub fn query_terms(task: &str) -> Vec<String> {
     const STOP: [&str; 24] = [
-        "a", "an", "the", "for", "of", "to", "in", "on", "and", "or", "is", "are", "with", "by", "at", "from", "as",
-        "be", "it", "this", "that", "we", "our", "my",
+        "a", "an", "the", "for", "of", "to", "in", "on", "and", "or", "is", "are", "with", "by",
+        "at", "from", "as", "be", "it", "this", "that", "we", "our", "my",
     ];
-    let mut out: Vec<String> = terms(task).filter(|t| !STOP.contains(&t.as_str())).collect();
+    let mut out: Vec<String> = terms(task)
+        .filter(|t| !STOP.contains(&t.as_str()))
+        .collect();
     out.sort();
     out.dedup();
     out
@@ -43,7 +45,10 @@ fn profile(o: &ContextObject, query: &HashMap<&str, usize>) -> (Vec<f64>, f64) {
     let mut tf = vec![0.0; query.len()];
     let mut len = 0.0;
     let mut add = |text: &str, w: f64| {
-        for t in text.split(|c: char| !c.is_alphanumeric()).filter(|t| !t.is_empty()) {
+        for t in text
+            .split(|c: char| !c.is_alphanumeric())
+            .filter(|t| !t.is_empty())
+        {
             len += w;
             // Avoid allocating for the common ASCII case.
             let hit = if t.bytes().all(|b| !b.is_ascii_uppercase()) {
@@ -60,20 +65,13 @@ fn profile(o: &ContextObject, query: &HashMap<&str, usize>) -> (Vec<f64>, f64) {
     if let Some(t) = o.title() {
         add(t, W_TITLE);
     }
-    if let Some(tags) = o.fields.get("tags").and_then(Value::as_array) {
-        for t in tags.iter().filter_map(Value::as_str) {
-            add(t, W_TAGS);
-        }
+    for t in o.meta.tags.iter().chain(&o.meta.applies_to) {
+        add(t, W_TAGS);
     }
-    if let Some(apply) = o.fields.get("applies_to").and_then(Value::as_array) {
-        for t in apply.iter().filter_map(Value::as_str) {
-            add(t, W_TAGS);
-        }
-    }
-    if let Some(s) = o.str_field("summary") {
+    if let Some(s) = &o.meta.summary {
         add(s, W_SUMMARY);
     }
-    match o.fields.get("content") {
+    match &o.content {
         Some(Value::String(s)) => add(s, W_CONTENT),
         Some(v @ (Value::Object(_) | Value::Array(_))) => add(&v.to_string(), W_CONTENT),
         _ => {}
@@ -88,16 +86,34 @@ pub fn scores(objects: &[ContextObject], candidates: &[usize], task: Option<&str
         return vec![0.0; candidates.len()];
     }
     let query: HashMap<&str, usize> = q.iter().enumerate().map(|(i, t)| (t.as_str(), i)).collect();
-    let profiles: Vec<(Vec<f64>, f64)> = candidates.par_iter().map(|&i| profile(&objects[i], &query)).collect();
+    let profiles: Vec<(Vec<f64>, f64)> = candidates
+        .par_iter()
+        .map(|&i| profile(&objects[i], &query))
+        .collect();
     let n = profiles.len() as f64;
     let avg_len = (profiles.iter().map(|p| p.1).sum::<f64>() / n).max(1.0);
-    let df: Vec<f64> = (0..q.len()).map(|t| profiles.iter().filter(|p| p.0[t] > 0.0).count() as f64).collect();
-    let idf: Vec<f64> = df.iter().map(|&d| ((n - d + 0.5) / (d + 0.5) + 1.0).ln()).collect();
+    let df: Vec<f64> = (0..q.len())
+        .map(|t| profiles.iter().filter(|p| p.0[t] > 0.0).count() as f64)
+        .collect();
+    let idf: Vec<f64> = df
+        .iter()
+        .map(|&d| ((n - d + 0.5) / (d + 0.5) + 1.0).ln())
+        .collect();
     profiles
         .iter()
         .map(|(tf, len)| {
             let norm = K1 * (1.0 - B + B * len / avg_len);
-            let s: f64 = tf.iter().zip(&idf).map(|(&f, &w)| if f > 0.0 { w * f * (K1 + 1.0) / (f + norm) } else { 0.0 }).sum();
+            let s: f64 = tf
+                .iter()
+                .zip(&idf)
+                .map(|(&f, &w)| {
+                    if f > 0.0 {
+                        w * f * (K1 + 1.0) / (f + norm)
+                    } else {
+                        0.0
+                    }
+                })
+                .sum();
             // Round so the score is stable text in explain output across platforms.
             (s * 1e6).round() / 1e6
         })

@@ -53,16 +53,22 @@ fn hash(v: &Value) -> Value {
 
 /// Apply one rule at `steps` below `v`. Returns whether anything was redacted.
 fn apply(v: &mut Value, steps: &[Step], rule: &Redaction) -> bool {
-    let Some((first, rest)) = steps.split_first() else { return false };
+    let Some((first, rest)) = steps.split_first() else {
+        return false;
+    };
     let last = rest.is_empty();
     match (first, v) {
         (Step::Key(k), Value::Object(map)) => {
             if last {
                 match rule.mode {
-                    RedactionMode::Remove => map.remove(k).is_some(),
+                    RedactionMode::Remove => map.shift_remove(k).is_some(),
                     RedactionMode::Mask => match map.get_mut(k) {
                         Some(slot) => {
-                            *slot = Value::String(rule.replacement.clone().unwrap_or_else(|| "[REDACTED]".into()));
+                            *slot = Value::String(
+                                rule.replacement
+                                    .clone()
+                                    .unwrap_or_else(|| "[REDACTED]".into()),
+                            );
                             true
                         }
                         None => false,
@@ -91,7 +97,11 @@ fn apply(v: &mut Value, steps: &[Step], rule: &Redaction) -> bool {
                         let mut any = false;
                         for item in items.iter_mut() {
                             *item = if rule.mode == RedactionMode::Mask {
-                                Value::String(rule.replacement.clone().unwrap_or_else(|| "[REDACTED]".into()))
+                                Value::String(
+                                    rule.replacement
+                                        .clone()
+                                        .unwrap_or_else(|| "[REDACTED]".into()),
+                                )
                             } else {
                                 hash(item)
                             };
@@ -118,7 +128,11 @@ fn apply(v: &mut Value, steps: &[Step], rule: &Redaction) -> bool {
                         items.remove(*i);
                     }
                     RedactionMode::Mask => {
-                        items[*i] = Value::String(rule.replacement.clone().unwrap_or_else(|| "[REDACTED]".into()))
+                        items[*i] = Value::String(
+                            rule.replacement
+                                .clone()
+                                .unwrap_or_else(|| "[REDACTED]".into()),
+                        )
                     }
                     RedactionMode::Hash => items[*i] = hash(&items[*i]),
                 }
@@ -158,7 +172,12 @@ mod tests {
     use serde_json::json;
 
     fn rule(path: &str, mode: RedactionMode) -> Redaction {
-        Redaction { path: path.into(), mode, replacement: None, reason: None }
+        Redaction {
+            path: path.into(),
+            mode,
+            replacement: None,
+            reason: None,
+        }
     }
 
     #[test]

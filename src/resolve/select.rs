@@ -11,7 +11,10 @@ use crate::object::ContextObject;
 use super::{excl, Exclusion, Warning};
 
 fn authority_rank(m: &Manifest, o: &ContextObject) -> usize {
-    m.precedence.iter().position(|a| *a == o.meta.authority).unwrap_or(usize::MAX)
+    m.precedence
+        .iter()
+        .position(|a| *a == o.meta.authority)
+        .unwrap_or(usize::MAX)
 }
 
 /// Total order: manifest precedence, then the configured tie breakers, then id,
@@ -60,22 +63,38 @@ pub fn one_per_id(
     }
     let mut out = Vec::new();
     for mut g in groups {
-        let (mut active, history): (Vec<_>, Vec<_>) = g.drain(..).partition(|(_, _, s)| *s != Lifecycle::Superseded);
+        let (mut active, history): (Vec<_>, Vec<_>) = g
+            .drain(..)
+            .partition(|(_, _, s)| *s != Lifecycle::Superseded);
         if historical {
             out.extend(history);
         }
         if active.len() > 1 {
             active.sort_by(|a, b| precedence_cmp(m, &objects[a.0], &objects[b.0]));
             let winner = objects[active[0].0].key();
-            let losers: Vec<String> = active[1..].iter().map(|(i, _, _)| objects[*i].key()).collect();
+            let losers: Vec<String> = active[1..]
+                .iter()
+                .map(|(i, _, _)| objects[*i].key())
+                .collect();
             warnings.push(Warning {
                 id: Some(objects[active[0].0].id.clone()),
                 code: "multiple-active-versions".into(),
-                message: format!("{} active versions of {}: {} outranks {}", active.len(), objects[active[0].0].id, winner, losers.join(", ")),
+                message: format!(
+                    "{} active versions of {}: {} outranks {}",
+                    active.len(),
+                    objects[active[0].0].id,
+                    winner,
+                    losers.join(", ")
+                ),
                 severity: Severity::Warning,
             });
             for (i, _, _) in active.drain(1..) {
-                excluded.push(excl(&objects[i], "outranked", Some("another active version ranks higher".into()), Some(winner.clone())));
+                excluded.push(excl(
+                    &objects[i],
+                    "outranked",
+                    Some("another active version ranks higher".into()),
+                    Some(winner.clone()),
+                ));
             }
         }
         out.extend(active);
@@ -85,7 +104,12 @@ pub fn one_per_id(
 
 /// Report declared conflicts between included objects: settled ones as
 /// `conflict-declared`, equal-authority ones as `conflict-ambiguous`.
-pub fn conflicts(m: &Manifest, objects: &[ContextObject], kept: &[(usize, String, Lifecycle)], warnings: &mut Vec<Warning>) {
+pub fn conflicts(
+    m: &Manifest,
+    objects: &[ContextObject],
+    kept: &[(usize, String, Lifecycle)],
+    warnings: &mut Vec<Warning>,
+) {
     let mut by_id: HashMap<&str, Vec<usize>> = HashMap::new();
     for (i, _, _) in kept {
         by_id.entry(objects[*i].id.as_str()).or_default().push(*i);
@@ -99,7 +123,11 @@ pub fn conflicts(m: &Manifest, objects: &[ContextObject], kept: &[(usize, String
                 if j == *i || r.version.is_some_and(|v| other.version != Some(v)) {
                     continue;
                 }
-                let pair = if o.id < other.id { (o.id.clone(), other.id.clone()) } else { (other.id.clone(), o.id.clone()) };
+                let pair = if o.id < other.id {
+                    (o.id.clone(), other.id.clone())
+                } else {
+                    (other.id.clone(), o.id.clone())
+                };
                 if !seen.insert(pair) {
                     continue;
                 }
@@ -116,7 +144,10 @@ pub fn conflicts(m: &Manifest, objects: &[ContextObject], kept: &[(usize, String
                     warnings.push(Warning {
                         id: Some(win.id.clone()),
                         code: "conflict-declared".into(),
-                        message: format!("{} ({}) conflicts with {} ({}); {} prevails by authority", win.id, win.meta.authority, lose.id, lose.meta.authority, win.id),
+                        message: format!(
+                            "{} ({}) conflicts with {} ({}); {} prevails by authority",
+                            win.id, win.meta.authority, lose.id, lose.meta.authority, win.id
+                        ),
                         severity: Severity::Warning,
                     });
                 }

@@ -29,7 +29,8 @@ pub struct Index<'a> {
 
 impl<'a> Index<'a> {
     pub fn new(objects: &'a [ContextObject]) -> Index<'a> {
-        let mut by_id: HashMap<&str, std::ops::Range<usize>> = HashMap::with_capacity(objects.len());
+        let mut by_id: HashMap<&str, std::ops::Range<usize>> =
+            HashMap::with_capacity(objects.len());
         let mut start = 0;
         for i in 1..=objects.len() {
             if i == objects.len() || objects[i].id != objects[start].id {
@@ -64,7 +65,9 @@ impl<'a> Index<'a> {
 }
 
 fn at(o: &ContextObject, d: Diagnostic) -> Diagnostic {
-    d.file(o.origin.file.clone()).line(o.origin.line).id(o.id.clone())
+    d.file(o.origin.file.clone())
+        .line(o.origin.line)
+        .id(o.id.clone())
 }
 
 /// Run every repository-wide check and return the full, sorted finding list
@@ -88,7 +91,9 @@ pub fn validate(repo: &Repo, opts: ValidateOptions) -> Vec<Diagnostic> {
 
 /// Does the run fail? Errors always; warnings too under `--strict`.
 pub fn failed(diags: &[Diagnostic], strict: bool) -> bool {
-    diags.iter().any(|d| d.severity == Severity::Error || (strict && d.severity == Severity::Warning))
+    diags
+        .iter()
+        .any(|d| d.severity == Severity::Error || (strict && d.severity == Severity::Warning))
 }
 
 fn duplicates(idx: &Index<'_>, superseded: &HashSet<usize>, out: &mut Vec<Diagnostic>) {
@@ -133,28 +138,59 @@ fn duplicates(idx: &Index<'_>, superseded: &HashSet<usize>, out: &mut Vec<Diagno
         if distinct_versions > 1 {
             let o = &objs[active[active.len() - 1]];
             let versions: Vec<String> = active.iter().map(|&p| objs[p].key()).collect();
-            out.push(at(o, Diagnostic::error(Code::MultipleActiveVersions, format!(
-                "{} versions of `{}` are active at once: {}",
-                active.len(), o.id, versions.join(", ")
-            )))
-            .ids(active.iter().map(|&p| objs[p].origin.file.clone()).collect())
-            .field("supersedes")
-            .expected("one active version; older ones superseded")
-            .actual(versions.join(", "))
-            .fix(format!("declare `supersedes: [{}]` on the newest version", objs[active[0]].key())));
+            out.push(
+                at(
+                    o,
+                    Diagnostic::error(
+                        Code::MultipleActiveVersions,
+                        format!(
+                            "{} versions of `{}` are active at once: {}",
+                            active.len(),
+                            o.id,
+                            versions.join(", ")
+                        ),
+                    ),
+                )
+                .ids(
+                    active
+                        .iter()
+                        .map(|&p| objs[p].origin.file.clone())
+                        .collect(),
+                )
+                .field("supersedes")
+                .expected("one active version; older ones superseded")
+                .actual(versions.join(", "))
+                .fix(format!(
+                    "declare `supersedes: [{}]` on the newest version",
+                    objs[active[0]].key()
+                )),
+            );
         }
-        let canon: Vec<usize> = active.iter().copied().filter(|&p| objs[p].meta.authority == Authority::Canonical).collect();
+        let canon: Vec<usize> = active
+            .iter()
+            .copied()
+            .filter(|&p| objs[p].meta.authority == Authority::Canonical)
+            .collect();
         if canon.len() > 1 {
             let o = &objs[canon[canon.len() - 1]];
-            out.push(at(o, Diagnostic::error(Code::DuplicateCanonical, format!(
-                "{} active canonical objects share the id `{}`",
-                canon.len(), o.id
-            )))
-            .ids(canon.iter().map(|&p| objs[p].origin.file.clone()).collect())
-            .field("authority")
-            .expected("exactly one active canonical object per id")
-            .actual(canon.len())
-            .fix("supersede the older one, or lower its authority to reference"));
+            out.push(
+                at(
+                    o,
+                    Diagnostic::error(
+                        Code::DuplicateCanonical,
+                        format!(
+                            "{} active canonical objects share the id `{}`",
+                            canon.len(),
+                            o.id
+                        ),
+                    ),
+                )
+                .ids(canon.iter().map(|&p| objs[p].origin.file.clone()).collect())
+                .field("authority")
+                .expected("exactly one active canonical object per id")
+                .actual(canon.len())
+                .fix("supersede the older one, or lower its authority to reference"),
+            );
         }
         i = j;
     }
@@ -162,14 +198,26 @@ fn duplicates(idx: &Index<'_>, superseded: &HashSet<usize>, out: &mut Vec<Diagno
 
 fn references(idx: &Index<'_>, out: &mut Vec<Diagnostic>) {
     for o in idx.objects {
-        for (field, list) in [("references", &o.meta.references), ("depends_on", &o.meta.depends_on), ("conflicts_with", &o.meta.conflicts_with)] {
+        for (field, list) in [
+            ("references", &o.meta.references),
+            ("depends_on", &o.meta.depends_on),
+            ("conflicts_with", &o.meta.conflicts_with),
+        ] {
             for r in list {
                 if idx.resolve(r).is_empty() {
-                    out.push(at(o, Diagnostic::error(Code::BrokenReference, format!("`{field}` names `{r}`, which does not exist")))
+                    out.push(
+                        at(
+                            o,
+                            Diagnostic::error(
+                                Code::BrokenReference,
+                                format!("`{field}` names `{r}`, which does not exist"),
+                            ),
+                        )
                         .field(field)
                         .expected("the id of an existing object")
                         .actual(r.to_string())
-                        .fix("correct the id, or remove the reference"));
+                        .fix("correct the id, or remove the reference"),
+                    );
                 }
             }
         }
@@ -188,7 +236,11 @@ fn conflicts(idx: &Index<'_>, superseded: &HashSet<usize>, out: &mut Vec<Diagnos
                     continue;
                 }
                 let other = &idx.objects[j];
-                let pair = if o.key() < other.key() { (o.key(), other.key()) } else { (other.key(), o.key()) };
+                let pair = if o.key() < other.key() {
+                    (o.key(), other.key())
+                } else {
+                    (other.key(), o.key())
+                };
                 if !reported.insert(pair) {
                     continue;
                 }
@@ -203,14 +255,30 @@ fn conflicts(idx: &Index<'_>, superseded: &HashSet<usize>, out: &mut Vec<Diagnos
                     .actual(o.meta.authority.as_str())
                     .fix("decide which one holds: supersede the other or lower its authority"));
                 } else {
-                    let (win, lose) = if idx_rank(o.meta.authority) < idx_rank(other.meta.authority) { (o, other) } else { (other, o) };
-                    out.push(at(o, Diagnostic::warning(Code::ConflictDeclared, format!(
+                    let (win, lose) = if idx_rank(o.meta.authority) < idx_rank(other.meta.authority)
+                    {
+                        (o, other)
+                    } else {
+                        (other, o)
+                    };
+                    out.push(
+                        at(
+                            o,
+                            Diagnostic::warning(
+                                Code::ConflictDeclared,
+                                format!(
                         "`{}` ({}) conflicts with `{}` ({}); authority settles it for `{}`",
                         win.id, win.meta.authority, lose.id, lose.meta.authority, win.id
-                    )))
-                    .ids(vec![win.id.clone(), lose.id.clone()])
-                    .field("conflicts_with")
-                    .fix(format!("supersede or retire `{}` once the conflict is resolved", lose.id)));
+                    ),
+                            ),
+                        )
+                        .ids(vec![win.id.clone(), lose.id.clone()])
+                        .field("conflicts_with")
+                        .fix(format!(
+                            "supersede or retire `{}` once the conflict is resolved",
+                            lose.id
+                        )),
+                    );
                 }
             }
         }
@@ -218,7 +286,10 @@ fn conflicts(idx: &Index<'_>, superseded: &HashSet<usize>, out: &mut Vec<Diagnos
 }
 
 fn idx_rank(a: Authority) -> usize {
-    Authority::ALL.iter().position(|x| *x == a).unwrap_or(usize::MAX)
+    Authority::ALL
+        .iter()
+        .position(|x| *x == a)
+        .unwrap_or(usize::MAX)
 }
 
 fn ownership_and_provenance(repo: &Repo, out: &mut Vec<Diagnostic>) {
@@ -231,14 +302,22 @@ fn ownership_and_provenance(repo: &Repo, out: &mut Vec<Diagnostic>) {
         .unwrap_or(false);
     for o in &repo.objects {
         if o.meta.owner.is_none() {
-            let d = if require_owner { Diagnostic::error(Code::MissingOwner, "object has no owner") } else { Diagnostic::warning(Code::MissingOwner, "object has no owner") };
-            out.push(at(o, d).field("owner").expected("an accountable role, team or person").actual("missing").fix("add `owner: <team>` (or a default in the collection or manifest)"));
+            let d = if require_owner {
+                Diagnostic::error(Code::MissingOwner, "object has no owner")
+            } else {
+                Diagnostic::warning(Code::MissingOwner, "object has no owner")
+            };
+            out.push(
+                at(o, d)
+                    .field("owner")
+                    .expected("an accountable role, team or person")
+                    .actual("missing")
+                    .fix("add `owner: <team>` (or a default in the collection or manifest)"),
+            );
         }
         // Provenance is judged on what the author declared, never on loader defaults.
-        if m.provenance_required {
-            let has_sources = o.declared("sources") && o.fields.get("sources").and_then(|s| s.as_array()).is_some_and(|a| !a.is_empty());
-            let canonical = o.declared("canonical_source") && o.meta.canonical_source;
-            if !has_sources && !canonical {
+        if m.provenance_required && !o.meta.declares_sources && !o.meta.declares_canonical_source {
+            {
                 out.push(at(o, Diagnostic::error(Code::MissingProvenance, "provenance is required but the object declares no source"))
                     .field("sources")
                     .expected("`sources: [{uri: ...}]` or `canonical_source: true`")
@@ -247,16 +326,22 @@ fn ownership_and_provenance(repo: &Repo, out: &mut Vec<Diagnostic>) {
             }
         }
         if m.require_digest {
-            if let Some(sources) = o.fields.get("sources").and_then(|s| s.as_array()) {
-                for (n, s) in sources.iter().enumerate() {
-                    let uri = s.get("uri").and_then(|u| u.as_str()).unwrap_or("");
-                    let remote = uri.starts_with("http://") || uri.starts_with("https://");
-                    if remote && s.get("digest").is_none() {
-                        out.push(at(o, Diagnostic::error(Code::MissingDigest, format!("remote source `{uri}` has no integrity digest")))
+            {
+                for (n, uri) in &o.meta.undigested_remote_sources {
+                    {
+                        out.push(
+                            at(
+                                o,
+                                Diagnostic::error(
+                                    Code::MissingDigest,
+                                    format!("remote source `{uri}` has no integrity digest"),
+                                ),
+                            )
                             .field(format!("sources[{n}].digest"))
                             .expected("sha256:<64 hex digits>")
                             .actual("missing")
-                            .fix("add `digest: sha256:…` of the retrieved bytes"));
+                            .fix("add `digest: sha256:…` of the retrieved bytes"),
+                        );
                     }
                 }
             }
@@ -271,18 +356,37 @@ fn principals(repo: &Repo, out: &mut Vec<Diagnostic>) {
         p == "*"
             || m.roles.contains_key(p)
             || m.agents.contains_key(p)
-            || p.strip_suffix(".*").is_some_and(|pre| m.roles.keys().chain(m.agents.keys()).any(|k| k == pre || k.starts_with(&format!("{pre}."))))
+            || p.strip_suffix(".*").is_some_and(|pre| {
+                m.roles
+                    .keys()
+                    .chain(m.agents.keys())
+                    .any(|k| k == pre || k.starts_with(&format!("{pre}.")))
+            })
     };
     for o in &repo.objects {
-        let Some(perms) = o.fields.get("permissions").and_then(|p| p.as_object()) else { continue };
-        for (list, v) in perms {
-            for p in v.as_array().into_iter().flatten().filter_map(|x| x.as_str()) {
+        let lists = [
+            ("read", o.meta.read.as_deref().unwrap_or(&[])),
+            ("write", &o.meta.write[..]),
+            ("deny", &o.meta.deny[..]),
+        ];
+        for (list, names) in lists {
+            for p in names.iter().map(String::as_str) {
                 if !known(p) {
-                    out.push(at(o, Diagnostic::warning(Code::InvalidPermission, format!("`permissions.{list}` names `{p}`, which is no role or agent")))
+                    out.push(
+                        at(
+                            o,
+                            Diagnostic::warning(
+                                Code::InvalidPermission,
+                                format!(
+                                    "`permissions.{list}` names `{p}`, which is no role or agent"
+                                ),
+                            ),
+                        )
                         .field(format!("permissions.{list}"))
                         .expected(serde_json::json!(m.roles.keys().collect::<Vec<_>>()))
                         .actual(p)
-                        .fix("name a role or agent defined in the manifest, or `*`"));
+                        .fix("name a role or agent defined in the manifest, or `*`"),
+                    );
                 }
             }
         }
@@ -293,13 +397,19 @@ fn strict_checks(repo: &Repo, out: &mut Vec<Diagnostic>) {
     let m = &repo.manifest;
     for key in m.extensions.keys() {
         if key.starts_with("ctx.") && !KNOWN_CTX_EXTENSIONS.contains(&key.as_str()) {
-            let mut d = Diagnostic::warning(Code::UnknownExtension, format!("`extensions.{key}` is in ctx's namespace but ctx does not define it"))
-                .file(m.file.clone())
-                .field(format!("extensions.{key}"))
-                .expected(serde_json::json!(KNOWN_CTX_EXTENSIONS))
-                .actual(key.as_str())
-                .fix("correct the spelling, or move custom data to your own namespace");
-            let path = [crate::schema::PathItem::Key("extensions".into()), crate::schema::PathItem::Key(key.clone())];
+            let mut d = Diagnostic::warning(
+                Code::UnknownExtension,
+                format!("`extensions.{key}` is in ctx's namespace but ctx does not define it"),
+            )
+            .file(m.file.clone())
+            .field(format!("extensions.{key}"))
+            .expected(serde_json::json!(KNOWN_CTX_EXTENSIONS))
+            .actual(key.as_str())
+            .fix("correct the spelling, or move custom data to your own namespace");
+            let path = [
+                crate::schema::PathItem::Key("extensions".into()),
+                crate::schema::PathItem::Key(key.clone()),
+            ];
             if let Some((l, c)) = m.locate(&path) {
                 d = d.at(l, c);
             }
@@ -308,11 +418,21 @@ fn strict_checks(repo: &Repo, out: &mut Vec<Diagnostic>) {
     }
     for o in &repo.objects {
         if let Some(s @ (Status::Draft | Status::Pending)) = o.meta.status {
-            out.push(at(o, Diagnostic::warning(Code::Unapproved, format!("object is `{s}` and is excluded from default resolution")))
+            out.push(
+                at(
+                    o,
+                    Diagnostic::warning(
+                        Code::Unapproved,
+                        format!("object is `{s}` and is excluded from default resolution"),
+                    ),
+                )
                 .field("status")
                 .expected("approved")
                 .actual(s.as_str())
-                .fix("approve it (`status: approved`) or keep it out of the repository until it is"));
+                .fix(
+                    "approve it (`status: approved`) or keep it out of the repository until it is",
+                ),
+            );
         }
     }
 }

@@ -4,7 +4,6 @@ use std::collections::{HashMap, HashSet};
 
 use crate::diag::{Code, Diagnostic};
 
-
 use super::Index;
 
 /// The supersession graph over object positions.
@@ -19,7 +18,9 @@ pub struct Supersession {
 
 fn located(idx: &Index<'_>, i: usize, d: Diagnostic) -> Diagnostic {
     let o = &idx.objects[i];
-    d.file(o.origin.file.clone()).line(o.origin.line).id(o.id.clone())
+    d.file(o.origin.file.clone())
+        .line(o.origin.line)
+        .id(o.id.clone())
 }
 
 pub fn analyse(idx: &Index<'_>) -> Supersession {
@@ -29,11 +30,20 @@ pub fn analyse(idx: &Index<'_>) -> Supersession {
         for r in &o.meta.supersedes {
             let targets: Vec<usize> = idx.resolve(r).into_iter().filter(|&t| t != i).collect();
             if targets.is_empty() {
-                s.diags.push(located(idx, i, Diagnostic::error(Code::BrokenSupersession, format!("`supersedes` names `{r}`, which does not exist")))
+                s.diags.push(
+                    located(
+                        idx,
+                        i,
+                        Diagnostic::error(
+                            Code::BrokenSupersession,
+                            format!("`supersedes` names `{r}`, which does not exist"),
+                        ),
+                    )
                     .field("supersedes")
                     .expected("an existing id or id@version")
                     .actual(r.to_string())
-                    .fix("correct the reference (keep the superseded version on disk)"));
+                    .fix("correct the reference (keep the superseded version on disk)"),
+                );
             }
             for t in targets {
                 edges.push((i, t));
@@ -42,24 +52,49 @@ pub fn analyse(idx: &Index<'_>) -> Supersession {
         if let Some(r) = &o.meta.superseded_by {
             let targets: Vec<usize> = idx.resolve(r).into_iter().filter(|&t| t != i).collect();
             match targets.as_slice() {
-                [] => s.diags.push(located(idx, i, Diagnostic::error(Code::BrokenSupersession, format!("`superseded_by` names `{r}`, which does not exist")))
+                [] => s.diags.push(
+                    located(
+                        idx,
+                        i,
+                        Diagnostic::error(
+                            Code::BrokenSupersession,
+                            format!("`superseded_by` names `{r}`, which does not exist"),
+                        ),
+                    )
                     .field("superseded_by")
                     .expected("an existing id or id@version")
                     .actual(r.to_string())
-                    .fix("point at the replacing object, or remove `superseded_by`")),
+                    .fix("point at the replacing object, or remove `superseded_by`"),
+                ),
                 many => {
                     // Prefer the highest version when the reference is unpinned.
-                    let newest = *many.iter().max_by_key(|&&t| idx.objects[t].version).expect("non-empty");
+                    let newest = *many
+                        .iter()
+                        .max_by_key(|&&t| idx.objects[t].version)
+                        .expect("non-empty");
                     edges.push((newest, i));
                 }
             }
         }
         // A self-reference pinned to its own version is a chain pointing at itself.
-        if o.meta.supersedes.iter().any(|r| r.id == o.id && r.version.is_some() && r.version == o.version) {
-            s.diags.push(located(idx, i, Diagnostic::error(Code::SupersessionCycle, format!("`{}` declares that it supersedes itself", o.key())))
+        if o.meta
+            .supersedes
+            .iter()
+            .any(|r| r.id == o.id && r.version.is_some() && r.version == o.version)
+        {
+            s.diags.push(
+                located(
+                    idx,
+                    i,
+                    Diagnostic::error(
+                        Code::SupersessionCycle,
+                        format!("`{}` declares that it supersedes itself", o.key()),
+                    ),
+                )
                 .field("supersedes")
                 .actual(o.key())
-                .fix("name the older version instead, e.g. `id@N-1`"));
+                .fix("name the older version instead, e.g. `id@N-1`"),
+            );
         }
     }
     edges.sort_unstable();
@@ -94,11 +129,24 @@ pub fn analyse(idx: &Index<'_>) -> Supersession {
                 if next == start {
                     let names: Vec<String> = path.iter().map(|&p| idx.objects[p].key()).collect();
                     if path.iter().all(|p| !in_cycle.contains(p)) {
-                        s.diags.push(located(idx, start, Diagnostic::error(Code::SupersessionCycle, format!("supersession cycle: {} → {}", names.join(" → "), idx.objects[start].key())))
+                        s.diags.push(
+                            located(
+                                idx,
+                                start,
+                                Diagnostic::error(
+                                    Code::SupersessionCycle,
+                                    format!(
+                                        "supersession cycle: {} → {}",
+                                        names.join(" → "),
+                                        idx.objects[start].key()
+                                    ),
+                                ),
+                            )
                             .field("supersedes")
                             .actual(names.join(" → "))
                             .expected("a chain from older to newer versions that ends")
-                            .fix("remove the link that points back to a newer version"));
+                            .fix("remove the link that points back to a newer version"),
+                        );
                     }
                     in_cycle.extend(path.iter().copied());
                 } else if seen.insert(next) {
