@@ -77,7 +77,7 @@ fn line_at(text: &str, start: usize) -> (&str, usize) {
 /// Whether `line` is a `---` fence (or, when closing, a `...` fence).
 fn is_fence(line: &str, closing: bool) -> bool {
     // Cheap first-byte test: nearly every YAML line fails it.
-    if !line.starts_with("---") && !(closing && line.starts_with("...")) {
+    if !(line.starts_with("---") || closing && line.starts_with("...")) {
         return false;
     }
     line.trim_end_matches([' ', '\t', '\r']).len() == 3

@@ -10,6 +10,7 @@ use serde_json::Value;
 use std::fmt;
 
 mod build;
+mod fast;
 mod locate;
 mod scalar;
 #[cfg(test)]
@@ -46,8 +47,27 @@ impl std::error::Error for YamlError {}
 /// `.inf` / `.nan`, are errors rather than lossy conversions. Non-string
 /// scalar keys keep their source text (`1: a` is `{"1": "a"}`); null keys
 /// and collection keys are errors. `<<` is an ordinary key (no merge in 1.2).
+///
+/// Most front matter is read by a line-oriented fast path; anything outside
+/// its subset (and every error) goes through saphyr's event stream. Both
+/// give identical results where both apply (checked by the fuzz target).
 pub fn parse(src: &str) -> Result<Value, YamlError> {
+    match fast::parse(src) {
+        Some(value) => Ok(value),
+        None => build::parse(src),
+    }
+}
+
+/// [`parse`] without the fast path: saphyr's event stream only.
+#[doc(hidden)]
+pub fn parse_events(src: &str) -> Result<Value, YamlError> {
     build::parse(src)
+}
+
+/// The fast path alone: `None` means "not in its subset", never an error.
+#[doc(hidden)]
+pub fn parse_fast(src: &str) -> Option<Value> {
+    fast::parse(src)
 }
 
 /// One step of a path into a document: a mapping key or a sequence index.

@@ -358,3 +358,78 @@ fn locate_paths() {
     assert_eq!(locate("a: [1\n", &[k("b")]), None);
     assert_eq!(locate("", &[k("b")]), None);
 }
+
+/// The fast path must agree exactly with the event path whenever it answers.
+fn same(src: &str) -> bool {
+    let fast = super::parse_fast(src);
+    if let Some(v) = &fast {
+        assert_eq!(Ok(v.clone()), super::parse_events(src), "{src:?}");
+    }
+    fast.is_some()
+}
+
+#[test]
+fn fast_path_accepts_typical_front_matter() {
+    let src = "id: identity.teams.channel-003128\ntype: identity\nlayer: L1\ntitle: Metric lead notes, (v2) & more's\n\
+        created: 2025-06-29T06:07:07Z\nversion: 3\nscore: -1.5\nok: true\nnone: null\nempty:\n\
+        sources:\n  - uri: \"git://github.com/x/y.md\"\n    type: api\n    digest: \"sha256:03\\u00e9\\n\\\"q\\\"\"\n\
+        \n    label: 'It''s'\n  - plain item\n  - [nested, 1]\napplies_to: [billing, finance, 2]\nnone_list: []\n\
+        obj: {}\nmeta:\n  deep:\n    deeper: x\ncontent: |\n  line one\n\n    indented\n  end\nafter: Über café\n";
+    assert!(same(src));
+    let v = parse(src).unwrap();
+    assert_eq!(v["sources"][0]["digest"], json!("sha256:03é\n\"q\""));
+    assert_eq!(v["content"], json!("line one\n\n  indented\nend\n"));
+    assert_eq!(v["empty"], Value::Null);
+    assert!(same("content: |\n\n  a\n\n\nnext: 1\n"));
+    assert!(same("a:\n  - k: |\n      text\n    j: 2\n  - x\n"));
+}
+
+#[test]
+fn fast_path_declines_what_it_does_not_know() {
+    for src in [
+        "a: 1 # comment\n",
+        "# c\na: 1\n",
+        "a: &x 1\nb: *x\n",
+        "a: !!str 1\n",
+        "a: 1\na: 2\n",
+        "a: foo\n  bar\n",
+        "a:\n- x\n",
+        "a: .inf\n",
+        "a: |-\n  x\n",
+        "a: >\n  x\n",
+        "a: 1",
+        "a: \"\\x41\"\n",
+        "a: \"multi\n  line\"\n",
+        "- a\n",
+        "---\na: 1\n",
+        "a: 1\n---\nb: 2\n",
+        "a: b: c\n",
+        "a: [x, {y: 1}]\n",
+        "a: [x, ]\n",
+        "? a\n: b\n",
+        "null: 1\n",
+        "a:\r\n  b: 1\r\n",
+        "a:\t1\n",
+        "a: 1\n  \n",
+        "a: {b: 1}\n",
+        "a: 'x' y\n",
+        "\u{feff}a: 1\n",
+        "a: \"\\ud83d\\ude00\"\n",
+        "a: x\u{85}y\n",
+        "a:b\n",
+    ] {
+        assert!(!same(src), "fast path accepted {src:?}");
+    }
+}
+
+#[test]
+fn fast_path_depth_matches_event_path() {
+    let nest = |d: usize| -> String {
+        (0..d)
+            .map(|i| format!("{}k:\n", " ".repeat(i)))
+            .collect::<String>()
+    };
+    assert!(same(&nest(MAX_DEPTH - 1)));
+    assert!(!same(&nest(MAX_DEPTH + 5)));
+    assert!(err(&nest(MAX_DEPTH + 5)).message.contains("deeper"));
+}
