@@ -63,7 +63,7 @@ pub fn at_flag(at: Option<&str>) -> Result<crate::time::Instant> {
         Some(s) => crate::time::parse_at(s).ok_or_else(|| {
             Error::Usage(format!("--at `{s}` is not an RFC 3339 instant (2026-08-09T12:00:00Z) or a date (2026-08-09)"))
         }),
-        None => Ok(chrono::Utc::now()),
+        None => Ok(chrono::Utc::now().with_nanosecond_zero()),
     }
 }
 
