@@ -44,19 +44,24 @@ pub struct Repo {
 
 fn read_member(m: &Member, limit: u64) -> Result<Vec<u8>, Box<Diagnostic>> {
     let unreadable = |e: std::io::Error| {
-        Box::new(Diagnostic::error(Code::SourceUnavailable, format!("cannot read file: {e}"))
-            .file(m.rel.clone())
-            .fix("check the file's permissions"))
+        Box::new(
+            Diagnostic::error(Code::SourceUnavailable, format!("cannot read file: {e}"))
+                .file(m.rel.clone())
+                .fix("check the file's permissions"),
+        )
     };
     let f = std::fs::File::open(&m.abs).map_err(unreadable)?;
     let len = f.metadata().map_err(unreadable)?.len();
     if len > limit {
         return Err(Box::new(
-            Diagnostic::error(Code::SourceUnavailable, format!("file is {len} bytes, over the {limit}-byte limit"))
-                .file(m.rel.clone())
-                .expected(format!("at most {limit} bytes"))
-                .actual(format!("{len} bytes"))
-                .fix("split the object, or reference large data by URI"),
+            Diagnostic::error(
+                Code::SourceUnavailable,
+                format!("file is {len} bytes, over the {limit}-byte limit"),
+            )
+            .file(m.rel.clone())
+            .expected(format!("at most {limit} bytes"))
+            .actual(format!("{len} bytes"))
+            .fix("split the object, or reference large data by URI"),
         ));
     }
     let mut buf = Vec::with_capacity(len as usize + 1);
@@ -65,8 +70,11 @@ fn read_member(m: &Member, limit: u64) -> Result<Vec<u8>, Box<Diagnostic>> {
         .map_err(unreadable)?;
     if buf.len() as u64 > limit {
         return Err(Box::new(
-            Diagnostic::error(Code::SourceUnavailable, format!("file grew over the {limit}-byte limit while reading"))
-                .file(m.rel.clone()),
+            Diagnostic::error(
+                Code::SourceUnavailable,
+                format!("file grew over the {limit}-byte limit while reading"),
+            )
+            .file(m.rel.clone()),
         ));
     }
     Ok(buf)

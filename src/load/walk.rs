@@ -228,6 +228,19 @@ fn collect(m: &Manifest, c: &Collection, out: &mut Vec<Member>, diags: &mut Vec<
             }
         }
         if ft.is_symlink() {
+            if abs.canonicalize().is_err() {
+                diags.push(
+                    Diagnostic::error(
+                        Code::SourceUnavailable,
+                        format!("`{rel}` is a broken symbolic link"),
+                    )
+                    .file(rel.clone())
+                    .expected("a link to an existing file inside the repository")
+                    .actual("a link whose target does not exist")
+                    .fix("restore the target, or remove the link"),
+                );
+                continue;
+            }
             if !resolves_inside(&m.root, abs) {
                 diags.push(
                     Diagnostic::error(

@@ -4,7 +4,10 @@ use crate::support::{ctx, Repo, MANIFEST, MISSION};
 
 #[test]
 fn validate_clean_repository_exits_zero() {
-    let repo = Repo::new(&[("opencontext.yaml", MANIFEST), ("context/mission.md", MISSION)]);
+    let repo = Repo::new(&[
+        ("opencontext.yaml", MANIFEST),
+        ("context/mission.md", MISSION),
+    ]);
     let r = repo.ctx(&["validate"]);
     assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
     assert!(r.stdout.contains("✓ valid"), "{}", r.stdout);

@@ -3,5 +3,6 @@
 
 mod support;
 
+mod bad_input;
 mod core;
 mod readme;

@@ -21,16 +21,28 @@ fn commands() -> Vec<String> {
 #[test]
 fn ci_runs_the_readme_test_command() {
     let cmds = commands();
-    let test_cmd = cmds.iter().find(|c| c.starts_with("cargo test")).expect("README has a test command");
+    let test_cmd = cmds
+        .iter()
+        .find(|c| c.starts_with("cargo test"))
+        .expect("README has a test command");
     let ci = std::fs::read_to_string(project_root().join(".ci/run")).unwrap();
-    assert!(ci.lines().any(|l| l.trim() == test_cmd), "`.ci/run` must run `{test_cmd}`");
+    assert!(
+        ci.lines().any(|l| l.trim() == test_cmd),
+        "`.ci/run` must run `{test_cmd}`"
+    );
 }
 
 #[test]
 fn readme_main_command_resolves_the_embedded_repository() {
     let cmds = commands();
-    let install = cmds.iter().find(|c| c.starts_with("cargo install")).expect("README has an install command");
-    let main_job = install.split("&& ").nth(1).expect("install command runs the main job");
+    let install = cmds
+        .iter()
+        .find(|c| c.starts_with("cargo install"))
+        .expect("README has an install command");
+    let main_job = install
+        .split("&& ")
+        .nth(1)
+        .expect("install command runs the main job");
     let args: Vec<String> = shell_words(main_job);
     assert_eq!(args[0], "ctx");
     let argv: Vec<&str> = args[1..].iter().map(String::as_str).collect();

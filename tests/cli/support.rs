@@ -20,7 +20,12 @@ impl Run {
     }
 
     pub fn json(&self) -> serde_json::Value {
-        serde_json::from_str(&self.stdout).unwrap_or_else(|e| panic!("stdout is not JSON ({e}):\n{}\nstderr:\n{}", self.stdout, self.stderr))
+        serde_json::from_str(&self.stdout).unwrap_or_else(|e| {
+            panic!(
+                "stdout is not JSON ({e}):\n{}\nstderr:\n{}",
+                self.stdout, self.stderr
+            )
+        })
     }
 }
 
@@ -31,7 +36,11 @@ pub fn ctx(dir: &Path, args: &[&str]) -> Run {
 
 pub fn ctx_env(dir: &Path, args: &[&str], env: &[(&str, &str)]) -> Run {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_ctx"));
-    cmd.current_dir(dir).args(args).env("NO_COLOR", "1").env_remove("CLICOLOR_FORCE").stdin(Stdio::null());
+    cmd.current_dir(dir)
+        .args(args)
+        .env("NO_COLOR", "1")
+        .env_remove("CLICOLOR_FORCE")
+        .stdin(Stdio::null());
     for (k, v) in env {
         cmd.env(k, v);
     }
