@@ -6,3 +6,4 @@ mod support;
 mod bad_input;
 mod core;
 mod readme;
+mod resolve;
