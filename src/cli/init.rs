@@ -95,7 +95,7 @@ roles:
     exclude: [policies.internal.*]
   leads:
     description: Team leads; everything up to confidential.
-    inherits: [support]
+    inherits: [everyone]
     include: ["*"]
     max_classification: confidential
 
