@@ -7,3 +7,4 @@ mod bad_input;
 mod core;
 mod readme;
 mod resolve;
+mod examples;
