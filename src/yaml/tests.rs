@@ -433,3 +433,15 @@ fn fast_path_depth_matches_event_path() {
     assert!(!same(&nest(MAX_DEPTH + 5)));
     assert!(err(&nest(MAX_DEPTH + 5)).message.contains("deeper"));
 }
+
+#[test]
+fn positions_stay_inside_the_text() {
+    // saphyr reports end-of-input one line past a text without a final newline.
+    assert_eq!(locate("---", &[]), Some((1, 4)));
+    assert_eq!(locate("a: 1\n---\n", &[]), Some((1, 1)));
+    let e = err("a: [1");
+    assert_eq!((e.line, e.column), (1, 6), "{e}");
+    // After a final line break, the empty last line is a real position.
+    let e = err("a: [1\r\n");
+    assert_eq!((e.line, e.column), (2, 1), "{e}");
+}
