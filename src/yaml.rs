@@ -5,7 +5,9 @@
 //! duplicate keys rejected, only core tags, bounded alias expansion, and a
 //! 1-based line/column on every error. The JSON value is built straight from
 //! saphyr-parser's event stream (see `build`), so the parser can be swapped
-//! without touching callers.
+//! without touching callers. The common plain block shape of front matter
+//! takes a line-oriented fast path first (see `fast`), which either returns
+//! exactly what the event path would or declines.
 use serde_json::Value;
 use std::fmt;
 

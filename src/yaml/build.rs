@@ -12,6 +12,13 @@ use std::borrow::Cow;
 
 /// Parse exactly one document (see [`super::parse`]).
 pub(crate) fn parse(src: &str) -> Result<Value, YamlError> {
+    parse_unclamped(src).map_err(|mut e| {
+        (e.line, e.column) = clamp(src, (e.line, e.column));
+        e
+    })
+}
+
+fn parse_unclamped(src: &str) -> Result<Value, YamlError> {
     let mut parser = Parser::new_from_str(src);
     let mut b = Builder::default();
     let mut documents = 0u32;
@@ -37,6 +44,23 @@ pub(crate) fn parse(src: &str) -> Result<Value, YamlError> {
         }
     }
     Ok(b.root.unwrap_or(Value::Null))
+}
+
+/// saphyr places end-of-input one line past a text that lacks a final line
+/// break; pull such positions back to just after the last character so a
+/// diagnostic never points past the end of the text. Error paths only.
+pub(crate) fn clamp(src: &str, (line, column): (u32, u32)) -> (u32, u32) {
+    let b = src.as_bytes();
+    // Line breaks as YAML counts them: `\n`, `\r\n` and a lone `\r`.
+    let is_break = |i: usize| b[i] == b'\n' || (b[i] == b'\r' && b.get(i + 1) != Some(&b'\n'));
+    let breaks = (0..b.len()).filter(|&i| is_break(i)).count();
+    let last_line = u32::try_from(breaks + 1).unwrap_or(u32::MAX);
+    if line <= last_line {
+        return (line, column);
+    }
+    let tail = src.rfind(['\n', '\r']).map_or(src, |i| &src[i + 1..]);
+    let col = u32::try_from(tail.chars().count() + 1).unwrap_or(u32::MAX);
+    (last_line, col)
 }
 
 /// Turn saphyr's scanner error (1-based line, 0-based column) into ours.

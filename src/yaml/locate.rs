@@ -16,7 +16,7 @@ pub(crate) fn locate(src: &str, path: &[PathSeg<'_>]) -> Option<(u32, u32)> {
         }
     }
     let (ev, span) = next(&mut p)?;
-    find(&mut p, ev, span, path)
+    find(&mut p, ev, span, path).map(|pos| super::build::clamp(src, pos))
 }
 
 fn next<'a>(p: &mut P<'a>) -> Option<(Event<'a>, Span)> {

@@ -433,3 +433,134 @@ fn fast_path_depth_matches_event_path() {
     assert!(!same(&nest(MAX_DEPTH + 5)));
     assert!(err(&nest(MAX_DEPTH + 5)).message.contains("deeper"));
 }
+
+#[test]
+fn positions_stay_inside_the_text() {
+    // saphyr reports end-of-input one line past a text without a final newline.
+    assert_eq!(locate("---", &[]), Some((1, 4)));
+    assert_eq!(locate("a: 1\n---\n", &[]), Some((1, 1)));
+    let e = err("a: [1");
+    assert_eq!((e.line, e.column), (1, 6), "{e}");
+    // After a final line break, the empty last line is a real position.
+    let e = err("a: [1\r\n");
+    assert_eq!((e.line, e.column), (2, 1), "{e}");
+}
+
+/// Random documents built from front-matter-like pieces plus near misses: the
+/// fast path must either decline or agree with the event path (a cheap,
+/// deterministic complement to the fuzz target).
+#[test]
+fn fast_path_agrees_on_generated_documents() {
+    const KEYS: &[&str] = &[
+        "id", "a", "b", "x.y", "k-1", "2024", "null", "true", "a b", "-x", "\"q\"", "_u", "a/b",
+    ];
+    const VALUES: &[&str] = &[
+        "plain",
+        "two words",
+        "1",
+        "-2",
+        "+3",
+        "0x1F",
+        "0o7",
+        "1.5",
+        "1e3",
+        ".5",
+        "true",
+        "no",
+        "~",
+        "null",
+        "2026-01-01T00:00:00Z",
+        "a:b",
+        "a: b",
+        "a #b",
+        "a#b",
+        "a:",
+        "'q''s'",
+        "'unterminated",
+        "\"d\\\"q\"",
+        "\"\\u00e9\\n\"",
+        "\"\\/\"",
+        "\"\\x41\"",
+        "\"a\" b",
+        "[a, b]",
+        "[1, x.y]",
+        "[a,]",
+        "[ ]",
+        "[a, [b]]",
+        "{}",
+        "{a: 1}",
+        "|",
+        "|-",
+        ">",
+        "&a x",
+        "*a",
+        "!!str 1",
+        "Über",
+        "a\u{a0}b",
+        "x\u{2028}y",
+        ".inf",
+        "-",
+        "- a",
+        "? x",
+        "@x",
+        "`x",
+        "%x",
+        "a\tb",
+        "a ",
+        "\"\"",
+        "''",
+        "[]",
+        "a, b",
+        "(x)",
+        "it's",
+    ];
+    let mut seed = 0x2545_f491_4f6c_dd1du64;
+    let mut rnd = |n: usize| {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        (seed % n as u64) as usize
+    };
+    let (mut accepted, mut total) = (0, 0);
+    for _ in 0..20_000 {
+        let mut doc = String::new();
+        let mut indent = 0usize;
+        for _ in 0..1 + rnd(8) {
+            let pad = " ".repeat(indent);
+            match rnd(10) {
+                0 => doc.push_str(&format!("{pad}- {}\n", VALUES[rnd(VALUES.len())])),
+                1 => doc.push_str(&format!(
+                    "{pad}- {}: {}\n",
+                    KEYS[rnd(KEYS.len())],
+                    VALUES[rnd(VALUES.len())]
+                )),
+                2 => {
+                    doc.push_str(&format!("{pad}{}:\n", KEYS[rnd(KEYS.len())]));
+                    indent += [0, 2, 2, 4, 1][rnd(5)];
+                }
+                3 => {
+                    doc.push_str(&format!("{pad}{}: |\n", KEYS[rnd(KEYS.len())]));
+                    for _ in 0..rnd(4) {
+                        let extra = " ".repeat(rnd(4));
+                        let line = ["text", "", "  more", "# not a comment", "a: b", "\tt"][rnd(6)];
+                        doc.push_str(&format!("{pad}{extra}{line}\n"));
+                    }
+                }
+                4 => doc.push('\n'),
+                5 => indent = indent.saturating_sub(2 * rnd(3)),
+                _ => doc.push_str(&format!(
+                    "{pad}{}: {}\n",
+                    KEYS[rnd(KEYS.len())],
+                    VALUES[rnd(VALUES.len())]
+                )),
+            }
+        }
+        total += 1;
+        accepted += usize::from(same(&doc));
+    }
+    // Make sure the comparison actually exercised the fast path.
+    assert!(
+        accepted > total / 20,
+        "fast path accepted only {accepted} of {total}"
+    );
+}
