@@ -10,6 +10,7 @@ pub mod conformance;
 pub mod diag;
 pub mod error;
 pub mod frontmatter;
+pub mod jcs;
 pub mod json;
 pub mod load;
 pub mod manifest;

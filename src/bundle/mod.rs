@@ -31,13 +31,14 @@ const CARRIED: [&str; 14] = [
 pub const VOLATILE: [&str; 4] = ["generated_at", "bundle_id", "digest", "as_of"];
 
 /// Build the bundle document (valid against the bundle schema).
-pub fn compile(repo: &Repo, r: &Resolution, generated_at: &str) -> Value {
+/// The selected objects' content is moved into the bundle (not copied).
+pub fn compile(repo: &Repo, r: &mut Resolution, generated_at: &str) -> Value {
     let m = &repo.manifest;
     let mut objects = Vec::with_capacity(r.included.len());
     let mut provenance = Vec::with_capacity(r.included.len());
     let mut characters = 0usize;
     let mut redacted_count = 0usize;
-    for s in &r.included {
+    for s in &mut r.included {
         let o = &repo.objects[s.index];
         let fields = o.fields();
         let mut b = Map::new();
@@ -46,12 +47,11 @@ pub fn compile(repo: &Repo, r: &Resolution, generated_at: &str) -> Value {
                 b.insert(key.to_string(), v.clone());
             }
         }
-        if let Some(c) = &s.content {
-            characters += match c {
+        if let Some(c) = s.content.take() {
+            characters += match &c {
                 Value::String(t) => t.chars().count(),
                 other => other.to_string().chars().count(),
             };
-            b.insert("content".into(), c.clone());
             if !b.contains_key("content_type") {
                 let ct = if c.is_string() {
                     "text/markdown"
@@ -60,6 +60,7 @@ pub fn compile(repo: &Repo, r: &Resolution, generated_at: &str) -> Value {
                 };
                 b.insert("content_type".into(), json!(ct));
             }
+            b.insert("content".into(), c);
         }
         b.insert("lifecycle".into(), json!(s.lifecycle.as_str()));
         if !s.redacted.is_empty() {
@@ -149,15 +150,10 @@ pub fn compile(repo: &Repo, r: &Resolution, generated_at: &str) -> Value {
     bundle
 }
 
-/// sha256 over RFC 8785 (JCS) bytes of the bundle without its volatile keys.
+/// sha256 over RFC 8785 (JCS) bytes of the bundle without its volatile keys,
+/// streamed into the hasher (bundles can be tens of megabytes).
 pub fn digest(bundle: &Value) -> String {
-    let mut covered = bundle.as_object().cloned().unwrap_or_default();
-    for k in VOLATILE {
-        covered.remove(k);
-    }
-    let bytes =
-        serde_jcs::to_vec(&Value::Object(covered)).expect("bundle values are JSON-representable");
-    format!("sha256:{}", hex::encode(Sha256::digest(&bytes)))
+    crate::jcs::sha256_without(bundle, &VOLATILE)
 }
 
 /// Check that a bundle's stored digest matches its content.

@@ -130,27 +130,28 @@ pub fn resolve_bundle(
     let repo = super::validate::load_repo(g, crate::load::DEFAULT_MAX_FILE_SIZE)?;
     let req = request(g, &repo, a)?;
     let resolution = resolve::resolve(&repo, req).map_err(Error::Usage)?;
-    let bundle = bundle::compile(&repo, &resolution, &generated_at());
+    let mut resolution = resolution;
+    let bundle = bundle::compile(&repo, &mut resolution, &generated_at());
     Ok((repo, resolution, bundle))
 }
 
 pub fn run(g: &Global, p: &Printer, a: &ResolveArgs, always_bundle: bool) -> Result<Exit> {
     let (repo, resolution, bundle) = resolve_bundle(g, a)?;
-    let text = match (a.explain && !always_bundle, a.format) {
-        (true, None) => explain::text(&repo, &resolution, &bundle),
+    let out = a.output.as_deref();
+    let io = match (a.explain && !always_bundle, a.format) {
+        (true, None) => p.product(&explain::text(&repo, &resolution, &bundle), out),
         (true, Some(BundleFormat::Json)) => {
-            render::json(&explain::data(&repo, &resolution, &bundle))
+            p.product_json(&explain::data(&repo, &resolution, &bundle), out)
         }
-        (true, Some(BundleFormat::Yaml)) => {
-            render::yaml(&explain::data(&repo, &resolution, &bundle))
-        }
-        (true, Some(BundleFormat::Markdown)) | (false, Some(BundleFormat::Markdown)) => {
-            render::markdown(&bundle)
-        }
-        (false, Some(BundleFormat::Yaml)) => render::yaml(&bundle),
-        (false, Some(BundleFormat::Json)) | (false, None) => render::json(&bundle),
+        (true, Some(BundleFormat::Yaml)) => p.product(
+            &render::yaml(&explain::data(&repo, &resolution, &bundle)),
+            out,
+        ),
+        (_, Some(BundleFormat::Markdown)) => p.product(&render::markdown(&bundle), out),
+        (false, Some(BundleFormat::Yaml)) => p.product(&render::yaml(&bundle), out),
+        (false, Some(BundleFormat::Json)) | (false, None) => p.product_json(&bundle, out),
     };
-    super::io_result(p.product(&text, a.output.as_deref()))?;
+    super::io_result(io)?;
     if let Some(out) = &a.output {
         let _ = p.err(&format!(
             "wrote {} ({})\n",

@@ -5,6 +5,6 @@ mod support;
 
 mod bad_input;
 mod core;
+mod examples;
 mod readme;
 mod resolve;
-mod examples;
