@@ -3,4 +3,5 @@
 
 mod support;
 
+mod adapters;
 mod core;
