@@ -47,6 +47,9 @@ pub fn compile(repo: &Repo, r: &mut Resolution, generated_at: &str) -> Value {
                 b.insert(key.to_string(), v.clone());
             }
         }
+        if let Some(t) = s.trust {
+            b.insert("trust".into(), json!(t.as_str()));
+        }
         if let Some(c) = s.content.take() {
             characters += match &c {
                 Value::String(t) => t.chars().count(),

@@ -116,6 +116,9 @@ pub struct Selected {
     pub redacted: Vec<String>,
     /// The include pattern that put it in scope.
     pub matched: String,
+    /// Trust of content an adapter returned, when more cautious than the object's
+    /// own: an object never promotes the bytes it points at.
+    pub trust: Option<Trust>,
 }
 
 /// An excluded object: only its id and the reason, never its content.
@@ -323,10 +326,20 @@ pub fn resolve(repo: &Repo, req: Request) -> Result<Resolution, String> {
     let mut included = Vec::new();
     for (i, matched, state, score) in selected_raw {
         let o = &objects[i];
+        let mut lowered = None;
         let content = match (&o.content, o.meta.content_uri.as_deref()) {
             (Some(c), _) => Some(c.clone()),
-            (None, Some(uri)) => match adapters::load(uri, m, &req.adapters) {
-                Ok(loaded) => Some(loaded.content),
+            (None, Some(uri)) => match adapters::load_checked(
+                uri,
+                adapters::declared_digest(o).as_deref(),
+                m,
+                &req.adapters,
+            ) {
+                Ok(loaded) => {
+                    let t = adapters::more_cautious(o.meta.trust, loaded.trust);
+                    lowered = (t != o.meta.trust).then_some(t);
+                    Some(loaded.content)
+                }
                 Err(e) => {
                     excluded.push(excl(o, "source-unavailable", Some(e.to_string()), None));
                     warnings.push(Warning {
@@ -369,7 +382,20 @@ pub fn resolve(repo: &Repo, req: Request) -> Result<Resolution, String> {
                 severity: Severity::Warning,
             });
         }
-        if o.meta.trust == Trust::Untrusted {
+        if lowered == Some(Trust::Untrusted)
+            && o.meta.authority == crate::model::Authority::Canonical
+        {
+            warnings.push(Warning {
+                id: Some(o.id.clone()),
+                code: "untrusted-canonical".into(),
+                message: format!(
+                    "{} is canonical but its content_uri returned untrusted content; lower its authority or mirror the content into the repository",
+                    o.id
+                ),
+                severity: Severity::Error,
+            });
+        }
+        if lowered.unwrap_or(o.meta.trust) == Trust::Untrusted {
             warnings.push(Warning {
                 id: Some(o.id.clone()),
                 code: "untrusted-content".into(),
@@ -387,6 +413,7 @@ pub fn resolve(repo: &Repo, req: Request) -> Result<Resolution, String> {
             content,
             redacted,
             matched,
+            trust: lowered,
         });
     }
     excluded.sort();

@@ -3,6 +3,7 @@
 
 mod support;
 
+mod adapters;
 mod bad_input;
 mod core;
 mod examples;
