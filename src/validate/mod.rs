@@ -2,6 +2,7 @@
 //! references, conflicts, ownership, provenance, approval and extensions.
 //! Per-file checks (syntax, schema, secrets) happen in [`crate::load::parse`].
 
+pub mod signing;
 pub mod supersession;
 
 use std::collections::{HashMap, HashSet};
@@ -82,6 +83,7 @@ pub fn validate(repo: &Repo, opts: ValidateOptions) -> Vec<Diagnostic> {
     conflicts(&idx, &sup.superseded, &mut out);
     ownership_and_provenance(repo, &mut out);
     principals(repo, &mut out);
+    signing::check(repo, &mut out);
     if opts.strict {
         strict_checks(repo, &mut out);
     }
