@@ -55,6 +55,8 @@ pub struct ResolveArgs {
     /// Write to this file (atomically) instead of stdout.
     #[arg(long, short = 'o')]
     pub output: Option<PathBuf>,
+    #[command(flatten)]
+    pub sign: super::sign::SignArgs,
 }
 
 /// Parse `--at` or take the current time.
@@ -135,6 +137,7 @@ pub fn resolve_bundle(
 }
 
 pub fn run(g: &Global, p: &Printer, a: &ResolveArgs, always_bundle: bool) -> Result<Exit> {
+    let started_at = super::sign::now();
     let (repo, resolution, bundle) = resolve_bundle(g, a)?;
     let text = match (a.explain && !always_bundle, a.format) {
         (true, None) => explain::text(&repo, &resolution, &bundle),
@@ -150,6 +153,8 @@ pub fn run(g: &Global, p: &Printer, a: &ResolveArgs, always_bundle: bool) -> Res
         (false, Some(BundleFormat::Yaml)) => render::yaml(&bundle),
         (false, Some(BundleFormat::Json)) | (false, None) => render::json(&bundle),
     };
+    // Audit event and signed receipt come first: no record, no output.
+    super::sign::record(p, &repo, a, &bundle, &text, always_bundle, &started_at)?;
     super::io_result(p.product(&text, a.output.as_deref()))?;
     if let Some(out) = &a.output {
         let _ = p.err(&format!(
