@@ -3,6 +3,7 @@
 //! The library holds every pipeline stage as plain functions; the `ctx` binary
 //! only parses arguments and maps results to exit codes.
 pub mod adapters;
+pub mod audit;
 pub mod bundle;
 pub mod canonical;
 pub mod cli;
@@ -12,12 +13,14 @@ pub mod error;
 pub mod frontmatter;
 pub mod jcs;
 pub mod json;
+pub mod keys;
 pub mod load;
 pub mod manifest;
 pub mod model;
 pub mod object;
 pub mod pattern;
 pub mod provider;
+pub mod receipt;
 pub mod resolve;
 pub mod schema;
 pub mod signing;

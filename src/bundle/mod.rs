@@ -4,7 +4,6 @@ pub mod explain;
 pub mod render;
 
 use serde_json::{json, Map, Value};
-use sha2::{Digest, Sha256};
 
 use crate::load::Repo;
 use crate::resolve::Resolution;

@@ -1,15 +1,20 @@
 //! Command-line interface: argument types and one module per command.
 //! Every command returns an [`Exit`] or an [`Error`]; `main` maps them to a status.
 
+pub mod audit;
 pub mod conformance;
 pub mod get;
 pub mod init;
+pub mod keys;
 pub mod list;
 pub mod printer;
+pub mod provider;
 pub mod resolve;
 pub mod schema;
 pub mod search;
+pub mod sign;
 pub mod validate;
+pub mod verify;
 pub mod version;
 pub mod view;
 
@@ -60,6 +65,14 @@ pub enum Command {
     Init(init::InitArgs),
     /// Print the tool version and the supported specification version.
     Version,
+    /// Manage signing keys (per user) and the keys a repository trusts.
+    Keys(keys::KeysArgs),
+    /// Verify bundles, signed receipts and decision records against the repository.
+    Verify(verify::VerifyArgs),
+    /// Show or verify the hash-chained audit log.
+    Audit(audit::AuditArgs),
+    /// Sign or verify delegated-provider envelopes (atmem.delegated-context-provider.v1).
+    Provider(provider::ProviderArgs),
 }
 
 /// What every command can see.
@@ -99,5 +112,9 @@ pub fn run(cli: Cli) -> Result<Exit> {
         Command::Conformance(a) => conformance::run(&g, &p, a),
         Command::Init(a) => init::run(&g, &p, a),
         Command::Version => version::run(&p),
+        Command::Keys(a) => keys::run(&g, &p, a),
+        Command::Verify(a) => verify::run(&g, &p, a),
+        Command::Audit(a) => audit::run(&g, &p, a),
+        Command::Provider(a) => provider::run(&g, &p, a),
     }
 }

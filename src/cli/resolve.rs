@@ -55,6 +55,8 @@ pub struct ResolveArgs {
     /// Write to this file (atomically) instead of stdout.
     #[arg(long, short = 'o')]
     pub output: Option<PathBuf>,
+    #[command(flatten)]
+    pub sign: super::sign::SignArgs,
 }
 
 /// Parse `--at` or take the current time.
@@ -135,21 +137,45 @@ pub fn resolve_bundle(
     Ok((repo, resolution, bundle))
 }
 
+/// What a resolve run emits: rendered text, or a JSON document streamed out.
+enum Product<'a> {
+    Text(String),
+    Json(&'a serde_json::Value),
+}
+
 pub fn run(g: &Global, p: &Printer, a: &ResolveArgs, always_bundle: bool) -> Result<Exit> {
+    let started_at = super::sign::now();
     let (repo, resolution, bundle) = resolve_bundle(g, a)?;
     let out = a.output.as_deref();
-    let io = match (a.explain && !always_bundle, a.format) {
-        (true, None) => p.product(&explain::text(&repo, &resolution, &bundle), out),
+    let data;
+    let product = match (a.explain && !always_bundle, a.format) {
+        (true, None) => Product::Text(explain::text(&repo, &resolution, &bundle)),
         (true, Some(BundleFormat::Json)) => {
-            p.product_json(&explain::data(&repo, &resolution, &bundle), out)
+            data = explain::data(&repo, &resolution, &bundle);
+            Product::Json(&data)
         }
-        (true, Some(BundleFormat::Yaml)) => p.product(
-            &render::yaml(&explain::data(&repo, &resolution, &bundle)),
-            out,
-        ),
-        (_, Some(BundleFormat::Markdown)) => p.product(&render::markdown(&bundle), out),
-        (false, Some(BundleFormat::Yaml)) => p.product(&render::yaml(&bundle), out),
-        (false, Some(BundleFormat::Json)) | (false, None) => p.product_json(&bundle, out),
+        (true, Some(BundleFormat::Yaml)) => {
+            Product::Text(render::yaml(&explain::data(&repo, &resolution, &bundle)))
+        }
+        (_, Some(BundleFormat::Markdown)) => Product::Text(render::markdown(&bundle)),
+        (false, Some(BundleFormat::Yaml)) => Product::Text(render::yaml(&bundle)),
+        (false, Some(BundleFormat::Json)) | (false, None) => Product::Json(&bundle),
+    };
+    // A receipt signs the exact bytes emitted, so render them when one is due;
+    // otherwise JSON is streamed and never held twice.
+    let product = match product {
+        Product::Json(v) if super::sign::receipt_wanted(&repo, a) => Product::Text(render::json(v)),
+        other => other,
+    };
+    let text = match &product {
+        Product::Text(t) => t.as_str(),
+        Product::Json(_) => "",
+    };
+    // Audit event and signed receipt come first: no record, no output.
+    super::sign::record(p, &repo, a, &bundle, text, always_bundle, &started_at)?;
+    let io = match &product {
+        Product::Text(t) => p.product(t, out),
+        Product::Json(v) => p.product_json(v, out),
     };
     super::io_result(io)?;
     if let Some(out) = &a.output {

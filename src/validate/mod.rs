@@ -2,6 +2,7 @@
 //! references, conflicts, ownership, provenance, approval and extensions.
 //! Per-file checks (syntax, schema, secrets) happen in [`crate::load::parse`].
 
+pub mod signing;
 pub mod supersession;
 
 use std::collections::{HashMap, HashSet};
@@ -83,6 +84,7 @@ pub fn validate(repo: &Repo, opts: ValidateOptions) -> Vec<Diagnostic> {
     ownership_and_provenance(repo, &mut out);
     principals(repo, &mut out);
     content_uris(repo, &mut out);
+    signing::check(repo, &mut out);
     if opts.strict {
         strict_checks(repo, &mut out);
     }

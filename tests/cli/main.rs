@@ -9,3 +9,4 @@ mod core;
 mod examples;
 mod readme;
 mod resolve;
+mod signing;
