@@ -16,6 +16,7 @@ pub mod manifest;
 pub mod model;
 pub mod object;
 pub mod pattern;
+pub mod private;
 pub mod provider;
 pub mod resolve;
 pub mod schema;
