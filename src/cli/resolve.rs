@@ -55,6 +55,10 @@ pub struct ResolveArgs {
     /// Write to this file (atomically) instead of stdout.
     #[arg(long, short = 'o')]
     pub output: Option<PathBuf>,
+    /// age identity for private collections (repeatable; default: $CTX_AGE_IDENTITY,
+    /// then ~/.config/ctx/age/identity.txt).
+    #[arg(long = "identity", value_name = "FILE")]
+    pub identity: Vec<PathBuf>,
 }
 
 /// Parse `--at` or take the current time.
@@ -98,6 +102,9 @@ pub fn request(g: &Global, repo: &Repo, a: &ResolveArgs) -> Result<Request> {
             offline: g.offline,
             ..AdapterOptions::default()
         },
+        identities: crate::private::Keyring::discover(&a.identity)
+            .map_err(Error::Usage)?
+            .map(std::sync::Arc::new),
     })
 }
 

@@ -82,6 +82,8 @@ pub fn validate(repo: &Repo, opts: ValidateOptions) -> Vec<Diagnostic> {
     conflicts(&idx, &sup.superseded, &mut out);
     ownership_and_provenance(repo, &mut out);
     principals(repo, &mut out);
+    // Private collections: configuration, and no plaintext where ciphertext belongs.
+    out.extend(crate::private::guard::check(repo));
     if opts.strict {
         strict_checks(repo, &mut out);
     }
