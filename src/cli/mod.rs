@@ -6,6 +6,7 @@ pub mod get;
 pub mod init;
 pub mod list;
 pub mod printer;
+pub mod private;
 pub mod resolve;
 pub mod schema;
 pub mod search;
@@ -58,6 +59,8 @@ pub enum Command {
     Conformance(conformance::ConformanceArgs),
     /// Create a new repository that passes `validate --strict`.
     Init(init::InitArgs),
+    /// Private collections encrypted with age: encrypt, decrypt, edit, rekey, status.
+    Private(private::PrivateArgs),
     /// Print the tool version and the supported specification version.
     Version,
 }
@@ -98,6 +101,7 @@ pub fn run(cli: Cli) -> Result<Exit> {
         Command::Schema(a) => schema::run(&p, a),
         Command::Conformance(a) => conformance::run(&g, &p, a),
         Command::Init(a) => init::run(&g, &p, a),
+        Command::Private(a) => private::run(&g, &p, a),
         Command::Version => version::run(&p),
     }
 }
