@@ -347,6 +347,7 @@ fn rekey(g: &Global, p: &Printer, force: bool, ida: &IdentityArgs) -> Result<Exi
         Error::Usage("rekey decrypts every private file: give an identity that can (--identity FILE, CTX_AGE_IDENTITY, or ~/.config/ctx/age/identity.txt)".into())
     })?;
     let (mut changed, mut current, mut failed) = (0, 0, 0);
+    let mut removed_any = false;
     let mut report = String::new();
     for (member, keys) in scope.private_members() {
         let format = format_of(&member.rel)?;
@@ -399,6 +400,7 @@ fn rekey(g: &Global, p: &Printer, force: bool, ida: &IdentityArgs) -> Result<Exi
                     member.rel,
                     wanted.len()
                 ));
+                removed_any |= removed > 0;
                 for k in sealed.recipients.iter().filter(|k| !wanted.contains(k)) {
                     report.push_str(&format!("             removed {}\n", short(k)));
                 }
@@ -412,7 +414,7 @@ fn rekey(g: &Global, p: &Printer, force: bool, ida: &IdentityArgs) -> Result<Exi
     report.push_str(&format!(
         "{changed} re-encrypted, {current} already current, {failed} failed\n"
     ));
-    if changed > 0 {
+    if removed_any {
         report.push_str("note: removed recipients can still read older versions in git history; rotate what they could see\n");
     }
     super::io_result(p.out(&report))?;

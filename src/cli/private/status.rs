@@ -223,7 +223,7 @@ fn human_report(scope: &Scope, rows: &[Row], ring: Option<&crate::private::Keyri
     let count = |s: &str| rows.iter().filter(|r| r.state == s).count();
     let _ = writeln!(
         out,
-        "{} encrypted, {} stale, {} plaintext, {} invalid{}",
+        "{} encrypted ({} stale), {} plaintext, {} invalid{}",
         count("encrypted") + count("stale"),
         count("stale"),
         count("plaintext"),
