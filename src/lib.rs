@@ -19,6 +19,7 @@ pub mod manifest;
 pub mod model;
 pub mod object;
 pub mod pattern;
+pub mod private;
 pub mod provider;
 pub mod receipt;
 pub mod resolve;

@@ -39,7 +39,10 @@ pub fn compile(repo: &Repo, r: &mut Resolution, generated_at: &str) -> Value {
     let mut redacted_count = 0usize;
     for s in &mut r.included {
         let o = &repo.objects[s.index];
-        let fields = o.fields();
+        let fields = match &s.decrypted {
+            Some(d) => d.fields.clone(),
+            None => o.fields(),
+        };
         let mut b = Map::new();
         for key in CARRIED {
             if let Some(v) = fields.get(key) {

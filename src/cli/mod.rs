@@ -8,6 +8,7 @@ pub mod init;
 pub mod keys;
 pub mod list;
 pub mod printer;
+pub mod private;
 pub mod provider;
 pub mod resolve;
 pub mod schema;
@@ -63,6 +64,8 @@ pub enum Command {
     Conformance(conformance::ConformanceArgs),
     /// Create a new repository that passes `validate --strict`.
     Init(init::InitArgs),
+    /// Private collections encrypted with age: encrypt, decrypt, edit, rekey, status.
+    Private(private::PrivateArgs),
     /// Print the tool version and the supported specification version.
     Version,
     /// Manage signing keys (per user) and the keys a repository trusts.
@@ -111,6 +114,7 @@ pub fn run(cli: Cli) -> Result<Exit> {
         Command::Schema(a) => schema::run(&p, a),
         Command::Conformance(a) => conformance::run(&g, &p, a),
         Command::Init(a) => init::run(&g, &p, a),
+        Command::Private(a) => private::run(&g, &p, a),
         Command::Version => version::run(&p),
         Command::Keys(a) => keys::run(&g, &p, a),
         Command::Verify(a) => verify::run(&g, &p, a),

@@ -57,6 +57,10 @@ pub struct ResolveArgs {
     pub output: Option<PathBuf>,
     #[command(flatten)]
     pub sign: super::sign::SignArgs,
+    /// age identity for private collections (repeatable; default: $CTX_AGE_IDENTITY,
+    /// then ~/.config/ctx/age/identity.txt).
+    #[arg(long = "identity", value_name = "FILE")]
+    pub identity: Vec<PathBuf>,
 }
 
 /// Parse `--at` or take the current time.
@@ -100,6 +104,9 @@ pub fn request(g: &Global, repo: &Repo, a: &ResolveArgs) -> Result<Request> {
             offline: g.offline,
             ..AdapterOptions::default()
         },
+        identities: crate::private::Keyring::discover(&a.identity)
+            .map_err(Error::Usage)?
+            .map(std::sync::Arc::new),
     })
 }
 

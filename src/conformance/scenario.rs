@@ -107,6 +107,7 @@ fn request(repo: &Repo, r: &Value) -> Result<Request, String> {
             offline: true,
             ..AdapterOptions::default()
         },
+        identities: None,
     })
 }
 

@@ -101,6 +101,8 @@ pub struct Request {
     /// `--include` patterns: narrow the scope, never widen it.
     pub include: Vec<Pattern>,
     pub adapters: AdapterOptions,
+    /// The age identity that opens private objects (loaded on first use); None: not available.
+    pub identities: Option<std::sync::Arc<crate::private::Keyring>>,
 }
 
 /// An included object, ready to compile.
@@ -119,6 +121,8 @@ pub struct Selected {
     /// Trust of content an adapter returned, when more cautious than the object's
     /// own: an object never promotes the bytes it points at.
     pub trust: Option<Trust>,
+    /// A private object's decrypted fields, in memory only (None for clear objects).
+    pub decrypted: Option<Box<crate::private::Opened>>,
 }
 
 /// An excluded object: only its id and the reason, never its content.
@@ -326,8 +330,32 @@ pub fn resolve(repo: &Repo, req: Request) -> Result<Resolution, String> {
     let mut included = Vec::new();
     for (i, matched, state, score) in selected_raw {
         let o = &objects[i];
+        // Private objects are decrypted only here: authorized, selected, in memory.
+        let decrypted = match o.meta.sealed {
+            Some(_) => match crate::private::open_object(o, req.identities.as_deref()) {
+                Ok(opened) => Some(Box::new(opened)),
+                Err(e) => {
+                    excluded.push(excl(o, "source-unavailable", Some(e.to_string()), None));
+                    warnings.push(Warning {
+                        id: Some(o.id.clone()),
+                        code: "source-unavailable".into(),
+                        message: format!("{}: private object not available: {e}", o.id),
+                        severity: e.severity(),
+                    });
+                    continue;
+                }
+            },
+            None => None,
+        };
+        let (own_content, content_uri) = match &decrypted {
+            Some(d) => (
+                &d.content,
+                d.fields.get("content_uri").and_then(Value::as_str),
+            ),
+            None => (&o.content, o.meta.content_uri.as_deref()),
+        };
         let mut lowered = None;
-        let content = match (&o.content, o.meta.content_uri.as_deref()) {
+        let content = match (own_content, content_uri) {
             (Some(c), _) => Some(c.clone()),
             (None, Some(uri)) => match adapters::load_checked(
                 uri,
@@ -353,7 +381,10 @@ pub fn resolve(repo: &Repo, req: Request) -> Result<Resolution, String> {
             },
             (None, None) => None,
         };
-        let object_rules = object_redactions(o);
+        let object_rules = match &decrypted {
+            Some(d) => d.redactions(),
+            None => object_redactions(o),
+        };
         let rules: Vec<&Redaction> = m
             .redact
             .iter()
@@ -414,6 +445,7 @@ pub fn resolve(repo: &Repo, req: Request) -> Result<Resolution, String> {
             redacted,
             matched,
             trust: lowered,
+            decrypted,
         });
     }
     excluded.sort();

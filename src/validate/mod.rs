@@ -85,6 +85,8 @@ pub fn validate(repo: &Repo, opts: ValidateOptions) -> Vec<Diagnostic> {
     principals(repo, &mut out);
     content_uris(repo, &mut out);
     signing::check(repo, &mut out);
+    // Private collections: configuration, and no plaintext where ciphertext belongs.
+    out.extend(crate::private::guard::check(repo));
     if opts.strict {
         strict_checks(repo, &mut out);
     }

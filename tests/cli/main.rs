@@ -7,6 +7,7 @@ mod adapters;
 mod bad_input;
 mod core;
 mod examples;
+mod private;
 mod readme;
 mod resolve;
 mod signing;
