@@ -8,6 +8,7 @@ pub mod canonical;
 pub mod cli;
 pub mod conformance;
 pub mod diag;
+pub mod doctor;
 pub mod error;
 pub mod frontmatter;
 pub mod json;

@@ -1,14 +1,19 @@
 //! Command-line interface: argument types and one module per command.
 //! Every command returns an [`Exit`] or an [`Error`]; `main` maps them to a status.
 
+pub mod conflicts;
 pub mod conformance;
+pub mod doctor;
+pub mod findings;
 pub mod get;
 pub mod init;
 pub mod list;
 pub mod printer;
+pub mod progress;
 pub mod resolve;
 pub mod schema;
 pub mod search;
+pub mod stale;
 pub mod validate;
 pub mod version;
 pub mod view;
@@ -60,6 +65,13 @@ pub enum Command {
     Init(init::InitArgs),
     /// Print the tool version and the supported specification version.
     Version,
+    /// Validation plus the clock (stale, expired, review overdue, orphaned), per-collection health and a score.
+    #[command(long_about = doctor::LONG_ABOUT)]
+    Doctor(doctor::DoctorArgs),
+    /// Duplicate canonical objects, declared conflicts, duplicate ids, broken supersession.
+    Conflicts(conflicts::ConflictsArgs),
+    /// Context that is stale, expired, not yet valid or overdue for review.
+    Stale(stale::StaleArgs),
 }
 
 /// What every command can see.
@@ -99,5 +111,8 @@ pub fn run(cli: Cli) -> Result<Exit> {
         Command::Conformance(a) => conformance::run(&g, &p, a),
         Command::Init(a) => init::run(&g, &p, a),
         Command::Version => version::run(&p),
+        Command::Doctor(a) => doctor::run(&g, &p, a),
+        Command::Conflicts(a) => conflicts::run(&g, &p, a),
+        Command::Stale(a) => stale::run(&g, &p, a),
     }
 }
