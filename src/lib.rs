@@ -5,12 +5,15 @@
 pub mod adapters;
 pub mod bundle;
 pub mod canonical;
+pub mod changes;
 pub mod cli;
 pub mod conformance;
 pub mod diag;
 pub mod doctor;
 pub mod error;
 pub mod frontmatter;
+pub mod git;
+pub mod graph;
 pub mod json;
 pub mod load;
 pub mod manifest;
@@ -23,6 +26,7 @@ pub mod schema;
 pub mod signing;
 pub mod time;
 pub mod validate;
+pub mod write;
 pub mod yaml;
 
 #[cfg(test)]

@@ -1,11 +1,16 @@
 //! Command-line interface: argument types and one module per command.
 //! Every command returns an [`Exit`] or an [`Error`]; `main` maps them to a status.
 
+pub mod add;
 pub mod conflicts;
 pub mod conformance;
+pub mod diff;
 pub mod doctor;
 pub mod findings;
 pub mod get;
+pub mod graph;
+pub mod history;
+pub mod hook;
 pub mod init;
 pub mod list;
 pub mod printer;
@@ -14,6 +19,7 @@ pub mod resolve;
 pub mod schema;
 pub mod search;
 pub mod stale;
+pub mod supersede;
 pub mod validate;
 pub mod version;
 pub mod view;
@@ -72,6 +78,18 @@ pub enum Command {
     Conflicts(conflicts::ConflictsArgs),
     /// Context that is stale, expired, not yet valid or overdue for review.
     Stale(stale::StaleArgs),
+    /// Install or remove a git pre-commit hook that validates the staged state.
+    Hook(hook::HookArgs),
+    /// Declared versions of an object, then the git commits that touched it.
+    History(history::HistoryArgs),
+    /// Compare two objects (`id@1 id@2`), or the repository at two git revisions (`--rev A..B`).
+    Diff(diff::DiffArgs),
+    /// The context graph: references, supersession, conflicts, dependencies, owners, sources.
+    Graph(graph::GraphArgs),
+    /// Write a new object (authorization and schema are checked before anything touches disk).
+    Add(add::AddArgs),
+    /// Write a new version that supersedes the current one; the previous version stays on disk.
+    Supersede(supersede::SupersedeArgs),
 }
 
 /// What every command can see.
@@ -114,5 +132,11 @@ pub fn run(cli: Cli) -> Result<Exit> {
         Command::Doctor(a) => doctor::run(&g, &p, a),
         Command::Conflicts(a) => conflicts::run(&g, &p, a),
         Command::Stale(a) => stale::run(&g, &p, a),
+        Command::Hook(a) => hook::run(&g, &p, a),
+        Command::History(a) => history::run(&g, &p, a),
+        Command::Diff(a) => diff::run(&g, &p, a),
+        Command::Graph(a) => graph::run(&g, &p, a),
+        Command::Add(a) => add::run(&g, &p, a),
+        Command::Supersede(a) => supersede::run(&g, &p, a),
     }
 }
