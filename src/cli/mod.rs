@@ -2,10 +2,12 @@
 //! Every command returns an [`Exit`] or an [`Error`]; `main` maps them to a status.
 
 pub mod add;
+pub mod completions;
 pub mod conflicts;
 pub mod conformance;
 pub mod diff;
 pub mod doctor;
+pub mod export;
 pub mod findings;
 pub mod get;
 pub mod graph;
@@ -90,6 +92,13 @@ pub enum Command {
     Add(add::AddArgs),
     /// Write a new version that supersedes the current one; the previous version stays on disk.
     Supersede(supersede::SupersedeArgs),
+    /// Write the resolved context as AGENTS.md, CLAUDE.md or Cursor rules (with --check for CI).
+    Export(export::ExportArgs),
+    /// Print a shell completion script.
+    Completions(completions::CompletionsArgs),
+    /// Write the man pages into a folder (how man/ is regenerated).
+    #[command(name = "__generate-man", hide = true)]
+    GenerateMan(completions::GenerateManArgs),
 }
 
 /// What every command can see.
@@ -138,5 +147,8 @@ pub fn run(cli: Cli) -> Result<Exit> {
         Command::Graph(a) => graph::run(&g, &p, a),
         Command::Add(a) => add::run(&g, &p, a),
         Command::Supersede(a) => supersede::run(&g, &p, a),
+        Command::Export(a) => export::run(&g, &p, a),
+        Command::Completions(a) => completions::run(&p, a),
+        Command::GenerateMan(a) => completions::generate_man(&p, a),
     }
 }
