@@ -254,6 +254,14 @@ pub fn repo_diff(
             });
         }
     }
+    // Promotions first, then classification changes; each by id.
+    d.highlights.sort_by(|x, y| {
+        let k = |h: &Highlight| match h {
+            Highlight::Promotion { key, .. } => (0, key.clone()),
+            Highlight::Classification { key, .. } => (1, key.clone()),
+        };
+        k(x).cmp(&k(y))
+    });
     d
 }
 

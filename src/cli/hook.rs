@@ -172,30 +172,45 @@ pub fn load_staged(
     p: &Printer,
     max_file_size: u64,
 ) -> Result<(Repo, Option<tempfile::TempDir>)> {
-    let (manifest, diags) = Manifest::discover(g.dir.as_deref(), &g.cwd)?;
-    let git = Git::discover(&manifest.root).ok_or_else(|| {
+    let located = crate::manifest::discover::locate(g.dir.as_deref(), &g.cwd)?;
+    let folder = located
+        .path
+        .parent()
+        .map(Path::to_path_buf)
+        .unwrap_or_else(|| PathBuf::from("."));
+    let file = located
+        .path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let git = Git::discover(&folder).ok_or_else(|| {
         Error::Usage(format!(
             "--staged needs a git work tree, and {} is not inside one (or git is not installed)",
-            manifest.root.display()
+            folder.display()
         ))
     })?;
-    let opts = LoadOptions { max_file_size };
-    let file = manifest.file.clone();
-    let reason = match staged::load(&git, manifest, diags, &opts) {
-        Ok(Staged::Loaded(repo, differing)) => {
-            if !differing.is_empty() {
-                let _ =
-                    p.err(&format!(
-                    "note: checking the staged content of {} file(s) with unstaged changes ({}); \
-                     line numbers refer to the staged content\n",
-                    differing.len(),
-                    differing.iter().take(3).cloned().collect::<Vec<_>>().join(", ")
-                ));
+    let reason = match Manifest::discover(g.dir.as_deref(), &g.cwd) {
+        Ok((manifest, diags)) => {
+            let opts = LoadOptions { max_file_size };
+            match staged::load(&git, manifest, diags, &opts) {
+                Ok(Staged::Loaded(repo, differing)) => {
+                    if !differing.is_empty() {
+                        let _ = p.err(&format!(
+                            "note: checking the staged content of {} file(s) with unstaged changes ({}); \
+                             line numbers refer to the staged content\n",
+                            differing.len(),
+                            differing.iter().take(3).cloned().collect::<Vec<_>>().join(", ")
+                        ));
+                    }
+                    return Ok((*repo, None));
+                }
+                Ok(Staged::Materialize(reason)) => reason,
+                Err(e) => return Err(Error::Invalid(e.to_string())),
             }
-            return Ok((*repo, None));
         }
-        Ok(Staged::Materialize(reason)) => reason,
-        Err(e) => return Err(Error::Invalid(e.to_string())),
+        // The work-tree manifest does not load; the staged one may.
+        Err(Error::Invalid(_)) => format!("{file} in the work tree does not load"),
+        Err(e) => return Err(e),
     };
     let tmp = tempfile::tempdir().map_err(|e| Error::io(std::env::temp_dir(), &e))?;
     let root = git

@@ -235,7 +235,7 @@ pub fn report_order(diags: &mut [Diagnostic]) {
     diags.sort_by(|a, b| {
         b.severity
             .cmp(&a.severity)
-            .then(a.code.cmp(&b.code))
+            .then(a.code.as_str().cmp(b.code.as_str()))
             .then_with(|| a.id.cmp(&b.id))
             .then_with(|| a.sort_key().cmp(&b.sort_key()))
     });

@@ -5,7 +5,9 @@ use crate::support::{ctx, reference};
 #[test]
 fn every_role_and_agent_of_the_examples_resolves() {
     let Some(reference) = reference() else {
-        eprintln!("note: ../shared/reference/opencontext is absent; example resolution not checked");
+        eprintln!(
+            "note: ../shared/reference/opencontext is absent; example resolution not checked"
+        );
         return;
     };
     let mut checked = 0;
@@ -18,13 +20,19 @@ fn every_role_and_agent_of_the_examples_resolves() {
         let (m, _) = ctx::manifest::Manifest::load(&manifest).unwrap();
         let at = "2026-08-09T12:00:00Z";
         for role in m.roles.keys() {
-            let r = ctx(&dir, &["resolve", "--role", role, "--task", "refund", "--at", at]);
+            let r = ctx(
+                &dir,
+                &["resolve", "--role", role, "--task", "refund", "--at", at],
+            );
             assert_eq!(r.code, 0, "{} role {role}: {}", dir.display(), r.stderr);
             assert!(r.json()["digest"].as_str().unwrap().starts_with("sha256:"));
             checked += 1;
         }
         for agent in m.agents.keys() {
-            let r = ctx(&dir, &["resolve", "--agent", agent, "--explain", "--at", at]);
+            let r = ctx(
+                &dir,
+                &["resolve", "--agent", agent, "--explain", "--at", at],
+            );
             assert_eq!(r.code, 0, "{} agent {agent}: {}", dir.display(), r.stderr);
             checked += 1;
         }

@@ -5,6 +5,9 @@ mod support;
 
 mod bad_input;
 mod core;
+mod examples;
+mod ops_doctor;
+mod ops_git;
+mod ops_support;
 mod readme;
 mod resolve;
-mod examples;
