@@ -38,8 +38,8 @@ pub struct FileWrite {
 }
 
 /// Take the repository's write lock (blocking). Held until the returned file is dropped.
-/// It lives in the git directory when there is one (nothing for `git status` to show),
-/// else in `.ctx.lock` beside the manifest.
+/// It lives in the git directory when there is one, else in the system's temporary
+/// folder (named after the repository's path), so the repository itself never changes.
 pub fn lock(root: &Path) -> std::io::Result<(File, PathBuf)> {
     let path = crate::git::Git::discover(root)
         .and_then(|g| g.run(&["rev-parse", "--git-path", "ctx-write.lock"]).ok())
@@ -51,7 +51,11 @@ pub fn lock(root: &Path) -> std::io::Result<(File, PathBuf)> {
                 root.join(p)
             }
         })
-        .unwrap_or_else(|| root.join(".ctx.lock"));
+        .unwrap_or_else(|| {
+            let digest = crate::adapters::digest(root.to_string_lossy().as_bytes());
+            let tag = digest.trim_start_matches("sha256:");
+            std::env::temp_dir().join(format!("ctx-write-{}.lock", &tag[..16]))
+        });
     let mut o = OpenOptions::new();
     o.create(true).truncate(false).read(true).write(true);
     let f = o.open(&path)?;

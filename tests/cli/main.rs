@@ -11,3 +11,5 @@ mod ops_git;
 mod ops_support;
 mod readme;
 mod resolve;
+mod ops_misc;
+mod ops_write;
