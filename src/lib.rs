@@ -6,11 +6,16 @@ pub mod adapters;
 pub mod audit;
 pub mod bundle;
 pub mod canonical;
+pub mod changes;
 pub mod cli;
 pub mod conformance;
 pub mod diag;
+pub mod doctor;
 pub mod error;
+pub mod export;
 pub mod frontmatter;
+pub mod git;
+pub mod graph;
 pub mod jcs;
 pub mod json;
 pub mod keys;
@@ -27,6 +32,7 @@ pub mod schema;
 pub mod signing;
 pub mod time;
 pub mod validate;
+pub mod write;
 pub mod yaml;
 
 #[cfg(test)]

@@ -1,19 +1,32 @@
 //! Command-line interface: argument types and one module per command.
 //! Every command returns an [`Exit`] or an [`Error`]; `main` maps them to a status.
 
+pub mod add;
 pub mod audit;
+pub mod completions;
+pub mod conflicts;
 pub mod conformance;
+pub mod diff;
+pub mod doctor;
+pub mod export;
+pub mod findings;
 pub mod get;
+pub mod graph;
+pub mod history;
+pub mod hook;
 pub mod init;
 pub mod keys;
 pub mod list;
 pub mod printer;
 pub mod private;
+pub mod progress;
 pub mod provider;
 pub mod resolve;
 pub mod schema;
 pub mod search;
 pub mod sign;
+pub mod stale;
+pub mod supersede;
 pub mod validate;
 pub mod verify;
 pub mod version;
@@ -76,6 +89,32 @@ pub enum Command {
     Audit(audit::AuditArgs),
     /// Sign or verify delegated-provider envelopes (atmem.delegated-context-provider.v1).
     Provider(provider::ProviderArgs),
+    /// Validation plus the clock (stale, expired, review overdue, orphaned), per-collection health and a score.
+    #[command(long_about = doctor::LONG_ABOUT)]
+    Doctor(doctor::DoctorArgs),
+    /// Duplicate canonical objects, declared conflicts, duplicate ids, broken supersession.
+    Conflicts(conflicts::ConflictsArgs),
+    /// Context that is stale, expired, not yet valid or overdue for review.
+    Stale(stale::StaleArgs),
+    /// Install or remove a git pre-commit hook that validates the staged state.
+    Hook(hook::HookArgs),
+    /// Declared versions of an object, then the git commits that touched it.
+    History(history::HistoryArgs),
+    /// Compare two objects (`id@1 id@2`), or the repository at two git revisions (`--rev A..B`).
+    Diff(diff::DiffArgs),
+    /// The context graph: references, supersession, conflicts, dependencies, owners, sources.
+    Graph(graph::GraphArgs),
+    /// Write a new object (authorization and schema are checked before anything touches disk).
+    Add(add::AddArgs),
+    /// Write a new version that supersedes the current one; the previous version stays on disk.
+    Supersede(supersede::SupersedeArgs),
+    /// Write the resolved context as AGENTS.md, CLAUDE.md or Cursor rules (with --check for CI).
+    Export(export::ExportArgs),
+    /// Print a shell completion script.
+    Completions(completions::CompletionsArgs),
+    /// Write the man pages into a folder (how man/ is regenerated).
+    #[command(name = "__generate-man", hide = true)]
+    GenerateMan(completions::GenerateManArgs),
 }
 
 /// What every command can see.
@@ -120,5 +159,17 @@ pub fn run(cli: Cli) -> Result<Exit> {
         Command::Verify(a) => verify::run(&g, &p, a),
         Command::Audit(a) => audit::run(&g, &p, a),
         Command::Provider(a) => provider::run(&g, &p, a),
+        Command::Doctor(a) => doctor::run(&g, &p, a),
+        Command::Conflicts(a) => conflicts::run(&g, &p, a),
+        Command::Stale(a) => stale::run(&g, &p, a),
+        Command::Hook(a) => hook::run(&g, &p, a),
+        Command::History(a) => history::run(&g, &p, a),
+        Command::Diff(a) => diff::run(&g, &p, a),
+        Command::Graph(a) => graph::run(&g, &p, a),
+        Command::Add(a) => add::run(&g, &p, a),
+        Command::Supersede(a) => supersede::run(&g, &p, a),
+        Command::Export(a) => export::run(&g, &p, a),
+        Command::Completions(a) => completions::run(&p, a),
+        Command::GenerateMan(a) => completions::generate_man(&p, a),
     }
 }

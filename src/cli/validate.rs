@@ -32,6 +32,9 @@ pub struct ValidateArgs {
     /// Largest object file accepted, in bytes.
     #[arg(long, default_value_t = load::DEFAULT_MAX_FILE_SIZE, value_name = "BYTES")]
     pub max_file_size: u64,
+    /// Check the staged state (what `git commit` would record) instead of the work tree.
+    #[arg(long)]
+    pub staged: bool,
     /// Only report findings in these files or folders (the whole repository is still checked).
     pub paths: Vec<PathBuf>,
 }
@@ -78,7 +81,12 @@ fn restrict(
 }
 
 pub fn run(g: &Global, p: &Printer, args: &ValidateArgs) -> Result<Exit> {
-    let repo = load_repo(g, args.max_file_size)?;
+    // `_checkout` keeps a temporary checkout of the index alive while findings are rendered.
+    let (repo, _checkout) = if args.staged {
+        super::hook::load_staged(g, p, args.max_file_size)?
+    } else {
+        (load_repo(g, args.max_file_size)?, None)
+    };
     let findings = checks::validate(
         &repo,
         ValidateOptions {

@@ -20,7 +20,13 @@ pub struct ValidateOptions {
 }
 
 /// Extensions ctx itself defines under its `ctx.` namespace.
-pub const KNOWN_CTX_EXTENSIONS: [&str; 4] = ["ctx.keys", "ctx.private", "ctx.policy", "ctx.health"];
+pub const KNOWN_CTX_EXTENSIONS: [&str; 5] = [
+    "ctx.keys",
+    "ctx.private",
+    "ctx.policy",
+    "ctx.health",
+    "ctx.write",
+];
 
 /// Index from id to the positions of its objects (objects are sorted by id).
 pub struct Index<'a> {

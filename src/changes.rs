@@ -1,0 +1,311 @@
+//! What changed between two objects, or two states of a repository — the fields
+//! whose change is a governance event, not every byte.
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+
+use serde_json::{json, Map, Value};
+
+use crate::load::Repo;
+use crate::model::{Authority, Classification};
+
+/// Bookkeeping fields left out of a comparison: the identity being compared and
+/// timestamps that change with every edit.
+pub const IGNORED: [&str; 4] = ["id", "version", "created", "updated"];
+
+/// One field that differs. `None` means absent on that side.
+#[derive(Debug, Clone, PartialEq)]
+pub struct FieldChange {
+    pub field: String,
+    pub before: Option<Value>,
+    pub after: Option<Value>,
+}
+
+/// Compare two effective documents (content included), field by field, in a
+/// stable order: governance fields first as they appear in `before`, then the rest.
+pub fn object_diff(before: &Map<String, Value>, after: &Map<String, Value>) -> Vec<FieldChange> {
+    let mut keys: Vec<&String> = before.keys().chain(after.keys()).collect();
+    keys.sort();
+    keys.dedup();
+    // Content last, so governance changes lead.
+    keys.sort_by_key(|k| k.as_str() == "content");
+    keys.into_iter()
+        .filter(|k| !IGNORED.contains(&k.as_str()))
+        .filter_map(|k| {
+            let (b, a) = (before.get(k), after.get(k));
+            (b != a).then(|| FieldChange {
+                field: k.clone(),
+                before: b.cloned(),
+                after: a.cloned(),
+            })
+        })
+        .collect()
+}
+
+fn text_of(v: &Value) -> String {
+    match v {
+        Value::String(s) => s.clone(),
+        other => serde_json::to_string_pretty(other).unwrap_or_default(),
+    }
+}
+
+fn one_line(v: &Value) -> String {
+    match v {
+        Value::String(s) => s.clone(),
+        other => other.to_string(),
+    }
+}
+
+/// Render field changes for people, indented by `pad`. Multi-line values get a
+/// line diff with one line of context.
+pub fn render_changes(changes: &[FieldChange], pad: &str) -> String {
+    let mut out = String::new();
+    for c in changes {
+        let _ = writeln!(out, "{pad}{}:", c.field);
+        // Text with several lines, or a large structure, gets a line diff; the rest one line each.
+        let long = |v: &Option<Value>| match v {
+            Some(Value::String(s)) => s.contains('\n'),
+            Some(v @ (Value::Array(_) | Value::Object(_))) => v.to_string().len() > 100,
+            _ => false,
+        };
+        if long(&c.before) || long(&c.after) {
+            let b = c.before.as_ref().map(text_of);
+            let a = c.after.as_ref().map(text_of);
+            let (b, a) = (b.unwrap_or_default(), a.unwrap_or_default());
+            let diff = similar::TextDiff::from_lines(&b, &a);
+            for (n, group) in diff.grouped_ops(1).iter().enumerate() {
+                if n > 0 {
+                    let _ = writeln!(out, "{pad}  …");
+                }
+                for op in group {
+                    for change in diff.iter_changes(op) {
+                        let sign = match change.tag() {
+                            similar::ChangeTag::Delete => "-",
+                            similar::ChangeTag::Insert => "+",
+                            similar::ChangeTag::Equal => " ",
+                        };
+                        let line = change.value().trim_end_matches(['\n', '\r']);
+                        let _ = writeln!(out, "{pad}  {sign} {line}");
+                    }
+                }
+            }
+        } else {
+            match &c.before {
+                Some(v) => {
+                    let _ = writeln!(out, "{pad}  - {}", one_line(v));
+                }
+                None => {
+                    let _ = writeln!(out, "{pad}  - (absent)");
+                }
+            }
+            match &c.after {
+                Some(v) => {
+                    let _ = writeln!(out, "{pad}  + {}", one_line(v));
+                }
+                None => {
+                    let _ = writeln!(out, "{pad}  + (absent)");
+                }
+            }
+        }
+    }
+    out
+}
+
+/// Field changes as JSON.
+pub fn changes_json(changes: &[FieldChange]) -> Value {
+    Value::Array(
+        changes
+            .iter()
+            .map(|c| json!({"field": c.field, "before": c.before, "after": c.after}))
+            .collect(),
+    )
+}
+
+/// A governance event worth a headline in a repository diff.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Highlight {
+    /// Authority rose (by the manifest's precedence), e.g. reference → canonical.
+    Promotion {
+        key: String,
+        from: String,
+        to: String,
+    },
+    /// Classification changed; `lowered` when it became less restricted.
+    Classification {
+        key: String,
+        from: String,
+        to: String,
+        lowered: bool,
+    },
+}
+
+/// The difference between two repository states.
+#[derive(Debug, Default)]
+pub struct RepoDiff {
+    /// `id[@version]` → file.
+    pub added: Vec<(String, String)>,
+    pub removed: Vec<(String, String)>,
+    pub changed: Vec<(String, Vec<FieldChange>)>,
+    pub highlights: Vec<Highlight>,
+}
+
+impl RepoDiff {
+    pub fn is_empty(&self) -> bool {
+        self.added.is_empty() && self.removed.is_empty() && self.changed.is_empty()
+    }
+}
+
+fn rank(precedence: &[Authority], a: &str) -> usize {
+    Authority::parse(a)
+        .and_then(|a| precedence.iter().position(|x| *x == a))
+        .unwrap_or(usize::MAX)
+}
+
+/// Compare the objects of `before` and `after` that `keep` lets through, matched by
+/// `id[@version]` (so a moved file is not an add and a remove). Authority is ranked by
+/// the later state's precedence; the effective documents (defaults applied) are compared,
+/// so a changed collection default shows up on every object it reaches.
+pub fn repo_diff(
+    before: &Repo,
+    after: &Repo,
+    keep_before: &dyn Fn(usize) -> bool,
+    keep_after: &dyn Fn(usize) -> bool,
+) -> RepoDiff {
+    let index = |r: &Repo, keep: &dyn Fn(usize) -> bool| -> BTreeMap<String, usize> {
+        let mut m = BTreeMap::new();
+        for (i, o) in r.objects.iter().enumerate() {
+            if keep(i) {
+                // A duplicate key keeps its first file; duplicates are validate's business.
+                m.entry(o.key()).or_insert(i);
+            }
+        }
+        m
+    };
+    let (b, a) = (index(before, keep_before), index(after, keep_after));
+    let mut d = RepoDiff::default();
+    let precedence = &after.manifest.precedence;
+    for (key, &i) in &b {
+        if !a.contains_key(key) {
+            d.removed
+                .push((key.clone(), before.objects[i].origin.file.clone()));
+        }
+    }
+    for (key, &j) in &a {
+        let Some(&i) = b.get(key) else {
+            d.added
+                .push((key.clone(), after.objects[j].origin.file.clone()));
+            continue;
+        };
+        let (ob, oa) = (&before.objects[i], &after.objects[j]);
+        let changes = object_diff(&ob.fields(), &oa.fields());
+        if changes.is_empty() {
+            continue;
+        }
+        let (fa, ta) = (ob.meta.authority.as_str(), oa.meta.authority.as_str());
+        if rank(precedence, ta) < rank(precedence, fa) {
+            d.highlights.push(Highlight::Promotion {
+                key: key.clone(),
+                from: fa.into(),
+                to: ta.into(),
+            });
+        }
+        let (fc, tc): (Classification, Classification) =
+            (ob.meta.classification, oa.meta.classification);
+        if fc != tc {
+            d.highlights.push(Highlight::Classification {
+                key: key.clone(),
+                from: fc.as_str().into(),
+                to: tc.as_str().into(),
+                lowered: tc < fc,
+            });
+        }
+        d.changed.push((key.clone(), changes));
+    }
+    // A new object that arrives canonical or approved is a promotion too, unless
+    // its id already held that authority (a new version of a canonical policy).
+    let mut held: BTreeMap<&str, usize> = BTreeMap::new();
+    for &i in b.values() {
+        let o = &before.objects[i];
+        let r = rank(precedence, o.meta.authority.as_str());
+        held.entry(o.id.as_str())
+            .and_modify(|x| *x = (*x).min(r))
+            .or_insert(r);
+    }
+    for (key, _) in &d.added {
+        let o = &after.objects[a[key]];
+        let auth = o.meta.authority;
+        let r = rank(precedence, auth.as_str());
+        let before_rank = held.get(o.id.as_str()).copied();
+        let elevated = matches!(auth, Authority::Canonical | Authority::Approved)
+            && before_rank.is_none_or(|b| r < b);
+        if elevated {
+            let from = match before_rank {
+                Some(b) => precedence
+                    .get(b)
+                    .map(|a| a.as_str())
+                    .unwrap_or("(unknown)")
+                    .to_string(),
+                None => "(new)".into(),
+            };
+            d.highlights.push(Highlight::Promotion {
+                key: key.clone(),
+                from,
+                to: auth.as_str().into(),
+            });
+        }
+    }
+    // Promotions first, then classification changes; each by id.
+    d.highlights.sort_by(|x, y| {
+        let k = |h: &Highlight| match h {
+            Highlight::Promotion { key, .. } => (0, key.clone()),
+            Highlight::Classification { key, .. } => (1, key.clone()),
+        };
+        k(x).cmp(&k(y))
+    });
+    d
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn map(v: Value) -> Map<String, Value> {
+        v.as_object().cloned().unwrap()
+    }
+
+    #[test]
+    fn bookkeeping_is_ignored_and_content_comes_last() {
+        let a = map(
+            json!({"id": "p", "version": 1, "updated": "x", "authority": "reference", "content": "a\n", "owner": "s"}),
+        );
+        let b = map(
+            json!({"id": "p", "version": 2, "updated": "y", "authority": "canonical", "content": "b\n", "owner": "s"}),
+        );
+        let c = object_diff(&a, &b);
+        let fields: Vec<&str> = c.iter().map(|c| c.field.as_str()).collect();
+        assert_eq!(fields, vec!["authority", "content"]);
+        let text = render_changes(&c, "    ");
+        assert!(
+            text.contains("    authority:\n      - reference\n      + canonical\n"),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn multiline_content_gets_a_line_diff() {
+        let a = map(json!({"content": "one\ntwo\nthree\nfour\nfive\n"}));
+        let b = map(json!({"content": "one\ntwo\n3\nfour\nfive\n"}));
+        let text = render_changes(&object_diff(&a, &b), "");
+        assert!(text.contains("  - three\n  + 3\n"), "{text}");
+        assert!(text.contains("    two\n"), "context line missing: {text}");
+        assert!(!text.contains("one"), "too much context: {text}");
+    }
+
+    #[test]
+    fn absent_fields_are_named() {
+        let a = map(json!({"owner": "s"}));
+        let b = map(json!({}));
+        let text = render_changes(&object_diff(&a, &b), "");
+        assert!(text.contains("- s\n  + (absent)"), "{text}");
+    }
+}

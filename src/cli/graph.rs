@@ -1,0 +1,62 @@
+//! `ctx graph`: references, supersession, conflicts, dependencies, owners and
+//! sources, as text, JSON or Graphviz DOT.
+
+use clap::Args;
+
+use crate::error::{Error, Exit, Result};
+use crate::graph::{self, Options};
+
+use super::view::{self, ConsumerArgs};
+use super::{Global, Printer};
+
+#[derive(Debug, Args)]
+pub struct GraphArgs {
+    /// Start from this object (all its versions) instead of showing everything.
+    #[arg(long, value_name = "ID")]
+    pub root: Option<String>,
+    /// Follow at most N links from --root, in either direction (default: no limit).
+    #[arg(long, value_name = "N", requires = "root")]
+    pub depth: Option<usize>,
+    /// Add owner nodes (`owned_by` links).
+    #[arg(long)]
+    pub owners: bool,
+    /// Add source nodes (the `sources[].uri` of each object).
+    #[arg(long)]
+    pub sources: bool,
+    #[command(flatten)]
+    pub who: ConsumerArgs,
+    /// Output format.
+    #[arg(long, default_value = "text", value_parser = ["text", "json", "dot"])]
+    pub format: String,
+}
+
+pub fn run(g: &Global, p: &Printer, a: &GraphArgs) -> Result<Exit> {
+    let repo = super::validate::load_repo(g, crate::load::DEFAULT_MAX_FILE_SIZE)?;
+    // Superseded versions stay: the graph shows history too.
+    let v = view::view(&repo, &a.who, chrono::Utc::now(), true)?;
+    let mut keep = vec![false; repo.objects.len()];
+    for (i, _) in &v.visible {
+        keep[*i] = true;
+    }
+    let opts = Options {
+        owners: a.owners,
+        sources: a.sources,
+    };
+    let mut gr = graph::build(&repo, &|i| keep[i], opts);
+    if let Some(root) = &a.root {
+        let roots = gr.find(root);
+        if roots.is_empty() {
+            return Err(Error::NotFound(format!(
+                "no object `{root}` is visible here"
+            )));
+        }
+        gr = gr.around(&roots, a.depth);
+    }
+    let text = match a.format.as_str() {
+        "json" => crate::bundle::render::json(&gr.json()),
+        "dot" => gr.dot(),
+        _ => gr.text(),
+    };
+    super::io_result(p.out(&text))?;
+    Ok(Exit::Ok)
+}

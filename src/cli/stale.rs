@@ -1,0 +1,34 @@
+//! `ctx stale`: context past its freshness window, expired, not yet valid, or
+//! overdue for review, at an instant.
+
+use clap::Args;
+
+use crate::diag::Severity;
+use crate::error::{Exit, Result};
+
+use super::validate::ReportFormat;
+use super::{Global, Printer};
+
+#[derive(Debug, Args)]
+pub struct StaleArgs {
+    /// Exit 1 on warnings too (anything stale or overdue), not only errors (expired).
+    #[arg(long)]
+    pub strict: bool,
+    /// Evaluate at this RFC 3339 instant or date (default: now).
+    #[arg(long)]
+    pub at: Option<String>,
+    /// Output format.
+    #[arg(long, value_enum, default_value = "human")]
+    pub format: ReportFormat,
+}
+
+pub fn run(g: &Global, p: &Printer, a: &StaleArgs) -> Result<Exit> {
+    let at = super::resolve::at_flag(a.at.as_deref())?;
+    let repo = super::validate::load_repo(g, crate::load::DEFAULT_MAX_FILE_SIZE)?;
+    let findings = crate::doctor::clock_findings(&repo, at);
+    let failed = findings
+        .iter()
+        .any(|d| d.severity == Severity::Error || (a.strict && d.severity == Severity::Warning));
+    super::findings::emit(p, &repo, &findings, a.format, failed, "stale context")?;
+    Ok(if failed { Exit::Invalid } else { Exit::Ok })
+}

@@ -1,0 +1,269 @@
+//! Git, through the `git` binary with explicit arguments (never a shell).
+//! Everything here is optional: without git, callers degrade (history still
+//! shows declared versions) or fail with a clear message.
+
+pub mod staged;
+
+use std::collections::HashMap;
+use std::io::{Read, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+/// A git work tree that contains the repository.
+#[derive(Debug, Clone)]
+pub struct Git {
+    /// The folder git commands run in (the manifest folder).
+    pub cwd: PathBuf,
+    /// The work tree's top-level folder.
+    pub top: PathBuf,
+}
+
+/// One commit touching a path.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Commit {
+    pub hash: String,
+    /// Author date, `YYYY-MM-DD`.
+    pub date: String,
+    pub author: String,
+    pub subject: String,
+}
+
+/// A failed git invocation, with git's own message.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("git {args}: {message}")]
+pub struct GitError {
+    pub args: String,
+    pub message: String,
+}
+
+/// Git variables that name paths: inside hooks they may be relative to the
+/// hook's folder, which would break once we run git with `-C`.
+const PATH_VARS: [&str; 4] = [
+    "GIT_DIR",
+    "GIT_INDEX_FILE",
+    "GIT_WORK_TREE",
+    "GIT_OBJECT_DIRECTORY",
+];
+
+fn base_command(cwd: &Path) -> Command {
+    let mut c = Command::new("git");
+    c.arg("-C").arg(cwd).stdin(Stdio::null());
+    if let Ok(here) = std::env::current_dir() {
+        for var in PATH_VARS {
+            if let Some(v) = std::env::var_os(var) {
+                let p = PathBuf::from(&v);
+                if p.is_relative() {
+                    c.env(var, here.join(p));
+                }
+            }
+        }
+    }
+    c
+}
+
+/// Is a `git` binary on PATH?
+pub fn available() -> bool {
+    Command::new("git")
+        .arg("--version")
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success())
+}
+
+impl Git {
+    /// The work tree containing `dir`, or None (no git, or not inside a work tree).
+    pub fn discover(dir: &Path) -> Option<Git> {
+        let out = base_command(dir)
+            .args(["rev-parse", "--show-toplevel"])
+            .stderr(Stdio::null())
+            .output()
+            .ok()?;
+        if !out.status.success() {
+            return None;
+        }
+        let top = PathBuf::from(String::from_utf8(out.stdout).ok()?.trim_end());
+        Some(Git {
+            cwd: dir.to_path_buf(),
+            top: top.canonicalize().unwrap_or(top),
+        })
+    }
+
+    /// A command running in the manifest folder.
+    pub fn command(&self) -> Command {
+        base_command(&self.cwd)
+    }
+
+    /// Run git with `args`, returning stdout.
+    pub fn run(&self, args: &[&str]) -> Result<Vec<u8>, GitError> {
+        self.run_with(self.command(), args, None)
+    }
+
+    /// Run a prepared command with `args`, feeding `input` on stdin.
+    pub fn run_with(
+        &self,
+        mut cmd: Command,
+        args: &[&str],
+        input: Option<&[u8]>,
+    ) -> Result<Vec<u8>, GitError> {
+        cmd.args(args).stdout(Stdio::piped()).stderr(Stdio::piped());
+        if input.is_some() {
+            cmd.stdin(Stdio::piped());
+        }
+        let fail = |message: String| GitError {
+            args: args.join(" "),
+            message,
+        };
+        let mut child = cmd.spawn().map_err(|e| fail(e.to_string()))?;
+        if let (Some(bytes), Some(mut stdin)) = (input, child.stdin.take()) {
+            let bytes = bytes.to_vec();
+            // Write from a thread so a large output cannot deadlock against our input.
+            let writer = std::thread::spawn(move || stdin.write_all(&bytes));
+            let out = child.wait_with_output().map_err(|e| fail(e.to_string()))?;
+            let _ = writer.join();
+            return finish(out, fail);
+        }
+        let out = child.wait_with_output().map_err(|e| fail(e.to_string()))?;
+        finish(out, fail)
+    }
+
+    /// The manifest folder relative to the top-level (`""` when they coincide), `/`-separated.
+    pub fn prefix(&self) -> String {
+        let cwd = self.cwd.canonicalize().unwrap_or_else(|_| self.cwd.clone());
+        cwd.strip_prefix(&self.top)
+            .map(|p| p.to_string_lossy().replace('\\', "/"))
+            .unwrap_or_default()
+    }
+
+    /// Commits that touched any of `files` (relative to the manifest folder), newest first.
+    pub fn log(&self, files: &[String]) -> Result<Vec<Commit>, GitError> {
+        let mut args = vec![
+            "log",
+            "--no-color",
+            "--date=short",
+            "--format=%H%x1f%ad%x1f%an%x1f%s",
+            "--",
+        ];
+        args.extend(files.iter().map(String::as_str));
+        let out = self.run(&args)?;
+        Ok(String::from_utf8_lossy(&out)
+            .lines()
+            .filter_map(|l| {
+                let mut p = l.split('\x1f');
+                Some(Commit {
+                    hash: p.next()?.to_string(),
+                    date: p.next()?.to_string(),
+                    author: p.next()?.to_string(),
+                    subject: p.next().unwrap_or("").to_string(),
+                })
+            })
+            .collect())
+    }
+
+    /// The full commit id `rev` names, or an error naming the revision.
+    pub fn resolve_rev(&self, rev: &str) -> Result<String, GitError> {
+        if rev.starts_with('-') {
+            return Err(GitError {
+                args: format!("rev-parse {rev}"),
+                message: "a revision cannot start with `-`".into(),
+            });
+        }
+        let spec = format!("{rev}^{{commit}}");
+        let out = self.run(&["rev-parse", "--verify", "--quiet", &spec])?;
+        Ok(String::from_utf8_lossy(&out).trim().to_string())
+    }
+
+    /// Write the files of commit `rev` under the manifest folder into `dest`
+    /// (keeping paths relative to the top-level), through a throwaway index file
+    /// `scratch_index` so the user's index and work tree are untouched.
+    /// Returns the manifest folder inside `dest`.
+    pub fn materialize_rev(
+        &self,
+        rev: &str,
+        dest: &Path,
+        scratch_index: &Path,
+    ) -> Result<PathBuf, GitError> {
+        self.run_with(self.at_top(Some(scratch_index)), &["read-tree", rev], None)?;
+        self.checkout_index(Some(scratch_index), dest)?;
+        Ok(dest.join(self.prefix()))
+    }
+
+    /// Write the index (the staged state) under the manifest folder into `dest`.
+    /// Inside a pre-commit hook the index is whatever `GIT_INDEX_FILE` names.
+    pub fn materialize_index(&self, dest: &Path) -> Result<PathBuf, GitError> {
+        self.checkout_index(None, dest)?;
+        Ok(dest.join(self.prefix()))
+    }
+
+    fn at_top(&self, index: Option<&Path>) -> Command {
+        let mut c = base_command(&self.top);
+        if let Some(i) = index {
+            c.env("GIT_INDEX_FILE", i);
+        }
+        c
+    }
+
+    fn checkout_index(&self, index: Option<&Path>, dest: &Path) -> Result<(), GitError> {
+        let prefix = self.prefix();
+        let mut args = vec!["ls-files", "-z", "--"];
+        if !prefix.is_empty() {
+            args.push(prefix.as_str());
+        }
+        let paths = self.run_with(self.at_top(index), &args, None)?;
+        let target = format!("--prefix={}/", dest.display());
+        self.run_with(
+            self.at_top(index),
+            &["checkout-index", "--stdin", "-z", "-f", &target],
+            Some(&paths),
+        )?;
+        Ok(())
+    }
+
+    /// Read blobs by object id with one `git cat-file --batch` process.
+    pub fn blobs(&self, ids: &[String]) -> Result<HashMap<String, Vec<u8>>, GitError> {
+        let mut out = HashMap::new();
+        if ids.is_empty() {
+            return Ok(out);
+        }
+        let mut input = Vec::new();
+        for id in ids {
+            input.extend_from_slice(id.as_bytes());
+            input.push(b'\n');
+        }
+        let bytes = self.run_with(self.command(), &["cat-file", "--batch"], Some(&input))?;
+        let mut r = &bytes[..];
+        for _ in ids {
+            let nl = r.iter().position(|b| *b == b'\n').unwrap_or(r.len());
+            let header = String::from_utf8_lossy(&r[..nl]).into_owned();
+            r = &r[(nl + 1).min(r.len())..];
+            let mut parts = header.split(' ');
+            let (Some(id), Some(_kind), Some(size)) = (parts.next(), parts.next(), parts.next())
+            else {
+                continue; // "<id> missing"
+            };
+            let size: usize = size.parse().unwrap_or(0).min(r.len());
+            let mut body = Vec::with_capacity(size);
+            let _ = (&r[..size]).read_to_end(&mut body);
+            out.insert(id.to_string(), body);
+            r = &r[(size + 1).min(r.len())..];
+        }
+        Ok(out)
+    }
+}
+
+fn finish(
+    out: std::process::Output,
+    fail: impl Fn(String) -> GitError,
+) -> Result<Vec<u8>, GitError> {
+    if out.status.success() {
+        Ok(out.stdout)
+    } else {
+        let msg = String::from_utf8_lossy(&out.stderr).trim().to_string();
+        Err(fail(if msg.is_empty() {
+            format!("exited with {}", out.status)
+        } else {
+            msg
+        }))
+    }
+}

@@ -1,0 +1,233 @@
+//! The staged state of a repository — what `git commit` would record — loaded
+//! without copying the work tree: a member whose work-tree copy matches the index
+//! is read from disk, one with unstaged changes from its staged blob, and
+//! untracked files are left out. The cases this overlay cannot reproduce exactly
+//! (an unstaged manifest, ignore file, deletion or symlink; an untracked `context:`
+//! entry; a collection whose files are all untracked) are reported so the caller
+//! can check the index out into a temporary folder instead.
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::io::Read;
+
+use rayon::prelude::*;
+
+use crate::diag::{self, Code, Diagnostic};
+use crate::load::walk::{self, Member, MemberSource};
+use crate::load::{parse, LoadOptions, Repo};
+use crate::manifest::Manifest;
+
+use super::{Git, GitError};
+
+/// The outcome of an overlay load.
+pub enum Staged {
+    /// The staged repository, and the member files whose work-tree copy differs from it.
+    Loaded(Box<Repo>, Vec<String>),
+    /// The overlay cannot reproduce the staged state; check the index out. The reason is for people.
+    Materialize(String),
+}
+
+struct IndexEntry {
+    mode: String,
+    oid: String,
+}
+
+/// `git ls-files -s -z`: path (relative to the manifest folder) → entry.
+fn index_entries(git: &Git) -> Result<HashMap<String, IndexEntry>, GitError> {
+    let out = git.run(&["ls-files", "-s", "-z"])?;
+    let mut map = HashMap::new();
+    for rec in out.split(|b| *b == 0).filter(|r| !r.is_empty()) {
+        let rec = String::from_utf8_lossy(rec);
+        let Some((meta, path)) = rec.split_once('\t') else {
+            continue;
+        };
+        let mut p = meta.split(' ');
+        let (Some(mode), Some(oid)) = (p.next(), p.next()) else {
+            continue;
+        };
+        map.insert(
+            path.to_string(),
+            IndexEntry {
+                mode: mode.to_string(),
+                oid: oid.to_string(),
+            },
+        );
+    }
+    Ok(map)
+}
+
+/// Tracked paths whose work-tree copy differs from the index (modified or deleted).
+fn unstaged(git: &Git) -> Result<HashSet<String>, GitError> {
+    let out = git.run(&["diff-files", "--name-only", "-z", "--relative"])?;
+    Ok(out
+        .split(|b| *b == 0)
+        .filter(|r| !r.is_empty())
+        .map(|r| String::from_utf8_lossy(r).into_owned())
+        .collect())
+}
+
+fn read_limited(m: &Member, limit: u64) -> Result<Vec<u8>, Box<Diagnostic>> {
+    let fail = |msg: String| {
+        Box::new(
+            Diagnostic::error(Code::SourceUnavailable, msg)
+                .file(m.rel.clone())
+                .fix("check the file's permissions and size"),
+        )
+    };
+    let f = std::fs::File::open(&m.abs).map_err(|e| fail(format!("cannot read file: {e}")))?;
+    let mut buf = Vec::new();
+    f.take(limit + 1)
+        .read_to_end(&mut buf)
+        .map_err(|e| fail(format!("cannot read file: {e}")))?;
+    if buf.len() as u64 > limit {
+        return Err(fail(format!("file is over the {limit}-byte limit")));
+    }
+    Ok(buf)
+}
+
+/// Load the staged state of the repository `manifest` describes (its folder is `git.cwd`).
+pub fn load(
+    git: &Git,
+    manifest: Manifest,
+    mut diags: Vec<Diagnostic>,
+    opts: &LoadOptions,
+) -> Result<Staged, GitError> {
+    // The two git queries run while this thread walks the work tree.
+    let (index, changed, (members, walk_diags)) = std::thread::scope(|s| {
+        let idx = s.spawn(|| index_entries(git));
+        let unst = s.spawn(|| unstaged(git));
+        let walked = walk::members(&manifest);
+        let idx = idx.join().expect("ls-files thread");
+        let unst = unst.join().expect("diff-files thread");
+        (idx, unst, walked)
+    });
+    let (index, changed) = (index?, changed?);
+    if !index.contains_key(&manifest.file) {
+        return Ok(Staged::Materialize(format!(
+            "{} is not staged",
+            manifest.file
+        )));
+    }
+    for path in &changed {
+        let name = path.rsplit('/').next().unwrap_or(path);
+        if *path == manifest.file {
+            return Ok(Staged::Materialize(format!("{path} has unstaged changes")));
+        }
+        if name == ".gitignore" || name == ".ignore" {
+            return Ok(Staged::Materialize(format!("{path} has unstaged changes")));
+        }
+        if !manifest.root.join(path).exists() {
+            return Ok(Staged::Materialize(format!(
+                "{path} is deleted but not staged"
+            )));
+        }
+        if index.get(path).is_some_and(|e| e.mode == "120000") {
+            return Ok(Staged::Materialize(format!(
+                "symbolic link {path} has unstaged changes"
+            )));
+        }
+    }
+    let mut per_collection: BTreeMap<&str, (usize, usize)> = BTreeMap::new();
+    let mut kept = Vec::with_capacity(members.len());
+    for m in &members {
+        let tracked = index.contains_key(&m.rel);
+        match &m.source {
+            MemberSource::Entry { key } if !tracked => {
+                return Ok(Staged::Materialize(format!(
+                    "context entry `{key}` ({}) is not staged",
+                    m.rel
+                )));
+            }
+            MemberSource::Collection { name, .. } => {
+                let e = per_collection.entry(name.as_str()).or_default();
+                e.0 += 1;
+                e.1 += usize::from(tracked);
+            }
+            MemberSource::Entry { .. } => {}
+        }
+        if tracked {
+            kept.push(m);
+        }
+    }
+    if let Some((name, _)) = per_collection
+        .iter()
+        .find(|(_, (all, t))| *all > 0 && *t == 0)
+    {
+        return Ok(Staged::Materialize(format!(
+            "no file of collection `{name}` is staged"
+        )));
+    }
+    let want: Vec<String> = kept
+        .iter()
+        .filter(|m| changed.contains(&m.rel))
+        .map(|m| index[&m.rel].oid.clone())
+        .collect();
+    let blobs = git.blobs(&want)?;
+    diags.extend(walk_diags);
+    let results: Vec<parse::Parsed> = kept
+        .par_iter()
+        .map(|m| {
+            let collection = match &m.source {
+                MemberSource::Collection { name, .. } => manifest
+                    .collections
+                    .iter()
+                    .find(|c| &c.name == name)
+                    .map(|c| &c.defaults),
+                MemberSource::Entry { .. } => None,
+            };
+            let defaults = parse::Defaults {
+                collection,
+                manifest: &manifest.defaults,
+            };
+            let bytes = if changed.contains(&m.rel) {
+                match blobs.get(&index[&m.rel].oid) {
+                    Some(b) if b.len() as u64 <= opts.max_file_size => Ok(b.clone()),
+                    Some(_) => Err(Box::new(
+                        Diagnostic::error(
+                            Code::SourceUnavailable,
+                            format!("staged file is over the {}-byte limit", opts.max_file_size),
+                        )
+                        .file(m.rel.clone()),
+                    )),
+                    None => Err(Box::new(
+                        Diagnostic::error(Code::SourceUnavailable, "staged blob is missing")
+                            .file(m.rel.clone()),
+                    )),
+                }
+            } else {
+                read_limited(m, opts.max_file_size)
+            };
+            match bytes {
+                Ok(b) => parse::parse(m, &b, &defaults),
+                Err(d) => parse::Parsed {
+                    object: None,
+                    diags: vec![*d],
+                },
+            }
+        })
+        .collect();
+    let mut objects = Vec::with_capacity(results.len());
+    for r in results {
+        diags.extend(r.diags);
+        objects.extend(r.object);
+    }
+    objects.sort_by(|a, b| {
+        a.id.cmp(&b.id)
+            .then(a.version.cmp(&b.version))
+            .then_with(|| a.origin.file.cmp(&b.origin.file))
+    });
+    diag::normalize(&mut diags);
+    let differing: Vec<String> = kept
+        .iter()
+        .filter(|m| changed.contains(&m.rel))
+        .map(|m| m.rel.clone())
+        .collect();
+    Ok(Staged::Loaded(
+        Box::new(Repo {
+            manifest,
+            objects,
+            diags,
+            files: kept.len(),
+        }),
+        differing,
+    ))
+}

@@ -1,0 +1,326 @@
+//! Controlled writes (`add`, `supersede`). Every check — authorization, schema,
+//! promotion, and the repository staying valid — runs on the planned bytes
+//! before anything touches disk; files are written atomically, a new file never
+//! replaces an existing one, and one exclusive lock per repository serialises
+//! writers so two concurrent writes cannot lose an update.
+
+pub mod emit;
+
+use std::fs::{File, OpenOptions};
+use std::path::{Component, Path, PathBuf};
+
+use globset::GlobBuilder;
+use serde_json::Value;
+
+use crate::diag::{Diagnostic, Severity};
+use crate::load::parse::{self, Defaults};
+use crate::load::walk::{Member, MemberSource};
+use crate::load::Repo;
+use crate::manifest::{roles, Manifest};
+use crate::model::Authority;
+use crate::object::{ContextObject, Format};
+use crate::pattern::{principal_matches, Pattern};
+use crate::resolve::authorize::{authorize, Principals};
+use crate::resolve::Consumer;
+
+/// The manifest extension granting consumers the right to write ids they do not own yet:
+/// `extensions: { ctx.write: { <role or agent>: [<id pattern>, ...] } }`.
+pub const WRITE_EXTENSION: &str = "ctx.write";
+
+/// One file a write will create (or, for a version annotation, rewrite).
+#[derive(Debug, Clone)]
+pub struct FileWrite {
+    /// Relative to the manifest folder, `/`-separated.
+    pub rel: String,
+    pub bytes: Vec<u8>,
+    /// The bytes the file must still hold when it is replaced; None means "must not exist".
+    pub replaces: Option<Vec<u8>>,
+}
+
+/// Take the repository's write lock (blocking). Held until the returned file is dropped.
+/// It lives in the git directory when there is one, else in the system's temporary
+/// folder (named after the repository's path), so the repository itself never changes.
+pub fn lock(root: &Path) -> std::io::Result<(File, PathBuf)> {
+    let path = crate::git::Git::discover(root)
+        .and_then(|g| g.run(&["rev-parse", "--git-path", "ctx-write.lock"]).ok())
+        .map(|out| {
+            let p = PathBuf::from(String::from_utf8_lossy(&out).trim_end());
+            if p.is_absolute() {
+                p
+            } else {
+                root.join(p)
+            }
+        })
+        .unwrap_or_else(|| {
+            let digest = crate::adapters::digest(root.to_string_lossy().as_bytes());
+            let tag = digest.trim_start_matches("sha256:");
+            std::env::temp_dir().join(format!("ctx-write-{}.lock", &tag[..16]))
+        });
+    let mut o = OpenOptions::new();
+    o.create(true).truncate(false).read(true).write(true);
+    let f = o.open(&path)?;
+    fs4::FileExt::lock(&f)?;
+    Ok((f, path))
+}
+
+/// Is `rel` a plain relative path that stays inside the manifest folder and is not hidden?
+pub fn safe_rel(rel: &str) -> bool {
+    let p = Path::new(rel);
+    !rel.is_empty()
+        && p.components().all(|c| match c {
+            Component::Normal(s) => !s.to_string_lossy().starts_with('.'),
+            _ => false,
+        })
+}
+
+/// The literal folder prefix of a collection glob (`./context/policies/**` → `context/policies`).
+fn glob_base(glob: &str) -> String {
+    let mut base = Vec::new();
+    for part in glob.trim_start_matches("./").split('/') {
+        if part.contains(['*', '?', '[', '{']) {
+            break;
+        }
+        base.push(part);
+    }
+    base.join("/")
+}
+
+/// Which collection would load a file at `rel` (the loader's walk rules: glob match,
+/// or a literal folder), or None when nothing would.
+pub fn member_source(m: &Manifest, rel: &str) -> Option<MemberSource> {
+    Format::from_path(rel)?;
+    for c in &m.collections {
+        let source = c.source.strip_prefix("file://").unwrap_or(&c.source);
+        if source.contains("://") {
+            continue;
+        }
+        let glob = source.trim_start_matches("./");
+        let base = glob_base(glob);
+        let hit = if base == glob {
+            rel.starts_with(&format!("{base}/"))
+        } else {
+            GlobBuilder::new(glob)
+                .literal_separator(true)
+                .build()
+                .is_ok_and(|g| g.compile_matcher().is_match(rel))
+        };
+        if hit {
+            return Some(MemberSource::Collection {
+                name: c.name.clone(),
+                base,
+            });
+        }
+    }
+    None
+}
+
+/// Where `add` puts a new object when `--file` is not given: the collection named
+/// by the id's first segment, one folder per remaining segment (`policies.billing.late`
+/// → `context/policies/billing/late.md`), when that path loads back as this id.
+pub fn default_path(m: &Manifest, id: &str) -> Option<String> {
+    let (first, rest) = id.split_once('.')?;
+    let c = m.collections.iter().find(|c| c.name == first)?;
+    let base = glob_base(c.source.strip_prefix("file://").unwrap_or(&c.source));
+    let rel = format!("{base}/{}.md", rest.replace('.', "/"));
+    let rel = rel.trim_start_matches('/').to_string();
+    match member_source(m, &rel)? {
+        MemberSource::Collection { name, base } if parse::derive_id(&name, &base, &rel) == id => {
+            Some(rel)
+        }
+        _ => None,
+    }
+}
+
+/// Parse planned bytes exactly as the loader would; None when no collection loads the path.
+pub fn parse_planned(m: &Manifest, rel: &str, bytes: &[u8]) -> Option<parse::Parsed> {
+    let source = member_source(m, rel)?;
+    let collection = match &source {
+        MemberSource::Collection { name, .. } => m
+            .collections
+            .iter()
+            .find(|c| &c.name == name)
+            .map(|c| &c.defaults),
+        MemberSource::Entry { .. } => None,
+    };
+    let member = Member {
+        rel: rel.to_string(),
+        abs: m.root.join(rel),
+        source,
+    };
+    Some(parse::parse(
+        &member,
+        bytes,
+        &Defaults {
+            collection,
+            manifest: &m.defaults,
+        },
+    ))
+}
+
+/// Is authority `a` a promotion over `before` (None for a new object)? Only canonical
+/// and approved count, and only when they rank above what the id already held.
+pub fn is_promotion(m: &Manifest, a: Authority, before: Option<Authority>) -> bool {
+    let rank = |x: Authority| {
+        m.precedence
+            .iter()
+            .position(|p| *p == x)
+            .unwrap_or(usize::MAX)
+    };
+    matches!(a, Authority::Canonical | Authority::Approved)
+        && before.is_none_or(|b| rank(a) < rank(b))
+}
+
+/// May `consumer` write `candidate` (replacing `existing`, if any)? Reads never imply
+/// writes: the grant must come from the existing object's `permissions.write` or from
+/// the manifest's `ctx.write` extension; `permissions.deny` overrides every grant, and
+/// a consumer may only write what it may also read.
+pub fn authorize_write(
+    m: &Manifest,
+    consumer: &Consumer,
+    candidate: &ContextObject,
+    existing: Option<&ContextObject>,
+) -> Result<(), String> {
+    let scope = roles::scope(m, &consumer.roles)?;
+    let names: Vec<&str> = std::iter::once(consumer.id.as_str())
+        .chain(scope.principals.iter().map(String::as_str))
+        .collect();
+    let named = |list: &[String]| {
+        list.iter()
+            .any(|e| names.iter().any(|n| principal_matches(e, n)))
+    };
+    let who = format!("{} `{}`", consumer.kind.as_str(), consumer.id);
+    for o in existing.into_iter().chain(std::iter::once(candidate)) {
+        if named(&o.meta.deny) {
+            return Err(format!(
+                "{who} is denied `{}` by its permissions.deny",
+                o.id
+            ));
+        }
+        let p = Principals {
+            consumer: &consumer.id,
+            scope: &scope,
+        };
+        if authorize(o, &p).is_err() {
+            return Err(format!(
+                "{who} may not read `{}`, so it may not write it either",
+                o.id
+            ));
+        }
+    }
+    let by_object = existing.is_some_and(|o| named(&o.meta.write));
+    let by_manifest = m
+        .extension(WRITE_EXTENSION)
+        .and_then(Value::as_object)
+        .is_some_and(|grants| {
+            grants.iter().any(|(principal, patterns)| {
+                names.iter().any(|n| principal_matches(principal, n))
+                    && patterns.as_array().into_iter().flatten().any(|p| {
+                        p.as_str()
+                            .and_then(|p| Pattern::parse(p).ok())
+                            .is_some_and(|p| p.covers(&candidate.id))
+                    })
+            })
+        });
+    if by_object || by_manifest {
+        Ok(())
+    } else {
+        Err(format!(
+            "{who} has no write grant for `{}`: writes are never implicit. Grant it with \
+             `permissions.write: [{}]` on the existing object, or under `extensions.{WRITE_EXTENSION}` \
+             in the manifest",
+            candidate.id, consumer.id
+        ))
+    }
+}
+
+/// Error findings the planned repository has that the current one does not.
+pub fn new_errors(before: &[Diagnostic], after: &[Diagnostic]) -> Vec<Diagnostic> {
+    let key = |d: &Diagnostic| (d.code, d.file.clone(), d.id.clone(), d.message.clone());
+    let old: std::collections::HashSet<_> = before.iter().map(key).collect();
+    after
+        .iter()
+        .filter(|d| d.severity == Severity::Error && !old.contains(&key(d)))
+        .cloned()
+        .collect()
+}
+
+/// The repository as it would be after the writes: `replaced` files dropped, `added` objects in.
+pub fn planned_repo(repo: &Repo, replaced: &[String], added: Vec<ContextObject>) -> Repo {
+    let mut objects: Vec<ContextObject> = repo
+        .objects
+        .iter()
+        .filter(|o| !replaced.contains(&o.origin.file))
+        .cloned()
+        .collect();
+    objects.extend(added);
+    objects.sort_by(|a, b| {
+        a.id.cmp(&b.id)
+            .then(a.version.cmp(&b.version))
+            .then_with(|| a.origin.file.cmp(&b.origin.file))
+    });
+    Repo {
+        manifest: repo.manifest.clone(),
+        objects,
+        diags: repo.diags.clone(),
+        files: repo.files,
+    }
+}
+
+/// Apply the writes: annotations (replacements) first, then new files, each atomically.
+/// A replacement is refused if the file changed since it was read; a new file is never
+/// created over an existing one.
+pub fn apply(root: &Path, writes: &[FileWrite]) -> Result<(), String> {
+    let mut ordered: Vec<&FileWrite> = writes.iter().filter(|w| w.replaces.is_some()).collect();
+    ordered.extend(writes.iter().filter(|w| w.replaces.is_none()));
+    for w in ordered {
+        let path = root.join(&w.rel);
+        match &w.replaces {
+            Some(expected) => {
+                let now = std::fs::read(&path).map_err(|e| format!("{}: {e}", w.rel))?;
+                if &now != expected {
+                    return Err(format!(
+                        "{} changed while ctx was writing; nothing of it was replaced",
+                        w.rel
+                    ));
+                }
+                crate::cli::printer::write_atomic(&path, &w.bytes, true)
+                    .map_err(|e| format!("{}: {e}", w.rel))?;
+            }
+            None => {
+                if let Some(parent) = path.parent() {
+                    std::fs::create_dir_all(parent)
+                        .map_err(|e| format!("{}: {e}", parent.display()))?;
+                }
+                crate::cli::printer::write_atomic(&path, &w.bytes, false).map_err(|e| {
+                    if e.kind() == std::io::ErrorKind::AlreadyExists {
+                        format!("{} already exists; ctx never replaces an existing file (choose another --file)", w.rel)
+                    } else {
+                        format!("{}: {e}", w.rel)
+                    }
+                })?;
+            }
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn safe_paths() {
+        assert!(safe_rel("context/policies/a.md"));
+        assert!(!safe_rel("../a.md"));
+        assert!(!safe_rel("/etc/a.md"));
+        assert!(!safe_rel("context/.hidden/a.md"));
+        assert!(!safe_rel("./a.md"));
+        assert!(!safe_rel(""));
+    }
+
+    #[test]
+    fn bases() {
+        assert_eq!(glob_base("./context/policies/**"), "context/policies");
+        assert_eq!(glob_base("context/*.md"), "context");
+    }
+}
