@@ -3,6 +3,7 @@
 pub mod explain;
 pub mod render;
 
+use rayon::prelude::*;
 use serde_json::{json, Map, Value};
 
 use crate::load::Repo;
@@ -33,61 +34,21 @@ pub const VOLATILE: [&str; 4] = ["generated_at", "bundle_id", "digest", "as_of"]
 /// The selected objects' content is moved into the bundle (not copied).
 pub fn compile(repo: &Repo, r: &mut Resolution, generated_at: &str) -> Value {
     let m = &repo.manifest;
-    let mut objects = Vec::with_capacity(r.included.len());
-    let mut provenance = Vec::with_capacity(r.included.len());
+    // Each selected object compiles independently: build them in parallel, in order.
+    let compiled: Vec<(Value, Value, usize, bool)> = r
+        .included
+        .par_iter_mut()
+        .map(|s| compile_object(repo, s))
+        .collect();
+    let mut objects = Vec::with_capacity(compiled.len());
+    let mut provenance = Vec::with_capacity(compiled.len());
     let mut characters = 0usize;
     let mut redacted_count = 0usize;
-    for s in &mut r.included {
-        let o = &repo.objects[s.index];
-        let fields = match &s.decrypted {
-            Some(d) => d.fields.clone(),
-            None => o.fields(),
-        };
-        let mut b = Map::new();
-        for key in CARRIED {
-            if let Some(v) = fields.get(key) {
-                b.insert(key.to_string(), v.clone());
-            }
-        }
-        if let Some(t) = s.trust {
-            b.insert("trust".into(), json!(t.as_str()));
-        }
-        if let Some(c) = s.content.take() {
-            characters += match &c {
-                Value::String(t) => t.chars().count(),
-                other => other.to_string().chars().count(),
-            };
-            if !b.contains_key("content_type") {
-                let ct = if c.is_string() {
-                    "text/markdown"
-                } else {
-                    "application/json"
-                };
-                b.insert("content_type".into(), json!(ct));
-            }
-            b.insert("content".into(), c);
-        }
-        b.insert("lifecycle".into(), json!(s.lifecycle.as_str()));
-        if !s.redacted.is_empty() {
-            redacted_count += 1;
-            b.insert("redacted".into(), json!(s.redacted));
-        }
-        if let Some(src) = fields.get("sources") {
-            b.insert("sources".into(), src.clone());
-        }
-        if let Some(x) = fields.get("extensions") {
-            b.insert("extensions".into(), x.clone());
-        }
-        objects.push(Value::Object(b));
-        let mut p = Map::new();
-        p.insert("id".into(), json!(o.id));
-        if o.meta.canonical_source {
-            p.insert("canonical_source".into(), json!(true));
-        }
-        if let Some(src) = fields.get("sources") {
-            p.insert("sources".into(), src.clone());
-        }
-        provenance.push(Value::Object(p));
+    for (object, prov, chars, redacted) in compiled {
+        objects.push(object);
+        provenance.push(prov);
+        characters += chars;
+        redacted_count += usize::from(redacted);
     }
     let excluded: Vec<Value> = r
         .excluded
@@ -153,6 +114,61 @@ pub fn compile(repo: &Repo, r: &mut Resolution, generated_at: &str) -> Value {
     bundle["bundle_id"] = json!(format!("ocb_{}", &d["sha256:".len().."sha256:".len() + 24]));
     bundle["digest"] = json!(d);
     bundle
+}
+
+/// One bundled object and its provenance entry, plus its character count and
+/// whether redaction applied. Moves the selection's content.
+fn compile_object(repo: &Repo, s: &mut crate::resolve::Selected) -> (Value, Value, usize, bool) {
+    let o = &repo.objects[s.index];
+    let fields = match &s.decrypted {
+        Some(d) => d.fields.clone(),
+        None => o.fields(),
+    };
+    let mut b = Map::new();
+    for key in CARRIED {
+        if let Some(v) = fields.get(key) {
+            b.insert(key.to_string(), v.clone());
+        }
+    }
+    if let Some(t) = s.trust {
+        b.insert("trust".into(), json!(t.as_str()));
+    }
+    let mut characters = 0;
+    if let Some(c) = s.content.take() {
+        characters = match &c {
+            Value::String(t) => t.chars().count(),
+            other => other.to_string().chars().count(),
+        };
+        if !b.contains_key("content_type") {
+            let ct = if c.is_string() {
+                "text/markdown"
+            } else {
+                "application/json"
+            };
+            b.insert("content_type".into(), json!(ct));
+        }
+        b.insert("content".into(), c);
+    }
+    b.insert("lifecycle".into(), json!(s.lifecycle.as_str()));
+    let redacted = !s.redacted.is_empty();
+    if redacted {
+        b.insert("redacted".into(), json!(s.redacted));
+    }
+    if let Some(src) = fields.get("sources") {
+        b.insert("sources".into(), src.clone());
+    }
+    if let Some(x) = fields.get("extensions") {
+        b.insert("extensions".into(), x.clone());
+    }
+    let mut p = Map::new();
+    p.insert("id".into(), json!(o.id));
+    if o.meta.canonical_source {
+        p.insert("canonical_source".into(), json!(true));
+    }
+    if let Some(src) = fields.get("sources") {
+        p.insert("sources".into(), src.clone());
+    }
+    (Value::Object(b), Value::Object(p), characters, redacted)
 }
 
 /// sha256 over RFC 8785 (JCS) bytes of the bundle without its volatile keys,
