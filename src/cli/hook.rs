@@ -118,6 +118,8 @@ pub fn run(g: &Global, p: &Printer, a: &HookArgs) -> Result<Exit> {
                 note = format!(" (the previous hook is now {})", backup.display());
             }
             write_executable(&path, text.as_bytes()).map_err(|e| Error::io(&path, &e))?;
+            // Parse the staged state once now, so the first commit finds a warm parse cache.
+            let _ = load_staged(g, p, crate::load::DEFAULT_MAX_FILE_SIZE);
             let verb = if ours { "updated" } else { "installed" };
             super::io_result(p.out(&format!(
                 "{verb} {}{note}\nit runs `ctx -C {dir} validate --staged{}` before each commit of {}\n",

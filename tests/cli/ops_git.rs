@@ -379,3 +379,39 @@ fn pre_commit_framework_manifest_is_valid() {
         }
     }
 }
+
+#[test]
+fn staged_parse_cache_changes_nothing_but_time() {
+    if !have_git() {
+        return;
+    }
+    let repo = healthy();
+    repo.write("context/notes/secret.md", "---\nid: notes.secret\ntype: note\nowner: support\nreferences: [nope]\n---\nkey AKIAABCDEFGHIJKLMNOP\n");
+    init_git(repo.path(), "Initial context");
+    let cold = crate::support::ctx_env(
+        repo.path(),
+        &["validate", "--staged", "--format", "json"],
+        &[("CTX_NO_CACHE", "1")],
+    );
+    assert!(
+        !repo.path().join(".git/ctx/parse-cache").exists(),
+        "CTX_NO_CACHE writes no cache"
+    );
+    let first = repo.ctx(&["validate", "--staged", "--format", "json"]);
+    assert!(repo.path().join(".git/ctx/parse-cache").is_file());
+    let second = repo.ctx(&["validate", "--staged", "--format", "json"]);
+    assert_eq!(cold.code, 1);
+    for r in [&first, &second] {
+        assert_eq!(r.code, cold.code);
+        assert_eq!(r.stdout, cold.stdout, "cached findings equal fresh ones");
+    }
+    assert!(cold.stdout.contains("secret-detected") && cold.stdout.contains("broken-reference"));
+    // An edit is picked up through its new blob id.
+    repo.write(
+        "context/notes/secret.md",
+        "---\nid: notes.secret\ntype: note\nowner: support\n---\nclean\n",
+    );
+    git(repo.path(), &["add", "-A"]);
+    let r = repo.ctx(&["validate", "--staged"]);
+    assert_eq!(r.code, 0, "{}", r.stdout);
+}

@@ -17,7 +17,10 @@ fn snapshot(root: &std::path::Path) -> Vec<(String, Vec<u8>)> {
             if p.is_dir() {
                 stack.push(p);
             } else {
-                out.push((p.strip_prefix(root).unwrap().display().to_string(), std::fs::read(&p).unwrap()));
+                out.push((
+                    p.strip_prefix(root).unwrap().display().to_string(),
+                    std::fs::read(&p).unwrap(),
+                ));
             }
         }
     }
@@ -29,13 +32,35 @@ fn snapshot(root: &std::path::Path) -> Vec<(String, Vec<u8>)> {
 fn add_writes_a_valid_object_and_dry_run_writes_nothing() {
     let repo = healthy();
     let before = snapshot(repo.path());
-    let args = ["add", "policies.returns", "--type", "policy", "--title", "Returns: the rules", "--owner", "support", "--content", "Within 14 days."];
+    let args = [
+        "add",
+        "policies.returns",
+        "--type",
+        "policy",
+        "--title",
+        "Returns: the rules",
+        "--owner",
+        "support",
+        "--content",
+        "Within 14 days.",
+    ];
     let mut dry = args.to_vec();
     dry.push("--dry-run");
     let r = ctx_env(repo.path(), &dry, &FIXED);
     assert_eq!(r.code, 0, "{}", r.stderr);
-    assert!(r.stdout.starts_with("would create context/policies/returns.md:\n---\nid: policies.returns\n"), "{}", r.stdout);
-    assert!(r.stdout.ends_with("dry run: added policies.returns in context/policies/returns.md; nothing was written\n"), "{}", r.stdout);
+    assert!(
+        r.stdout
+            .starts_with("would create context/policies/returns.md:\n---\nid: policies.returns\n"),
+        "{}",
+        r.stdout
+    );
+    assert!(
+        r.stdout.ends_with(
+            "dry run: added policies.returns in context/policies/returns.md; nothing was written\n"
+        ),
+        "{}",
+        r.stdout
+    );
     assert_eq!(snapshot(repo.path()), before, "a dry run touches nothing");
     let r = ctx_env(repo.path(), &args, &FIXED);
     assert_eq!(r.code, 0, "{}", r.stderr);
@@ -46,13 +71,29 @@ fn add_writes_a_valid_object_and_dry_run_writes_nothing() {
         "---\nid: policies.returns\ntype: policy\ntitle: \"Returns: the rules\"\nowner: support\nupdated: 2026-07-25T17:20:00Z\n---\n\nWithin 14 days.\n"
     );
     assert_eq!(repo.ctx(&["validate", "--strict"]).code, 0);
-    let got = repo.ctx(&["get", "policies.returns", "--format", "json"]).json();
+    let got = repo
+        .ctx(&["get", "policies.returns", "--format", "json"])
+        .json();
     assert_eq!(got["title"], "Returns: the rules");
     // Adding it again is refused: durable context is superseded, never overwritten.
-    let r = repo.ctx(&["add", "policies.returns", "--type", "policy", "--content", "Within 7 days."]);
+    let r = repo.ctx(&[
+        "add",
+        "policies.returns",
+        "--type",
+        "policy",
+        "--content",
+        "Within 7 days.",
+    ]);
     assert_eq!(r.code, 1);
-    assert!(r.stderr.contains("already exists") && r.stderr.contains("ctx supersede policies.returns"), "{}", r.stderr);
-    assert_eq!(std::fs::read_to_string(repo.path().join("context/policies/returns.md")).unwrap(), text);
+    assert!(
+        r.stderr.contains("already exists") && r.stderr.contains("ctx supersede policies.returns"),
+        "{}",
+        r.stderr
+    );
+    assert_eq!(
+        std::fs::read_to_string(repo.path().join("context/policies/returns.md")).unwrap(),
+        text
+    );
 }
 
 #[test]
@@ -60,27 +101,91 @@ fn add_checks_everything_before_touching_disk() {
     let repo = healthy();
     let before = snapshot(repo.path());
     // Promotion needs --promote.
-    let r = repo.ctx(&["add", "policies.new", "--type", "policy", "--owner", "support", "--authority", "canonical", "--content", "x"]);
+    let r = repo.ctx(&[
+        "add",
+        "policies.new",
+        "--type",
+        "policy",
+        "--owner",
+        "support",
+        "--authority",
+        "canonical",
+        "--content",
+        "x",
+    ]);
     assert_eq!(r.code, 1);
-    assert!(r.stderr.contains("promotion to canonical or approved is an explicit governance act — pass --promote"), "{}", r.stderr);
+    assert!(
+        r.stderr.contains(
+            "promotion to canonical or approved is an explicit governance act — pass --promote"
+        ),
+        "{}",
+        r.stderr
+    );
     // A secret in the content is refused by the loader's own checks.
-    let r = repo.ctx(&["add", "policies.keys", "--type", "policy", "--owner", "support", "--content", "key AKIAABCDEFGHIJKLMNOP"]);
+    let r = repo.ctx(&[
+        "add",
+        "policies.keys",
+        "--type",
+        "policy",
+        "--owner",
+        "support",
+        "--content",
+        "key AKIAABCDEFGHIJKLMNOP",
+    ]);
     assert_eq!(r.code, 1, "{}", r.stderr);
     assert!(r.stderr.contains("secret-detected"), "{}", r.stderr);
     // Paths no collection loads, or outside the repository.
     let r = repo.ctx(&["add", "misc.thing", "--type", "note", "--content", "x"]);
     assert_eq!(r.code, 2, "{}", r.stderr);
     assert!(r.stderr.contains("pass --file"), "{}", r.stderr);
-    let r = repo.ctx(&["add", "misc.thing", "--type", "note", "--file", "elsewhere/thing.md", "--content", "x"]);
+    let r = repo.ctx(&[
+        "add",
+        "misc.thing",
+        "--type",
+        "note",
+        "--file",
+        "elsewhere/thing.md",
+        "--content",
+        "x",
+    ]);
     assert_eq!(r.code, 1);
-    assert!(r.stderr.contains("no collection loads elsewhere/thing.md"), "{}", r.stderr);
-    let r = repo.ctx(&["add", "misc.thing", "--type", "note", "--file", "../thing.md", "--content", "x"]);
+    assert!(
+        r.stderr.contains("no collection loads elsewhere/thing.md"),
+        "{}",
+        r.stderr
+    );
+    let r = repo.ctx(&[
+        "add",
+        "misc.thing",
+        "--type",
+        "note",
+        "--file",
+        "../thing.md",
+        "--content",
+        "x",
+    ]);
     assert_eq!(r.code, 2, "{}", r.stderr);
     let r = repo.ctx(&["add", "Not An Id", "--type", "note"]);
     assert_eq!(r.code, 2);
-    assert_eq!(snapshot(repo.path()), before, "refused writes touch nothing");
+    assert_eq!(
+        snapshot(repo.path()),
+        before,
+        "refused writes touch nothing"
+    );
     // With --promote the same canonical object is written.
-    let r = repo.ctx(&["add", "policies.new", "--type", "policy", "--owner", "support", "--authority", "canonical", "--promote", "--content", "x"]);
+    let r = repo.ctx(&[
+        "add",
+        "policies.new",
+        "--type",
+        "policy",
+        "--owner",
+        "support",
+        "--authority",
+        "canonical",
+        "--promote",
+        "--content",
+        "x",
+    ]);
     assert_eq!(r.code, 0, "{}", r.stderr);
 }
 
@@ -88,22 +193,60 @@ fn add_checks_everything_before_touching_disk() {
 fn add_keeps_the_repository_valid() {
     let repo = healthy();
     let manifest = std::fs::read_to_string(repo.path().join("opencontext.yaml")).unwrap();
-    repo.write("opencontext.yaml", &format!("{manifest}provenance:\n  required: true\n"));
-    for f in ["context/mission.md", "context/policies/refunds.md", "context/pricing/enterprise.md", "context/pricing/enterprise.v2.md", "context/notes/welcome.md"] {
+    repo.write(
+        "opencontext.yaml",
+        &format!("{manifest}provenance:\n  required: true\n"),
+    );
+    for f in [
+        "context/mission.md",
+        "context/policies/refunds.md",
+        "context/pricing/enterprise.md",
+        "context/pricing/enterprise.v2.md",
+        "context/notes/welcome.md",
+    ] {
         let t = std::fs::read_to_string(repo.path().join(f)).unwrap();
         repo.write(f, &t.replacen("---\n", "---\ncanonical_source: true\n", 1));
     }
     assert_eq!(repo.ctx(&["validate"]).code, 0);
     // Provenance is required: an object with no source would make the repository invalid.
-    let r = repo.ctx(&["add", "notes.bare", "--type", "note", "--owner", "support", "--content", "x"]);
+    let r = repo.ctx(&[
+        "add",
+        "notes.bare",
+        "--type",
+        "note",
+        "--owner",
+        "support",
+        "--content",
+        "x",
+    ]);
     assert_eq!(r.code, 1);
     assert!(r.stderr.contains("missing-provenance"), "{}", r.stderr);
-    assert!(r.stderr.contains("hint: pass --source <uri>"), "{}", r.stderr);
+    assert!(
+        r.stderr.contains("hint: pass --source <uri>"),
+        "{}",
+        r.stderr
+    );
     assert!(!repo.path().join("context/notes/bare.md").exists());
-    let r = repo.ctx(&["add", "notes.bare", "--type", "note", "--owner", "support", "--source", "https://example.com/ticket/1", "--file", "context/notes/bare.yaml", "--content", "x"]);
+    let r = repo.ctx(&[
+        "add",
+        "notes.bare",
+        "--type",
+        "note",
+        "--owner",
+        "support",
+        "--source",
+        "https://example.com/ticket/1",
+        "--file",
+        "context/notes/bare.yaml",
+        "--content",
+        "x",
+    ]);
     assert_eq!(r.code, 0, "{}", r.stderr);
     let yaml = std::fs::read_to_string(repo.path().join("context/notes/bare.yaml")).unwrap();
-    assert!(yaml.contains("sources: [{\"uri\":\"https://example.com/ticket/1\"}]\n"), "{yaml}");
+    assert!(
+        yaml.contains("sources: [{\"uri\":\"https://example.com/ticket/1\"}]\n"),
+        "{yaml}"
+    );
     assert_eq!(repo.ctx(&["validate"]).code, 0);
 }
 
@@ -111,64 +254,202 @@ fn add_keeps_the_repository_valid() {
 fn agents_need_an_explicit_write_grant() {
     let repo = healthy();
     // No grant for policies.* (reads never imply writes).
-    let r = repo.ctx(&["add", "policies.agent", "--type", "policy", "--owner", "support", "--agent", "support-agent", "--content", "x"]);
+    let r = repo.ctx(&[
+        "add",
+        "policies.agent",
+        "--type",
+        "policy",
+        "--owner",
+        "support",
+        "--agent",
+        "support-agent",
+        "--content",
+        "x",
+    ]);
     assert_eq!(r.code, 1);
-    assert!(r.stderr.contains("agent `support-agent` has no write grant for `policies.agent`"), "{}", r.stderr);
+    assert!(
+        r.stderr
+            .contains("agent `support-agent` has no write grant for `policies.agent`"),
+        "{}",
+        r.stderr
+    );
     assert!(!repo.path().join("context/policies/agent.md").exists());
     // extensions.ctx.write grants notes.* to the agent.
-    let r = repo.ctx(&["add", "notes.observed", "--type", "note", "--owner", "support", "--agent", "support-agent", "--content", "Seen on a ticket."]);
+    let r = repo.ctx(&[
+        "add",
+        "notes.observed",
+        "--type",
+        "note",
+        "--owner",
+        "support",
+        "--agent",
+        "support-agent",
+        "--content",
+        "Seen on a ticket.",
+    ]);
     assert_eq!(r.code, 0, "{}", r.stderr);
     // Superseding needs the object's permissions.write or a grant; deny overrides.
-    let r = repo.ctx(&["supersede", "policies.refunds", "--agent", "support-agent", "--content", "Within 10 days."]);
+    let r = repo.ctx(&[
+        "supersede",
+        "policies.refunds",
+        "--agent",
+        "support-agent",
+        "--content",
+        "Within 10 days.",
+    ]);
     assert_eq!(r.code, 1);
     assert!(r.stderr.contains("no write grant"), "{}", r.stderr);
-    repo.write("context/policies/refunds.md", &REFUNDS.replace("owner: support\n", "owner: support\npermissions:\n  write: [support-agent]\n"));
-    let r = repo.ctx(&["supersede", "policies.refunds", "--agent", "support-agent", "--content", "Within 10 days."]);
+    repo.write(
+        "context/policies/refunds.md",
+        &REFUNDS.replace(
+            "owner: support\n",
+            "owner: support\npermissions:\n  write: [support-agent]\n",
+        ),
+    );
+    let r = repo.ctx(&[
+        "supersede",
+        "policies.refunds",
+        "--agent",
+        "support-agent",
+        "--content",
+        "Within 10 days.",
+    ]);
     assert_eq!(r.code, 0, "{}", r.stderr);
     // An unknown agent is a usage error.
-    assert_eq!(repo.ctx(&["add", "notes.x", "--type", "note", "--agent", "ghost", "--content", "x"]).code, 2);
+    assert_eq!(
+        repo.ctx(&[
+            "add",
+            "notes.x",
+            "--type",
+            "note",
+            "--agent",
+            "ghost",
+            "--content",
+            "x"
+        ])
+        .code,
+        2
+    );
 }
 
 #[test]
 fn supersede_keeps_the_previous_version_on_disk() {
     let repo = healthy();
-    let r = ctx_env(repo.path(), &["supersede", "pricing.enterprise", "--content", "Enterprise plans start at $3,000/month."], &FIXED);
+    let r = ctx_env(
+        repo.path(),
+        &[
+            "supersede",
+            "pricing.enterprise",
+            "--content",
+            "Enterprise plans start at $3,000/month.",
+        ],
+        &FIXED,
+    );
     assert_eq!(r.code, 0, "{}", r.stderr);
     assert_eq!(
         r.stdout,
         "created context/pricing/enterprise.v3.md\npricing.enterprise@3 supersedes pricing.enterprise@2 (the previous version stays on disk)\n"
     );
-    assert_eq!(std::fs::read_to_string(repo.path().join("context/pricing/enterprise.md")).unwrap(), PRICING_V1);
-    assert_eq!(std::fs::read_to_string(repo.path().join("context/pricing/enterprise.v2.md")).unwrap(), PRICING_V2);
+    assert_eq!(
+        std::fs::read_to_string(repo.path().join("context/pricing/enterprise.md")).unwrap(),
+        PRICING_V1
+    );
+    assert_eq!(
+        std::fs::read_to_string(repo.path().join("context/pricing/enterprise.v2.md")).unwrap(),
+        PRICING_V2
+    );
     let v3 = std::fs::read_to_string(repo.path().join("context/pricing/enterprise.v3.md")).unwrap();
-    assert!(v3.starts_with("---\nid: pricing.enterprise\nversion: 3\nsupersedes: [\"pricing.enterprise@2\"]\n"), "{v3}");
-    assert!(v3.contains("authority: canonical\n") && v3.ends_with("\n---\n\nEnterprise plans start at $3,000/month.\n"), "{v3}");
+    assert!(
+        v3.starts_with(
+            "---\nid: pricing.enterprise\nversion: 3\nsupersedes: [\"pricing.enterprise@2\"]\n"
+        ),
+        "{v3}"
+    );
+    assert!(
+        v3.contains("authority: canonical\n")
+            && v3.ends_with("\n---\n\nEnterprise plans start at $3,000/month.\n"),
+        "{v3}"
+    );
     assert_eq!(repo.ctx(&["validate", "--strict"]).code, 0);
     let h = repo.ctx(&["history", "pricing.enterprise"]);
-    assert!(h.stdout.contains("v2  superseded") && h.stdout.contains("v3  current"), "{}", h.stdout);
+    assert!(
+        h.stdout.contains("v2  superseded") && h.stdout.contains("v3  current"),
+        "{}",
+        h.stdout
+    );
     // Raising authority on supersede is a promotion.
-    let r = repo.ctx(&["supersede", "notes.welcome", "--authority", "approved", "--content", "Hi."]);
+    let r = repo.ctx(&[
+        "supersede",
+        "notes.welcome",
+        "--authority",
+        "approved",
+        "--content",
+        "Hi.",
+    ]);
     assert_eq!(r.code, 1);
-    assert!(r.stderr.contains("refusing to raise notes.welcome from `reference` to `approved`"), "{}", r.stderr);
-    assert_eq!(repo.ctx(&["supersede", "nope.nothing", "--content", "x"]).code, 3);
-    assert_eq!(repo.ctx(&["supersede", "notes.welcome"]).code, 2, "nothing to change");
+    assert!(
+        r.stderr
+            .contains("refusing to raise notes.welcome from `reference` to `approved`"),
+        "{}",
+        r.stderr
+    );
+    assert_eq!(
+        repo.ctx(&["supersede", "nope.nothing", "--content", "x"])
+            .code,
+        3
+    );
+    assert_eq!(
+        repo.ctx(&["supersede", "notes.welcome"]).code,
+        2,
+        "nothing to change"
+    );
 }
 
 #[test]
 fn superseding_an_unversioned_object_numbers_it() {
     let repo = healthy();
-    let r = repo.ctx(&["supersede", "policies.refunds", "--content", "Refunds within 60 days.", "--dry-run"]);
+    let r = repo.ctx(&[
+        "supersede",
+        "policies.refunds",
+        "--content",
+        "Refunds within 60 days.",
+        "--dry-run",
+    ]);
     assert_eq!(r.code, 0, "{}", r.stderr);
     assert!(r.stdout.starts_with("would update context/policies/refunds.md:\n---\nid: policies.refunds\nversion: 1\ntype: policy\n"), "{}", r.stdout);
-    assert_eq!(std::fs::read_to_string(repo.path().join("context/policies/refunds.md")).unwrap(), REFUNDS);
-    let r = repo.ctx(&["supersede", "policies.refunds", "--content", "Refunds within 60 days."]);
+    assert_eq!(
+        std::fs::read_to_string(repo.path().join("context/policies/refunds.md")).unwrap(),
+        REFUNDS
+    );
+    let r = repo.ctx(&[
+        "supersede",
+        "policies.refunds",
+        "--content",
+        "Refunds within 60 days.",
+    ]);
     assert_eq!(r.code, 0, "{}", r.stderr);
-    assert!(r.stdout.starts_with("updated context/policies/refunds.md\ncreated context/policies/refunds.v2.md\n"), "{}", r.stdout);
+    assert!(
+        r.stdout.starts_with(
+            "updated context/policies/refunds.md\ncreated context/policies/refunds.v2.md\n"
+        ),
+        "{}",
+        r.stdout
+    );
     let old = std::fs::read_to_string(repo.path().join("context/policies/refunds.md")).unwrap();
-    assert_eq!(old, REFUNDS.replacen("id: policies.refunds\n", "id: policies.refunds\nversion: 1\n", 1), "one line added, content kept");
+    assert_eq!(
+        old,
+        REFUNDS.replacen(
+            "id: policies.refunds\n",
+            "id: policies.refunds\nversion: 1\n",
+            1
+        ),
+        "one line added, content kept"
+    );
     let v = repo.ctx(&["validate", "--strict"]);
     assert_eq!(v.code, 0, "{}", v.stdout);
-    let got = repo.ctx(&["get", "policies.refunds", "--format", "json"]).json();
+    let got = repo
+        .ctx(&["get", "policies.refunds", "--format", "json"])
+        .json();
     assert_eq!(got["version"], 2);
     assert_eq!(got["content"], "Refunds within 60 days.");
 }
@@ -197,9 +478,18 @@ fn concurrent_writers_do_not_lose_an_update() {
     assert!(b.status.success(), "{}", String::from_utf8_lossy(&b.stderr));
     let v3 = std::fs::read_to_string(repo.path().join("context/pricing/enterprise.v3.md")).unwrap();
     let v4 = std::fs::read_to_string(repo.path().join("context/pricing/enterprise.v4.md")).unwrap();
-    assert!(v3.contains("supersedes: [\"pricing.enterprise@2\"]"), "{v3}");
-    assert!(v4.contains("supersedes: [\"pricing.enterprise@3\"]"), "the second writer saw the first: {v4}");
-    let bodies = [v3.contains("writer A") || v4.contains("writer A"), v3.contains("writer B") || v4.contains("writer B")];
+    assert!(
+        v3.contains("supersedes: [\"pricing.enterprise@2\"]"),
+        "{v3}"
+    );
+    assert!(
+        v4.contains("supersedes: [\"pricing.enterprise@3\"]"),
+        "the second writer saw the first: {v4}"
+    );
+    let bodies = [
+        v3.contains("writer A") || v4.contains("writer A"),
+        v3.contains("writer B") || v4.contains("writer B"),
+    ];
     assert_eq!(bodies, [true, true], "both updates survive");
     let r = repo.ctx(&["validate", "--strict"]);
     assert_eq!(r.code, 0, "{}", r.stdout);
