@@ -415,3 +415,41 @@ fn staged_parse_cache_changes_nothing_but_time() {
     let r = repo.ctx(&["validate", "--staged"]);
     assert_eq!(r.code, 0, "{}", r.stdout);
 }
+
+#[test]
+fn diff_rev_after_supersede_shows_one_new_version() {
+    if !have_git() {
+        return;
+    }
+    let repo = healthy();
+    init_git(repo.path(), "Initial context");
+    let r = repo.ctx(&[
+        "supersede",
+        "policies.refunds",
+        "--content",
+        "Refunds within 60 days.",
+    ]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    git(repo.path(), &["add", "-A"]);
+    git(repo.path(), &["commit", "-q", "-m", "Extend refunds"]);
+    let r = repo.ctx(&["diff", "--rev", "HEAD~1..HEAD"]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(
+        r.stdout
+            .contains("+ policies.refunds@2  (added)  context/policies/refunds.v2.md\n"),
+        "{}",
+        r.stdout
+    );
+    assert!(
+        !r.stdout.contains("(removed)"),
+        "numbering v1 in place is not a removal: {}",
+        r.stdout
+    );
+    assert!(
+        r.stdout.ends_with(
+            "1 added, 0 removed, 0 changed; 0 authority promotion(s), 0 classification change(s)\n"
+        ),
+        "{}",
+        r.stdout
+    );
+}
