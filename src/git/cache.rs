@@ -167,6 +167,13 @@ impl Cache {
         if let Some(dir) = self.path.parent() {
             std::fs::create_dir_all(dir)?;
         }
+        // One writer at a time, so concurrent hooks never interleave lines.
+        let lock = std::fs::OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(self.path.with_extension("lock"))?;
+        fs4::FileExt::lock(&lock)?;
         if compact {
             let fresh: HashMap<&str, &str> = self
                 .fresh
