@@ -3,6 +3,7 @@
 //! The library holds every pipeline stage as plain functions; the `ctx` binary
 //! only parses arguments and maps results to exit codes.
 pub mod adapters;
+pub mod audit;
 pub mod bundle;
 pub mod canonical;
 pub mod changes;
@@ -15,13 +16,17 @@ pub mod export;
 pub mod frontmatter;
 pub mod git;
 pub mod graph;
+pub mod jcs;
 pub mod json;
+pub mod keys;
 pub mod load;
 pub mod manifest;
 pub mod model;
 pub mod object;
 pub mod pattern;
+pub mod private;
 pub mod provider;
+pub mod receipt;
 pub mod resolve;
 pub mod schema;
 pub mod signing;

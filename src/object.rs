@@ -83,6 +83,9 @@ pub struct Meta {
     pub declares_sources: bool,
     /// The author declared `canonical_source: true`.
     pub declares_canonical_source: bool,
+    /// For an age-encrypted member of a private collection: its armored ciphertext.
+    /// The fields above then come from the clear header only, and `content` is None.
+    pub sealed: Option<Box<str>>,
 }
 
 /// One loaded context object.
@@ -201,6 +204,7 @@ impl Meta {
                 .get("canonical_source")
                 .and_then(Value::as_bool)
                 .unwrap_or(false),
+            sealed: None,
         }
     }
 }

@@ -3,20 +3,29 @@
 //! and they never return empty content for something they could not read.
 
 pub mod file;
+pub mod git;
+pub mod http;
+mod process;
+pub mod sqlite;
 
 use std::time::Duration;
 
-use serde_json::Value;
+use serde_json::{Map, Value};
 
 use crate::diag::Code;
 use crate::manifest::Manifest;
 use crate::model::Trust;
+use crate::object::ContextObject;
+
+/// Schemes with a built-in adapter.
+pub const SCHEMES: [&str; 5] = ["file", "git", "http", "https", "sqlite"];
 
 /// Network and size policy for one run.
 #[derive(Debug, Clone)]
 pub struct AdapterOptions {
     /// `--offline`: never reach the network.
     pub offline: bool,
+    /// Used when the manifest sets no `adapters.<scheme>.timeout_ms`.
     pub timeout: Duration,
     pub max_bytes: u64,
 }
@@ -50,7 +59,7 @@ pub enum AdapterError {
     PathTraversal(String),
     #[error("`{uri}` is unavailable: {reason}")]
     Unavailable { uri: String, reason: String },
-    #[error("`{0}` needs the network, and this run is --offline")]
+    #[error("`{0}` needs the network, and this run is --offline (run without --offline, or inline the content)")]
     Offline(String),
     #[error("`{0}` needs remote fetching, which this repository has not enabled (set `adapters.{1}.enabled: true` in the manifest)")]
     RemoteDisabled(String, String),
@@ -68,6 +77,13 @@ impl AdapterError {
             AdapterError::UnknownScheme(_) => Code::UnknownScheme,
             AdapterError::PathTraversal(_) => Code::PathTraversal,
             _ => Code::SourceUnavailable,
+        }
+    }
+
+    pub(crate) fn unavailable(uri: &str, reason: impl Into<String>) -> AdapterError {
+        AdapterError::Unavailable {
+            uri: uri.to_string(),
+            reason: reason.into(),
         }
     }
 }
@@ -88,14 +104,68 @@ pub fn digest(bytes: &[u8]) -> String {
     format!("sha256:{}", hex::encode(Sha256::digest(bytes)))
 }
 
+/// `adapters.<scheme>` from the manifest, when it is a mapping.
+pub fn config<'m>(m: &'m Manifest, scheme: &str) -> Option<&'m Map<String, Value>> {
+    m.raw.get("adapters")?.get(scheme)?.as_object()
+}
+
 /// Is remote fetching enabled for `scheme` in the manifest (`adapters.<scheme>.enabled: true`)?
 pub fn remote_enabled(m: &Manifest, scheme: &str) -> bool {
-    m.raw
-        .get("adapters")
-        .and_then(|a| a.get(scheme))
+    config(m, scheme)
         .and_then(|c| c.get("enabled"))
         .and_then(Value::as_bool)
         .unwrap_or(false)
+}
+
+/// A local adapter is on unless the manifest says `adapters.<scheme>.enabled: false`.
+fn local_enabled(m: &Manifest, scheme: &str, uri: &str) -> Result<(), AdapterError> {
+    match config(m, scheme).and_then(|c| c.get("enabled")) {
+        Some(Value::Bool(false)) => Err(AdapterError::unavailable(
+            uri,
+            format!("the manifest disables this adapter (`adapters.{scheme}.enabled: false`)"),
+        )),
+        _ => Ok(()),
+    }
+}
+
+/// The time budget for `scheme`: `adapters.<scheme>.timeout_ms`, else the run's default.
+pub fn timeout(m: &Manifest, scheme: &str, opts: &AdapterOptions) -> Duration {
+    config(m, scheme)
+        .and_then(|c| c.get("timeout_ms"))
+        .and_then(Value::as_u64)
+        .filter(|&ms| ms > 0)
+        .map(Duration::from_millis)
+        .unwrap_or(opts.timeout)
+}
+
+fn rank(t: Trust) -> u8 {
+    match t {
+        Trust::Trusted => 2,
+        Trust::Verified => 1,
+        Trust::Untrusted => 0,
+    }
+}
+
+/// The more cautious of two trust levels.
+pub fn more_cautious(a: Trust, b: Trust) -> Trust {
+    if rank(a) <= rank(b) {
+        a
+    } else {
+        b
+    }
+}
+
+/// The trust an adapter returns: its own default, lowered (never raised) by the
+/// operator's `adapters.<scheme>.trust`.
+pub fn adapter_trust(m: &Manifest, scheme: &str, default: Trust) -> Trust {
+    match config(m, scheme)
+        .and_then(|c| c.get("trust"))
+        .and_then(Value::as_str)
+        .and_then(Trust::parse)
+    {
+        Some(t) => more_cautious(default, t),
+        None => default,
+    }
 }
 
 /// Read the content a URI names.
@@ -109,11 +179,78 @@ pub fn load(uri: &str, m: &Manifest, opts: &AdapterOptions) -> Result<Loaded, Ad
             if !remote_enabled(m, s) {
                 return Err(AdapterError::RemoteDisabled(uri.to_string(), s.to_string()));
             }
-            Err(AdapterError::Unavailable {
-                uri: uri.to_string(),
-                reason: "this build of ctx has no HTTP client".into(),
-            })
+            http::load(uri, m, opts)
+        }
+        Some("git") => {
+            local_enabled(m, "git", uri)?;
+            git::load(uri, m, opts)
+        }
+        Some("sqlite") => {
+            local_enabled(m, "sqlite", uri)?;
+            sqlite::load(uri, m, opts)
         }
         Some(other) => Err(AdapterError::UnknownScheme(other.to_string())),
     }
 }
+
+/// [`load`], then check the bytes against a declared `sha256:<hex>` digest.
+pub fn load_checked(
+    uri: &str,
+    declared: Option<&str>,
+    m: &Manifest,
+    opts: &AdapterOptions,
+) -> Result<Loaded, AdapterError> {
+    let loaded = load(uri, m, opts)?;
+    if let Some(expected) = declared {
+        let well_formed = expected
+            .strip_prefix("sha256:")
+            .is_some_and(|h| h.len() == 64 && h.bytes().all(|b| b.is_ascii_hexdigit()));
+        if !well_formed {
+            return Err(AdapterError::unavailable(
+                uri,
+                format!("the declared digest `{expected}` is not sha256:<64 hex digits>"),
+            ));
+        }
+        if !expected.eq_ignore_ascii_case(&loaded.digest) {
+            return Err(AdapterError::DigestMismatch {
+                uri: uri.to_string(),
+                expected: expected.to_string(),
+                actual: loaded.digest,
+            });
+        }
+    }
+    Ok(loaded)
+}
+
+/// Local forms of one path compare equal: `./a.md`, `a.md`, `file://a.md`.
+fn same_uri(a: &str, b: &str) -> bool {
+    fn norm(s: &str) -> &str {
+        let s = s.strip_prefix("file://").unwrap_or(s);
+        s.trim_start_matches("./")
+    }
+    if scheme(a).is_some_and(|s| s != "file") || scheme(b).is_some_and(|s| s != "file") {
+        return a == b;
+    }
+    norm(a) == norm(b)
+}
+
+/// The digest the author declared for an object's `content_uri`: the `digest` of
+/// the `sources` entry naming that same URI.
+pub fn declared_digest(o: &ContextObject) -> Option<String> {
+    let uri = o.meta.content_uri.as_deref()?;
+    if o.supplied.contains(&"sources") {
+        return None; // loader-supplied provenance is not a declaration
+    }
+    match o.field("sources")? {
+        Value::Array(list) => list.iter().find_map(|s| {
+            let u = s.get("uri")?.as_str()?;
+            same_uri(u, uri)
+                .then(|| s.get("digest")?.as_str().map(str::to_string))
+                .flatten()
+        }),
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests;

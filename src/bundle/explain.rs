@@ -32,6 +32,7 @@ pub fn data(repo: &Repo, r: &Resolution, bundle: &Value) -> Value {
                 "relevance": s.score,
                 "matched": s.matched,
                 "redacted": s.redacted,
+                "decrypted_with": s.decrypted.as_ref().map(|d| d.key.clone()),
                 "why": why,
             })
         })
@@ -48,6 +49,7 @@ pub fn data(repo: &Repo, r: &Resolution, bundle: &Value) -> Value {
         "warnings": bundle["warnings"],
         "not_in_scope": r.not_in_scope,
         "considered": r.considered,
+        "identity": identity_line(repo, r),
     })
 }
 
@@ -72,13 +74,22 @@ pub fn text(repo: &Repo, r: &Resolution, bundle: &Value) -> String {
         bundle["as_of"].as_str().unwrap_or(""),
         r.ceiling
     );
+    if let Some(id) = identity_line(repo, r) {
+        let _ = writeln!(out, "Identity: {id}\n");
+    }
     let _ = writeln!(out, "Included ({}):", r.included.len());
     if r.included.is_empty() {
         out.push_str("  (nothing)\n");
     }
     for (n, s) in r.included.iter().enumerate() {
         let o = &repo.objects[s.index];
-        let title = o.title().map(|t| format!(" — {t}")).unwrap_or_default();
+        let title = s
+            .decrypted
+            .as_ref()
+            .and_then(|d| d.fields.get("title").and_then(Value::as_str))
+            .or(o.title())
+            .map(|t| format!(" — {t}"))
+            .unwrap_or_default();
         let _ = writeln!(out, "  {:>2}. {}{}", n + 1, o.key(), title);
         let mut why = format!(
             "in scope via `{}` · {} · {}",
@@ -89,6 +100,9 @@ pub fn text(repo: &Repo, r: &Resolution, bundle: &Value) -> String {
         }
         if !s.redacted.is_empty() {
             let _ = write!(why, " · redacted {}", s.redacted.join(", "));
+        }
+        if let Some(d) = &s.decrypted {
+            let _ = write!(why, " · decrypted with {}", d.key);
         }
         let _ = writeln!(out, "      {why}");
     }
@@ -130,4 +144,24 @@ pub fn text(repo: &Repo, r: &Resolution, bundle: &Value) -> String {
         bundle["bundle_id"].as_str().unwrap_or("")
     );
     out
+}
+
+/// Which age identity the run used, when private objects were involved: included
+/// ones, or authorized ones left out as `source-unavailable` (never denied ones).
+fn identity_line(repo: &Repo, r: &Resolution) -> Option<String> {
+    let opened = r.included.iter().any(|s| s.decrypted.is_some());
+    let unavailable = r.excluded.iter().any(|e| {
+        e.reason == "source-unavailable"
+            && repo
+                .objects
+                .iter()
+                .any(|o| o.id == e.id && o.meta.sealed.is_some())
+    });
+    if !opened && !unavailable {
+        return None;
+    }
+    Some(match &r.request.identities {
+        Some(k) => k.describe(),
+        None => "none (no --identity, CTX_AGE_IDENTITY or ~/.config/ctx/age/identity.txt): private objects cannot be decrypted".into(),
+    })
 }

@@ -3,8 +3,8 @@
 pub mod explain;
 pub mod render;
 
+use rayon::prelude::*;
 use serde_json::{json, Map, Value};
-use sha2::{Digest, Sha256};
 
 use crate::load::Repo;
 use crate::resolve::Resolution;
@@ -31,57 +31,24 @@ const CARRIED: [&str; 14] = [
 pub const VOLATILE: [&str; 4] = ["generated_at", "bundle_id", "digest", "as_of"];
 
 /// Build the bundle document (valid against the bundle schema).
-pub fn compile(repo: &Repo, r: &Resolution, generated_at: &str) -> Value {
+/// The selected objects' content is moved into the bundle (not copied).
+pub fn compile(repo: &Repo, r: &mut Resolution, generated_at: &str) -> Value {
     let m = &repo.manifest;
-    let mut objects = Vec::with_capacity(r.included.len());
-    let mut provenance = Vec::with_capacity(r.included.len());
+    // Each selected object compiles independently: build them in parallel, in order.
+    let compiled: Vec<(Value, Value, usize, bool)> = r
+        .included
+        .par_iter_mut()
+        .map(|s| compile_object(repo, s))
+        .collect();
+    let mut objects = Vec::with_capacity(compiled.len());
+    let mut provenance = Vec::with_capacity(compiled.len());
     let mut characters = 0usize;
     let mut redacted_count = 0usize;
-    for s in &r.included {
-        let o = &repo.objects[s.index];
-        let fields = o.fields();
-        let mut b = Map::new();
-        for key in CARRIED {
-            if let Some(v) = fields.get(key) {
-                b.insert(key.to_string(), v.clone());
-            }
-        }
-        if let Some(c) = &s.content {
-            characters += match c {
-                Value::String(t) => t.chars().count(),
-                other => other.to_string().chars().count(),
-            };
-            b.insert("content".into(), c.clone());
-            if !b.contains_key("content_type") {
-                let ct = if c.is_string() {
-                    "text/markdown"
-                } else {
-                    "application/json"
-                };
-                b.insert("content_type".into(), json!(ct));
-            }
-        }
-        b.insert("lifecycle".into(), json!(s.lifecycle.as_str()));
-        if !s.redacted.is_empty() {
-            redacted_count += 1;
-            b.insert("redacted".into(), json!(s.redacted));
-        }
-        if let Some(src) = fields.get("sources") {
-            b.insert("sources".into(), src.clone());
-        }
-        if let Some(x) = fields.get("extensions") {
-            b.insert("extensions".into(), x.clone());
-        }
-        objects.push(Value::Object(b));
-        let mut p = Map::new();
-        p.insert("id".into(), json!(o.id));
-        if o.meta.canonical_source {
-            p.insert("canonical_source".into(), json!(true));
-        }
-        if let Some(src) = fields.get("sources") {
-            p.insert("sources".into(), src.clone());
-        }
-        provenance.push(Value::Object(p));
+    for (object, prov, chars, redacted) in compiled {
+        objects.push(object);
+        provenance.push(prov);
+        characters += chars;
+        redacted_count += usize::from(redacted);
     }
     let excluded: Vec<Value> = r
         .excluded
@@ -149,15 +116,65 @@ pub fn compile(repo: &Repo, r: &Resolution, generated_at: &str) -> Value {
     bundle
 }
 
-/// sha256 over RFC 8785 (JCS) bytes of the bundle without its volatile keys.
-pub fn digest(bundle: &Value) -> String {
-    let mut covered = bundle.as_object().cloned().unwrap_or_default();
-    for k in VOLATILE {
-        covered.remove(k);
+/// One bundled object and its provenance entry, plus its character count and
+/// whether redaction applied. Moves the selection's content.
+fn compile_object(repo: &Repo, s: &mut crate::resolve::Selected) -> (Value, Value, usize, bool) {
+    let o = &repo.objects[s.index];
+    let fields = match &s.decrypted {
+        Some(d) => d.fields.clone(),
+        None => o.fields(),
+    };
+    let mut b = Map::new();
+    for key in CARRIED {
+        if let Some(v) = fields.get(key) {
+            b.insert(key.to_string(), v.clone());
+        }
     }
-    let bytes =
-        serde_jcs::to_vec(&Value::Object(covered)).expect("bundle values are JSON-representable");
-    format!("sha256:{}", hex::encode(Sha256::digest(&bytes)))
+    if let Some(t) = s.trust {
+        b.insert("trust".into(), json!(t.as_str()));
+    }
+    let mut characters = 0;
+    if let Some(c) = s.content.take() {
+        characters = match &c {
+            Value::String(t) => t.chars().count(),
+            other => other.to_string().chars().count(),
+        };
+        if !b.contains_key("content_type") {
+            let ct = if c.is_string() {
+                "text/markdown"
+            } else {
+                "application/json"
+            };
+            b.insert("content_type".into(), json!(ct));
+        }
+        b.insert("content".into(), c);
+    }
+    b.insert("lifecycle".into(), json!(s.lifecycle.as_str()));
+    let redacted = !s.redacted.is_empty();
+    if redacted {
+        b.insert("redacted".into(), json!(s.redacted));
+    }
+    if let Some(src) = fields.get("sources") {
+        b.insert("sources".into(), src.clone());
+    }
+    if let Some(x) = fields.get("extensions") {
+        b.insert("extensions".into(), x.clone());
+    }
+    let mut p = Map::new();
+    p.insert("id".into(), json!(o.id));
+    if o.meta.canonical_source {
+        p.insert("canonical_source".into(), json!(true));
+    }
+    if let Some(src) = fields.get("sources") {
+        p.insert("sources".into(), src.clone());
+    }
+    (Value::Object(b), Value::Object(p), characters, redacted)
+}
+
+/// sha256 over RFC 8785 (JCS) bytes of the bundle without its volatile keys,
+/// streamed into the hasher (bundles can be tens of megabytes).
+pub fn digest(bundle: &Value) -> String {
+    crate::jcs::sha256_without(bundle, &VOLATILE)
 }
 
 /// Check that a bundle's stored digest matches its content.

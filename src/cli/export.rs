@@ -80,6 +80,8 @@ pub fn run(g: &Global, p: &Printer, a: &ExportArgs) -> Result<Exit> {
         include: Vec::new(),
         format: None,
         output: None,
+        sign: Default::default(),
+        identity: Vec::new(),
     };
     let (repo, _resolution, bundle) = super::resolve::resolve_bundle(g, &ra)?;
     let path = match &a.output {

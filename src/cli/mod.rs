@@ -2,6 +2,7 @@
 //! Every command returns an [`Exit`] or an [`Error`]; `main` maps them to a status.
 
 pub mod add;
+pub mod audit;
 pub mod completions;
 pub mod conflicts;
 pub mod conformance;
@@ -14,15 +15,20 @@ pub mod graph;
 pub mod history;
 pub mod hook;
 pub mod init;
+pub mod keys;
 pub mod list;
 pub mod printer;
+pub mod private;
 pub mod progress;
+pub mod provider;
 pub mod resolve;
 pub mod schema;
 pub mod search;
+pub mod sign;
 pub mod stale;
 pub mod supersede;
 pub mod validate;
+pub mod verify;
 pub mod version;
 pub mod view;
 
@@ -71,8 +77,18 @@ pub enum Command {
     Conformance(conformance::ConformanceArgs),
     /// Create a new repository that passes `validate --strict`.
     Init(init::InitArgs),
+    /// Private collections encrypted with age: encrypt, decrypt, edit, rekey, status.
+    Private(private::PrivateArgs),
     /// Print the tool version and the supported specification version.
     Version,
+    /// Manage signing keys (per user) and the keys a repository trusts.
+    Keys(keys::KeysArgs),
+    /// Verify bundles, signed receipts and decision records against the repository.
+    Verify(verify::VerifyArgs),
+    /// Show or verify the hash-chained audit log.
+    Audit(audit::AuditArgs),
+    /// Sign or verify delegated-provider envelopes (atmem.delegated-context-provider.v1).
+    Provider(provider::ProviderArgs),
     /// Validation plus the clock (stale, expired, review overdue, orphaned), per-collection health and a score.
     #[command(long_about = doctor::LONG_ABOUT)]
     Doctor(doctor::DoctorArgs),
@@ -137,7 +153,12 @@ pub fn run(cli: Cli) -> Result<Exit> {
         Command::Schema(a) => schema::run(&p, a),
         Command::Conformance(a) => conformance::run(&g, &p, a),
         Command::Init(a) => init::run(&g, &p, a),
+        Command::Private(a) => private::run(&g, &p, a),
         Command::Version => version::run(&p),
+        Command::Keys(a) => keys::run(&g, &p, a),
+        Command::Verify(a) => verify::run(&g, &p, a),
+        Command::Audit(a) => audit::run(&g, &p, a),
+        Command::Provider(a) => provider::run(&g, &p, a),
         Command::Doctor(a) => doctor::run(&g, &p, a),
         Command::Conflicts(a) => conflicts::run(&g, &p, a),
         Command::Stale(a) => stale::run(&g, &p, a),

@@ -72,10 +72,39 @@ impl Printer {
     }
 }
 
+impl Printer {
+    /// Write a JSON document (pretty, newline-terminated) to `path` or stdout,
+    /// streamed: a large bundle is never held twice in memory.
+    pub fn product_json(&self, v: &serde_json::Value, path: Option<&Path>) -> io::Result<()> {
+        let emit = |w: &mut dyn Write| -> io::Result<()> {
+            let mut buf = io::BufWriter::with_capacity(1 << 16, w);
+            serde_json::to_writer_pretty(&mut buf, v).map_err(io::Error::from)?;
+            buf.write_all(b"\n")?;
+            buf.flush()
+        };
+        match path {
+            Some(p) if p != Path::new("-") => write_atomic_with(p, true, |f| emit(f)),
+            _ => {
+                let mut lock = io::stdout().lock();
+                emit(&mut lock)
+            }
+        }
+    }
+}
+
 /// Write `bytes` to `path` through a temporary file in the same folder and a rename,
 /// so readers never see a partial file. With `replace == false` an existing file is
 /// never overwritten.
 pub fn write_atomic(path: &Path, bytes: &[u8], replace: bool) -> io::Result<()> {
+    write_atomic_with(path, replace, |f| f.write_all(bytes))
+}
+
+/// Like [`write_atomic`], with the content produced by `fill`.
+pub fn write_atomic_with(
+    path: &Path,
+    replace: bool,
+    fill: impl FnOnce(&mut dyn Write) -> io::Result<()>,
+) -> io::Result<()> {
     let dir: PathBuf = match path.parent() {
         Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
         _ => PathBuf::from("."),
@@ -84,7 +113,7 @@ pub fn write_atomic(path: &Path, bytes: &[u8], replace: bool) -> io::Result<()> 
         .prefix(".ctx-")
         .suffix(".tmp")
         .tempfile_in(&dir)?;
-    tmp.write_all(bytes)?;
+    fill(tmp.as_file_mut())?;
     tmp.as_file().sync_all()?;
     if replace {
         tmp.persist(path).map_err(|e| e.error)?;

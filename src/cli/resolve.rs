@@ -55,6 +55,12 @@ pub struct ResolveArgs {
     /// Write to this file (atomically) instead of stdout.
     #[arg(long, short = 'o')]
     pub output: Option<PathBuf>,
+    #[command(flatten)]
+    pub sign: super::sign::SignArgs,
+    /// age identity for private collections (repeatable; default: $CTX_AGE_IDENTITY,
+    /// then ~/.config/ctx/age/identity.txt).
+    #[arg(long = "identity", value_name = "FILE")]
+    pub identity: Vec<PathBuf>,
 }
 
 /// Parse `--at` or take the current time.
@@ -98,6 +104,9 @@ pub fn request(g: &Global, repo: &Repo, a: &ResolveArgs) -> Result<Request> {
             offline: g.offline,
             ..AdapterOptions::default()
         },
+        identities: crate::private::Keyring::discover(&a.identity)
+            .map_err(Error::Usage)?
+            .map(std::sync::Arc::new),
     })
 }
 
@@ -130,27 +139,52 @@ pub fn resolve_bundle(
     let repo = super::validate::load_repo(g, crate::load::DEFAULT_MAX_FILE_SIZE)?;
     let req = request(g, &repo, a)?;
     let resolution = resolve::resolve(&repo, req).map_err(Error::Usage)?;
-    let bundle = bundle::compile(&repo, &resolution, &generated_at());
+    let mut resolution = resolution;
+    let bundle = bundle::compile(&repo, &mut resolution, &generated_at());
     Ok((repo, resolution, bundle))
 }
 
+/// What a resolve run emits: rendered text, or a JSON document streamed out.
+enum Product<'a> {
+    Text(String),
+    Json(&'a serde_json::Value),
+}
+
 pub fn run(g: &Global, p: &Printer, a: &ResolveArgs, always_bundle: bool) -> Result<Exit> {
+    let started_at = super::sign::now();
     let (repo, resolution, bundle) = resolve_bundle(g, a)?;
-    let text = match (a.explain && !always_bundle, a.format) {
-        (true, None) => explain::text(&repo, &resolution, &bundle),
+    let out = a.output.as_deref();
+    let data;
+    let product = match (a.explain && !always_bundle, a.format) {
+        (true, None) => Product::Text(explain::text(&repo, &resolution, &bundle)),
         (true, Some(BundleFormat::Json)) => {
-            render::json(&explain::data(&repo, &resolution, &bundle))
+            data = explain::data(&repo, &resolution, &bundle);
+            Product::Json(&data)
         }
         (true, Some(BundleFormat::Yaml)) => {
-            render::yaml(&explain::data(&repo, &resolution, &bundle))
+            Product::Text(render::yaml(&explain::data(&repo, &resolution, &bundle)))
         }
-        (true, Some(BundleFormat::Markdown)) | (false, Some(BundleFormat::Markdown)) => {
-            render::markdown(&bundle)
-        }
-        (false, Some(BundleFormat::Yaml)) => render::yaml(&bundle),
-        (false, Some(BundleFormat::Json)) | (false, None) => render::json(&bundle),
+        (_, Some(BundleFormat::Markdown)) => Product::Text(render::markdown(&bundle)),
+        (false, Some(BundleFormat::Yaml)) => Product::Text(render::yaml(&bundle)),
+        (false, Some(BundleFormat::Json)) | (false, None) => Product::Json(&bundle),
     };
-    super::io_result(p.product(&text, a.output.as_deref()))?;
+    // A receipt signs the exact bytes emitted, so render them when one is due;
+    // otherwise JSON is streamed and never held twice.
+    let product = match product {
+        Product::Json(v) if super::sign::receipt_wanted(&repo, a) => Product::Text(render::json(v)),
+        other => other,
+    };
+    let text = match &product {
+        Product::Text(t) => t.as_str(),
+        Product::Json(_) => "",
+    };
+    // Audit event and signed receipt come first: no record, no output.
+    super::sign::record(p, &repo, a, &bundle, text, always_bundle, &started_at)?;
+    let io = match &product {
+        Product::Text(t) => p.product(t, out),
+        Product::Json(v) => p.product_json(v, out),
+    };
+    super::io_result(io)?;
     if let Some(out) = &a.output {
         let _ = p.err(&format!(
             "wrote {} ({})\n",

@@ -107,6 +107,7 @@ fn request(repo: &Repo, r: &Value) -> Result<Request, String> {
             offline: true,
             ..AdapterOptions::default()
         },
+        identities: None,
     })
 }
 
@@ -130,10 +131,10 @@ fn objects_by_id<'a>(bundle: &'a Value, id: &str) -> Vec<&'a Value> {
 
 fn check_resolution(repo: &Repo, r: &Value, e: &Value) -> Result<(), String> {
     let req = request(repo, r)?;
-    let res1 = resolve::resolve(repo, req.clone())?;
-    let b = bundle::compile(repo, &res1, "2000-01-01T00:00:00Z");
-    let res2 = resolve::resolve(repo, req)?;
-    let b2 = bundle::compile(repo, &res2, "2001-01-01T00:00:00Z");
+    let mut res1 = resolve::resolve(repo, req.clone())?;
+    let b = bundle::compile(repo, &mut res1, "2000-01-01T00:00:00Z");
+    let mut res2 = resolve::resolve(repo, req)?;
+    let b2 = bundle::compile(repo, &mut res2, "2001-01-01T00:00:00Z");
     if b["digest"] != b2["digest"] {
         return Err("a repeated run produced a different digest".into());
     }

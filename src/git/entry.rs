@@ -68,6 +68,8 @@ pub struct CachedMeta {
     undigested_remote_sources: Vec<(usize, String)>,
     declares_sources: bool,
     declares_canonical_source: bool,
+    /// The armored ciphertext of a private-collection member (not a secret: it is in the file).
+    sealed: Option<String>,
 }
 
 impl CachedMeta {
@@ -109,6 +111,7 @@ impl CachedMeta {
             undigested_remote_sources: m.undigested_remote_sources.clone(),
             declares_sources: m.declares_sources,
             declares_canonical_source: m.declares_canonical_source,
+            sealed: m.sealed.as_deref().map(str::to_string),
         }
     }
 
@@ -157,6 +160,7 @@ impl CachedMeta {
             undigested_remote_sources: self.undigested_remote_sources,
             declares_sources: self.declares_sources,
             declares_canonical_source: self.declares_canonical_source,
+            sealed: self.sealed.map(String::into_boxed_str),
         })
     }
 }

@@ -157,7 +157,19 @@ pub fn parse(member: &Member, bytes: &[u8], defaults: &Defaults<'_>) -> Parsed {
         }
     };
     let mut supplied: Vec<&'static str> = Vec::new();
-    if let Some(body) = body {
+    // An age-encrypted member: metadata from the clear header, no content (see crate::private).
+    let sealed = match crate::private::format::take_sealed(format, &mut fields, body) {
+        Ok(s) => s,
+        Err(message) => {
+            out.diags.push(
+                err(Code::SchemaInvalid, file, start_line, message)
+                    .field("extensions.ctx.private")
+                    .fix("restore the file from version control, or re-create it with `ctx private edit`"),
+            );
+            return out;
+        }
+    };
+    if let Some(body) = body.filter(|_| sealed.is_none()) {
         let body = body.trim_matches(['\n', '\r']);
         if !body.trim().is_empty() {
             if fields.contains_key("content") {
@@ -250,8 +262,13 @@ pub fn parse(member: &Member, bytes: &[u8], defaults: &Defaults<'_>) -> Parsed {
         d = d.fix(remediation(&v.field));
         out.diags.push(d);
     }
-    out.diags.extend(secrets::scan(text, file, &id));
+    let scanned = match sealed {
+        Some(_) => crate::private::format::mask_armor(text),
+        None => std::borrow::Cow::Borrowed(text),
+    };
+    out.diags.extend(secrets::scan(&scanned, file, &id));
     let mut meta = Meta::from_fields(&fields);
+    meta.sealed = sealed.map(String::into_boxed_str);
     // Provenance is judged on what the author declared, never on loader defaults.
     meta.declares_sources &= !supplied.contains(&"sources");
     meta.declares_canonical_source &= !supplied.contains(&"canonical_source");

@@ -101,6 +101,8 @@ pub struct Request {
     /// `--include` patterns: narrow the scope, never widen it.
     pub include: Vec<Pattern>,
     pub adapters: AdapterOptions,
+    /// The age identity that opens private objects (loaded on first use); None: not available.
+    pub identities: Option<std::sync::Arc<crate::private::Keyring>>,
 }
 
 /// An included object, ready to compile.
@@ -116,6 +118,11 @@ pub struct Selected {
     pub redacted: Vec<String>,
     /// The include pattern that put it in scope.
     pub matched: String,
+    /// Trust of content an adapter returned, when more cautious than the object's
+    /// own: an object never promotes the bytes it points at.
+    pub trust: Option<Trust>,
+    /// A private object's decrypted fields, in memory only (None for clear objects).
+    pub decrypted: Option<Box<crate::private::Opened>>,
 }
 
 /// An excluded object: only its id and the reason, never its content.
@@ -323,10 +330,44 @@ pub fn resolve(repo: &Repo, req: Request) -> Result<Resolution, String> {
     let mut included = Vec::new();
     for (i, matched, state, score) in selected_raw {
         let o = &objects[i];
-        let content = match (&o.content, o.meta.content_uri.as_deref()) {
+        // Private objects are decrypted only here: authorized, selected, in memory.
+        let decrypted = match o.meta.sealed {
+            Some(_) => match crate::private::open_object(o, req.identities.as_deref()) {
+                Ok(opened) => Some(Box::new(opened)),
+                Err(e) => {
+                    excluded.push(excl(o, "source-unavailable", Some(e.to_string()), None));
+                    warnings.push(Warning {
+                        id: Some(o.id.clone()),
+                        code: "source-unavailable".into(),
+                        message: format!("{}: private object not available: {e}", o.id),
+                        severity: e.severity(),
+                    });
+                    continue;
+                }
+            },
+            None => None,
+        };
+        let (own_content, content_uri) = match &decrypted {
+            Some(d) => (
+                &d.content,
+                d.fields.get("content_uri").and_then(Value::as_str),
+            ),
+            None => (&o.content, o.meta.content_uri.as_deref()),
+        };
+        let mut lowered = None;
+        let content = match (own_content, content_uri) {
             (Some(c), _) => Some(c.clone()),
-            (None, Some(uri)) => match adapters::load(uri, m, &req.adapters) {
-                Ok(loaded) => Some(loaded.content),
+            (None, Some(uri)) => match adapters::load_checked(
+                uri,
+                adapters::declared_digest(o).as_deref(),
+                m,
+                &req.adapters,
+            ) {
+                Ok(loaded) => {
+                    let t = adapters::more_cautious(o.meta.trust, loaded.trust);
+                    lowered = (t != o.meta.trust).then_some(t);
+                    Some(loaded.content)
+                }
                 Err(e) => {
                     excluded.push(excl(o, "source-unavailable", Some(e.to_string()), None));
                     warnings.push(Warning {
@@ -340,7 +381,10 @@ pub fn resolve(repo: &Repo, req: Request) -> Result<Resolution, String> {
             },
             (None, None) => None,
         };
-        let object_rules = object_redactions(o);
+        let object_rules = match &decrypted {
+            Some(d) => d.redactions(),
+            None => object_redactions(o),
+        };
         let rules: Vec<&Redaction> = m
             .redact
             .iter()
@@ -369,7 +413,20 @@ pub fn resolve(repo: &Repo, req: Request) -> Result<Resolution, String> {
                 severity: Severity::Warning,
             });
         }
-        if o.meta.trust == Trust::Untrusted {
+        if lowered == Some(Trust::Untrusted)
+            && o.meta.authority == crate::model::Authority::Canonical
+        {
+            warnings.push(Warning {
+                id: Some(o.id.clone()),
+                code: "untrusted-canonical".into(),
+                message: format!(
+                    "{} is canonical but its content_uri returned untrusted content; lower its authority or mirror the content into the repository",
+                    o.id
+                ),
+                severity: Severity::Error,
+            });
+        }
+        if lowered.unwrap_or(o.meta.trust) == Trust::Untrusted {
             warnings.push(Warning {
                 id: Some(o.id.clone()),
                 code: "untrusted-content".into(),
@@ -387,6 +444,8 @@ pub fn resolve(repo: &Repo, req: Request) -> Result<Resolution, String> {
             content,
             redacted,
             matched,
+            trust: lowered,
+            decrypted,
         });
     }
     excluded.sort();

@@ -2,6 +2,7 @@
 //! references, conflicts, ownership, provenance, approval and extensions.
 //! Per-file checks (syntax, schema, secrets) happen in [`crate::load::parse`].
 
+pub mod signing;
 pub mod supersession;
 
 use std::collections::{HashMap, HashSet};
@@ -88,6 +89,10 @@ pub fn validate(repo: &Repo, opts: ValidateOptions) -> Vec<Diagnostic> {
     conflicts(&idx, &sup.superseded, &mut out);
     ownership_and_provenance(repo, &mut out);
     principals(repo, &mut out);
+    content_uris(repo, &mut out);
+    signing::check(repo, &mut out);
+    // Private collections: configuration, and no plaintext where ciphertext belongs.
+    out.extend(crate::private::guard::check(repo));
     if opts.strict {
         strict_checks(repo, &mut out);
     }
@@ -395,6 +400,55 @@ fn principals(repo: &Repo, out: &mut Vec<Diagnostic>) {
                     );
                 }
             }
+        }
+    }
+}
+
+/// Static `content_uri` checks (nothing is fetched or read): a scheme no adapter
+/// handles, and a local path that leaves the repository, symlinks included.
+fn content_uris(repo: &Repo, out: &mut Vec<Diagnostic>) {
+    use crate::adapters::{self, file, AdapterError};
+    for o in &repo.objects {
+        let Some(uri) = o.meta.content_uri.as_deref() else {
+            continue;
+        };
+        match adapters::scheme(uri) {
+            None | Some("file") => {
+                let path = file::local_path(uri);
+                if let Err(AdapterError::PathTraversal(_)) =
+                    file::resolve_inside(&repo.manifest.root, path, uri)
+                {
+                    out.push(
+                        at(
+                            o,
+                            Diagnostic::error(
+                                Code::PathTraversal,
+                                format!(
+                                    "`content_uri` `{uri}` resolves outside the repository folder"
+                                ),
+                            ),
+                        )
+                        .field("content_uri")
+                        .expected("a path inside the folder holding the manifest")
+                        .actual(uri)
+                        .fix("move the file into the repository, or inline the content"),
+                    );
+                }
+            }
+            Some(s) if adapters::SCHEMES.contains(&s) => {}
+            Some(s) => out.push(
+                at(
+                    o,
+                    Diagnostic::error(
+                        Code::UnknownScheme,
+                        format!("no adapter handles the `{s}://` scheme of `content_uri` `{uri}`"),
+                    ),
+                )
+                .field("content_uri")
+                .expected(serde_json::json!(adapters::SCHEMES))
+                .actual(s)
+                .fix("use a built-in scheme, or inline the content"),
+            ),
         }
     }
 }

@@ -3,6 +3,7 @@
 
 mod support;
 
+mod adapters;
 mod bad_input;
 mod core;
 mod examples;
@@ -11,5 +12,7 @@ mod ops_git;
 mod ops_misc;
 mod ops_support;
 mod ops_write;
+mod private;
 mod readme;
 mod resolve;
+mod signing;

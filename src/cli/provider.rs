@@ -1,0 +1,411 @@
+//! `ctx provider sign|verify|trust`: ctx as a delegated context provider
+//! (`atmem.delegated-context-provider.v1`). `sign` turns a resolved bundle
+//! (its Markdown or JSON rendering are the exact context bytes) or a
+//! withholding decision into a signed envelope bound to one host turn;
+//! `verify` runs the contract's checks and reports its failure code;
+//! `trust` prints the host-side registration for a local key.
+
+use std::path::{Path, PathBuf};
+
+use clap::{Args, Subcommand, ValueEnum};
+use serde_json::{json, Value};
+
+use crate::bundle::render;
+use crate::canonical;
+use crate::error::{Error, Exit, Result};
+use crate::keys;
+use crate::manifest::Manifest;
+use crate::provider::{
+    self, Binding, Content, EnvelopeInput, ProviderRef, ReceiptRef, Registration, StateDir,
+    TrustStore, WithholdReason,
+};
+use crate::receipt::{self, Store};
+
+use super::{Global, Printer};
+
+#[derive(Debug, Args)]
+pub struct ProviderArgs {
+    #[command(subcommand)]
+    pub command: ProviderCommand,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum ProviderCommand {
+    /// Sign an envelope authorising a bundle's exact bytes, or withholding, for one turn.
+    Sign(SignArgs),
+    /// Verify an envelope as a host would; exit 1 with the contract's failure code.
+    Verify(VerifyArgs),
+    /// Print the host trust registration for a local key.
+    Trust(TrustArgs),
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Rendering {
+    Markdown,
+    Json,
+}
+
+/// Who the provider is (must match the host's trust registration).
+#[derive(Debug, Args, Clone)]
+pub struct Identity {
+    /// Provider id.
+    #[arg(long = "provider", default_value = "ctx", value_name = "ID")]
+    pub id: String,
+    /// Provider version.
+    #[arg(long = "provider-version", default_value = env!("CARGO_PKG_VERSION"), value_name = "VERSION")]
+    pub provider_version: String,
+    /// Provider instance id.
+    #[arg(long = "instance", default_value = "local", value_name = "ID")]
+    pub instance: String,
+}
+
+impl Identity {
+    fn provider_ref(&self) -> ProviderRef {
+        ProviderRef {
+            id: self.id.clone(),
+            version: self.provider_version.clone(),
+            instance_id: self.instance.clone(),
+        }
+    }
+}
+
+#[derive(Debug, Args)]
+pub struct SignArgs {
+    /// The host turn the result is for: JSON with run_id, turn_id, session_id, agent_id, user_id, workspace_id.
+    #[arg(long, value_name = "FILE")]
+    pub binding: PathBuf,
+    /// Signing key id (from `ctx keys`); also the envelope's key_id.
+    #[arg(long, value_name = "ID")]
+    pub key: String,
+    /// The resolved bundle (JSON) whose rendering is injected.
+    #[arg(long, value_name = "FILE", required_unless_present = "withhold")]
+    pub bundle: Option<PathBuf>,
+    /// Which rendering of the bundle is the exact context.
+    #[arg(long, value_enum, default_value = "markdown")]
+    pub render: Rendering,
+    /// Authorise withholding instead, with this reason code (e.g. POLICY_DENIED).
+    #[arg(long, value_name = "CODE")]
+    pub withhold: Option<String>,
+    /// The withholding may succeed if retried.
+    #[arg(long, requires = "withhold")]
+    pub retryable: bool,
+    /// The ctx receipt to cite (default: the bundle's current receipt in .ctx/receipts).
+    #[arg(long, value_name = "FILE")]
+    pub receipt: Option<PathBuf>,
+    #[command(flatten)]
+    pub identity: Identity,
+    /// Opaque source reference to include (repeatable).
+    #[arg(long = "source-ref", value_name = "REF")]
+    pub source_refs: Vec<String>,
+    /// Seconds until the envelope expires (1-300).
+    #[arg(long, default_value_t = 120, value_name = "SECS")]
+    pub lifetime: i64,
+    /// Issue time (RFC 3339; default now).
+    #[arg(long, value_name = "TIME")]
+    pub created_at: Option<String>,
+    /// Write the envelope to this file (atomically, never over an existing file).
+    #[arg(long, short = 'o', value_name = "FILE")]
+    pub output: Option<PathBuf>,
+}
+
+#[derive(Debug, Args)]
+pub struct VerifyArgs {
+    /// The envelope file, verified byte-for-byte as received.
+    pub envelope: PathBuf,
+    /// Trusted registrations (one object or an array, in the contract's trust.json form).
+    #[arg(long, value_name = "FILE")]
+    pub trust: PathBuf,
+    /// The host's authenticated binding for this turn.
+    #[arg(long, value_name = "FILE")]
+    pub binding: PathBuf,
+    /// Verification time (RFC 3339; default now).
+    #[arg(long, value_name = "TIME")]
+    pub at: Option<String>,
+    /// Acceptance-state folder: one result per turn, nonce and idempotency checks.
+    #[arg(long, value_name = "DIR")]
+    pub state: Option<PathBuf>,
+    /// Write the verified context bytes, exactly, to this file (`-` for stdout).
+    #[arg(long, value_name = "FILE")]
+    pub context_out: Option<PathBuf>,
+    /// Accept registrations marked fixture_key_only (conformance tests only).
+    #[arg(long)]
+    pub allow_fixture_keys: bool,
+    /// Output format.
+    #[arg(long, default_value = "human", value_parser = ["human", "json"])]
+    pub format: String,
+}
+
+#[derive(Debug, Args)]
+pub struct TrustArgs {
+    /// Local key id.
+    #[arg(long, value_name = "ID")]
+    pub key: String,
+    #[command(flatten)]
+    pub identity: Identity,
+    /// Allowed workspace id (repeatable; default any).
+    #[arg(long = "workspace", value_name = "ID")]
+    pub workspaces: Vec<String>,
+    /// Allowed agent id (repeatable; default any).
+    #[arg(long = "agent", value_name = "ID")]
+    pub agents: Vec<String>,
+    /// Allowed user id (repeatable; default any).
+    #[arg(long = "user", value_name = "ID")]
+    pub users: Vec<String>,
+}
+
+pub fn run(g: &Global, p: &Printer, a: &ProviderArgs) -> Result<Exit> {
+    match &a.command {
+        ProviderCommand::Sign(x) => sign(g, p, x),
+        ProviderCommand::Verify(x) => verify(g, p, x),
+        ProviderCommand::Trust(x) => trust(g, p, x),
+    }
+}
+
+fn abs(g: &Global, p: &Path) -> PathBuf {
+    if p.is_absolute() {
+        p.to_path_buf()
+    } else {
+        g.cwd.join(p)
+    }
+}
+
+fn read(g: &Global, p: &Path) -> Result<Vec<u8>> {
+    let path = abs(g, p);
+    std::fs::read(&path).map_err(|e| match e.kind() {
+        std::io::ErrorKind::NotFound => {
+            Error::NotFound(format!("{}: no such file", path.display()))
+        }
+        _ => Error::io(&path, &e),
+    })
+}
+
+fn binding(g: &Global, p: &Path) -> Result<Binding> {
+    Binding::from_json_slice(&read(g, p)?)
+        .map_err(|e| Error::Invalid(format!("{}: {e}", p.display())))
+}
+
+/// The repository, when there is one (signing works outside repositories
+/// given --receipt).
+fn repo_manifest(g: &Global) -> Result<Option<Manifest>> {
+    match Manifest::discover(g.dir.as_deref(), &g.cwd) {
+        Ok((m, _)) => Ok(Some(m)),
+        Err(Error::ManifestNotFound { .. }) if g.dir.is_none() => Ok(None),
+        Err(e) => Err(e),
+    }
+}
+
+fn sign(g: &Global, p: &Printer, a: &SignArgs) -> Result<Exit> {
+    let m = repo_manifest(g)?;
+    let binding = binding(g, &a.binding)?;
+    let bundle = match &a.bundle {
+        Some(f) => {
+            let (_, b) = receipt::read_json(&abs(g, f)).map_err(Error::Invalid)?;
+            receipt::check_bundle(&b).map_err(|e| {
+                Error::Invalid(format!("{}: not an intact bundle: {e}", f.display()))
+            })?;
+            Some(b)
+        }
+        None => None,
+    };
+    let cited = cited_receipt(g, m.as_ref(), a, bundle.as_ref())?;
+    let content = match (&a.withhold, &bundle) {
+        (Some(code), _) => Content::Withhold(WithholdReason {
+            code: code.clone(),
+            retryable: a.retryable,
+        }),
+        (None, Some(b)) => Content::Inject(match a.render {
+            Rendering::Markdown => render::markdown(b),
+            Rendering::Json => render::json(b),
+        }),
+        (None, None) => {
+            return Err(Error::Usage(
+                "give --bundle FILE to inject, or --withhold CODE".into(),
+            ))
+        }
+    };
+    let receipt_ref = ReceiptRef {
+        id: cited["id"].as_str().unwrap_or("").to_string(),
+        contract_id: receipt::DOMAIN.to_string(),
+        sha256: canonical::sha256_hex(
+            &canonical::jcs(&cited).map_err(|e| Error::Invalid(e.to_string()))?,
+        ),
+    };
+    let mut input = EnvelopeInput::new(a.identity.provider_ref(), binding, content, receipt_ref);
+    input.source_refs = a.source_refs.clone();
+    input.lifetime_secs = a.lifetime;
+    if let Some(t) = &a.created_at {
+        input.created_at = crate::time::parse_timestamp(t).ok_or_else(|| {
+            Error::Usage(format!("--created-at `{t}` is not an RFC 3339 instant"))
+        })?;
+    }
+    let key = keys::load(&a.key, m.as_ref().map(|m| m.root.as_path()))?;
+    let envelope =
+        provider::sign_envelope(&input, &key, &a.key).map_err(|e| Error::Invalid(e.to_string()))?;
+    let text = serde_json::to_string_pretty(&envelope).expect("JSON") + "\n";
+    match &a.output {
+        Some(out) => {
+            let path = abs(g, out);
+            receipt::store::write_new(&path, text.as_bytes()).map_err(|e| match e.kind() {
+                std::io::ErrorKind::AlreadyExists => Error::Invalid(format!(
+                    "{}: already exists; envelopes are never overwritten",
+                    path.display()
+                )),
+                _ => Error::io(&path, &e),
+            })?;
+            let _ = p.err(&format!(
+                "wrote envelope {} ({}, expires {}, key {})\n",
+                out.display(),
+                envelope["decision"].as_str().unwrap_or(""),
+                envelope["expires_at"].as_str().unwrap_or(""),
+                a.key
+            ));
+        }
+        None => super::io_result(p.out(&text))?,
+    }
+    Ok(Exit::Ok)
+}
+
+/// The receipt the envelope cites: `--receipt FILE`, else the bundle's
+/// current receipt in the repository store. It must name the bundle and,
+/// inside a repository, verify under the manifest's keys.
+fn cited_receipt(
+    g: &Global,
+    m: Option<&Manifest>,
+    a: &SignArgs,
+    bundle: Option<&Value>,
+) -> Result<Value> {
+    let bundle_id = bundle.and_then(|b| b["bundle_id"].as_str());
+    let r = match (&a.receipt, bundle, m) {
+        (Some(f), _, _) => receipt::read_json(&abs(g, f)).map_err(Error::Invalid)?.1,
+        (None, Some(b), Some(m)) => {
+            // The newest uncorrected receipt made for exactly this bundle file.
+            let store = Store::new(receipt::default_dir(&m.root));
+            let all = store.all().map_err(Error::Invalid)?;
+            let by = receipt::store::supersessions(&all).map_err(Error::Invalid)?;
+            let newest = all
+                .into_iter()
+                .map(|(_, r)| r)
+                .filter(|r| receipt::check_link(r, b).is_ok())
+                .filter(|r| !by.contains_key(r["id"].as_str().unwrap_or("")))
+                .max_by(|x, y| x["completed_at"].as_str().cmp(&y["completed_at"].as_str()));
+            let Some(r) = newest else {
+                return Err(Error::Invalid(format!(
+                    "no receipt for bundle {} in {}\n  help: produce the bundle with `ctx bundle --sign`, or pass --receipt FILE",
+                    bundle_id.unwrap_or(""),
+                    store.dir().display()
+                )));
+            };
+            r
+        }
+        _ => {
+            return Err(Error::Usage(
+                "an envelope must cite a receipt: pass --receipt FILE (or --bundle inside a repository with a signed receipt)".into(),
+            ))
+        }
+    };
+    if r.get("type").and_then(Value::as_str) != Some("receipt") {
+        return Err(Error::Invalid(
+            "--receipt: not a ctx receipt (type is not \"receipt\")".into(),
+        ));
+    }
+    if let Some(id) = bundle_id {
+        let names = r.get("bundle_ref").and_then(Value::as_str);
+        if names != Some(id) {
+            return Err(Error::Invalid(format!(
+                "the receipt names bundle {}, not {id}",
+                names.unwrap_or("(none)")
+            )));
+        }
+    }
+    if let Some(m) = m {
+        let (trusted, _) = keys::declared(m);
+        receipt::verify(&r, &trusted)
+            .map_err(|e| Error::Invalid(format!("the cited receipt does not verify: {e}")))?;
+    }
+    Ok(r)
+}
+
+fn verify(g: &Global, p: &Printer, a: &VerifyArgs) -> Result<Exit> {
+    let bytes = read(g, &a.envelope)?;
+    let trust = TrustStore::from_json_slice(&read(g, &a.trust)?, a.allow_fixture_keys)
+        .map_err(|e| Error::Invalid(format!("{}: {e}", a.trust.display())))?;
+    let binding = binding(g, &a.binding)?;
+    let at = super::resolve::at_flag(a.at.as_deref())?;
+    let state = match &a.state {
+        Some(d) => Some(StateDir::open(abs(g, d)).map_err(|e| Error::Invalid(e.to_string()))?),
+        None => None,
+    };
+    let result = provider::verify_envelope(&bytes, &trust, &binding, at, state.as_ref());
+    let json_out = a.format == "json";
+    match result {
+        Ok(acc) => {
+            if let (Some(out), Some(ctx)) = (&a.context_out, &acc.context) {
+                if out == Path::new("-") {
+                    super::io_result(p.out(ctx))?;
+                } else {
+                    let path = abs(g, out);
+                    super::printer::write_atomic(&path, ctx.as_bytes(), false)
+                        .map_err(|e| Error::io(&path, &e))?;
+                }
+            }
+            let text = if json_out {
+                serde_json::to_string_pretty(&json!({"accepted": true, "evidence": acc.evidence()}))
+                    .expect("JSON")
+                    + "\n"
+            } else {
+                let what = match &acc.context_sha256 {
+                    Some(h) => format!(
+                        "inject of {} bytes (sha256 {h})",
+                        acc.context.as_ref().map_or(0, String::len)
+                    ),
+                    None => format!(
+                        "withhold ({})",
+                        acc.withhold_reason.as_ref().map_or("", |r| r.code.as_str())
+                    ),
+                };
+                format!(
+                    "accepted: {what}\n  provider {} {} instance {}, key {}\n  acceptance: {}\n  note: this proves the provider authorised it for this turn, not that it was delivered\n",
+                    acc.provider.id, acc.provider.version, acc.provider.instance_id, acc.key_id, acc.acceptance.as_str()
+                )
+            };
+            // With --context-out -, stdout carries the exact bytes only.
+            if a.context_out.as_deref() == Some(Path::new("-")) {
+                let _ = p.err(&text);
+            } else {
+                super::io_result(p.out(&text))?;
+            }
+            Ok(Exit::Ok)
+        }
+        Err(f) => {
+            let text = if json_out {
+                serde_json::to_string_pretty(&json!({"accepted": false, "failure": f.to_json()}))
+                    .expect("JSON")
+                    + "\n"
+            } else {
+                format!("rejected: {f}\n")
+            };
+            super::io_result(p.out(&text))?;
+            Ok(Exit::Invalid)
+        }
+    }
+}
+
+fn trust(g: &Global, p: &Printer, a: &TrustArgs) -> Result<Exit> {
+    let m = repo_manifest(g)?;
+    let key = keys::load(&a.key, m.as_ref().map(|m| m.root.as_path()))?;
+    let mut r = Registration::new(a.identity.provider_ref(), a.key.clone(), key.public_key());
+    for (list, given) in [
+        (&mut r.workspace_ids, &a.workspaces),
+        (&mut r.agent_ids, &a.agents),
+        (&mut r.user_ids, &a.users),
+    ] {
+        if !given.is_empty() {
+            *list = given.clone();
+        }
+    }
+    let store = TrustStore::new(vec![r]).map_err(|e| Error::Invalid(e.to_string()))?;
+    super::io_result(
+        p.out(&(serde_json::to_string_pretty(&store.to_json()).expect("JSON") + "\n")),
+    )?;
+    Ok(Exit::Ok)
+}

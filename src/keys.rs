@@ -1,0 +1,266 @@
+//! Where signing keys live, and which public keys a repository trusts.
+//!
+//! Private keys are per user, never per repository: they live in
+//! `$XDG_CONFIG_HOME/ctx/keys/<id>.pem` (or `~/.config/ctx/keys/`), mode
+//! 0600, and ctx refuses a key path inside the repository, inside a git work
+//! tree where it is not ignored, or tracked by git — so `git add -A` can
+//! never publish a secret. Trusted *public* keys live in the manifest's
+//! namespaced extension `extensions: { ctx.keys: { <id>: { ed25519: "<b64>" } } }`,
+//! so a CI job needs only the repository to verify a signature.
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+use crate::error::{Error, Result};
+use crate::manifest::Manifest;
+use crate::signing::{PublicKey, SigningKeyPair};
+
+mod declare;
+
+pub use declare::{declare_text, write_manifest, Declared};
+
+/// The manifest extension holding trusted public keys.
+pub const EXTENSION: &str = "ctx.keys";
+
+/// A key id: 1–64 characters of `[a-z0-9._-]`, starting with a letter or
+/// digit, so it is a safe file name, a plain YAML key and an envelope key id.
+pub fn check_id(id: &str) -> Result<()> {
+    let ok = !id.is_empty()
+        && id.len() <= 64
+        && id.as_bytes()[0].is_ascii_alphanumeric()
+        && id
+            .bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b"._-".contains(&b));
+    if ok {
+        Ok(())
+    } else {
+        Err(Error::Usage(format!(
+            "key id `{id}`: expected 1-64 characters of a-z, 0-9, '.', '_', '-' starting with a letter or digit (e.g. release-bot)"
+        )))
+    }
+}
+
+/// `$XDG_CONFIG_HOME/ctx/keys`, else `$HOME/.config/ctx/keys` (else
+/// `%APPDATA%\ctx\keys`). A relative XDG_CONFIG_HOME is ignored, as the XDG
+/// specification requires.
+pub fn key_dir() -> Result<PathBuf> {
+    let abs = |v: Option<std::ffi::OsString>| {
+        v.map(PathBuf::from)
+            .filter(|p| p.is_absolute() && !p.as_os_str().is_empty())
+    };
+    let base = abs(std::env::var_os("XDG_CONFIG_HOME"))
+        .or_else(|| abs(std::env::var_os("HOME")).map(|h| h.join(".config")))
+        .or_else(|| abs(std::env::var_os("APPDATA")))
+        .ok_or_else(|| {
+            Error::Invalid(
+                "cannot find your configuration folder: neither XDG_CONFIG_HOME nor HOME is set to an absolute path\n  help: set XDG_CONFIG_HOME to a private folder outside any repository".into(),
+            )
+        })?;
+    Ok(base.join("ctx").join("keys"))
+}
+
+/// The private key file of `id`.
+pub fn key_path(id: &str) -> Result<PathBuf> {
+    check_id(id)?;
+    Ok(key_dir()?.join(format!("{id}.pem")))
+}
+
+/// Ids of the private keys present in the key folder, sorted.
+pub fn local_keys() -> Result<BTreeMap<String, PathBuf>> {
+    let dir = key_dir()?;
+    let mut out = BTreeMap::new();
+    let entries = match std::fs::read_dir(&dir) {
+        Ok(e) => e,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(out),
+        Err(e) => return Err(Error::io(&dir, &e)),
+    };
+    for entry in entries.flatten() {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        if let Some(id) = name.strip_suffix(".pem") {
+            if check_id(id).is_ok() {
+                out.insert(id.to_string(), entry.path());
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// Refuse a private-key path that could end up in version control: inside
+/// the repository, tracked by git, or inside a git work tree without being
+/// ignored. `repo_root` is the repository in use, when there is one.
+pub fn guard_path(path: &Path, repo_root: Option<&Path>) -> Result<()> {
+    let refuse = |why: String| {
+        Err(Error::Invalid(format!(
+            "{}: refusing to use this private key location: {why}\n  help: keep keys outside repositories; unset XDG_CONFIG_HOME or point it at a private folder such as ~/.config",
+            path.display()
+        )))
+    };
+    let existing = nearest_existing(path);
+    if let (Some(root), Some(near)) = (repo_root, existing.as_deref()) {
+        if let Ok(root) = root.canonicalize() {
+            if near.starts_with(&root) {
+                return refuse(format!("it is inside the repository {}", root.display()));
+            }
+        }
+    }
+    let Some(near) = existing else {
+        return Ok(());
+    };
+    let dir = if near.is_dir() {
+        near.clone()
+    } else {
+        near.parent().map(Path::to_path_buf).unwrap_or(near.clone())
+    };
+    let Some(top) = git(&dir, &["rev-parse", "--show-toplevel"]).and_then(|o| o.ok()) else {
+        return Ok(()); // not in a work tree, or no git installed
+    };
+    let top = top.trim().to_string();
+    let p = path.to_string_lossy();
+    if path.exists()
+        && git(&dir, &["ls-files", "--error-unmatch", "--", &p])
+            .and_then(|o| o.ok())
+            .is_some()
+    {
+        return refuse(format!("git tracks it (work tree {top})"));
+    }
+    match git(&dir, &["check-ignore", "-q", "--", &p]) {
+        Some(Ok(_)) => Ok(()),
+        _ => refuse(format!(
+            "it is inside the git work tree {top} and not ignored, so it could be committed"
+        )),
+    }
+}
+
+/// The path itself if it exists, else its closest existing ancestor
+/// (canonicalised).
+fn nearest_existing(path: &Path) -> Option<PathBuf> {
+    let mut p = Some(path);
+    while let Some(cur) = p {
+        if let Ok(c) = cur.canonicalize() {
+            return Some(c);
+        }
+        p = cur.parent();
+    }
+    None
+}
+
+/// Run git quietly: `None` when git cannot run, `Some(Err)` on a non-zero exit.
+fn git(dir: &Path, args: &[&str]) -> Option<std::result::Result<String, ()>> {
+    let out = Command::new("git")
+        .arg("-C")
+        .arg(dir)
+        .args(args)
+        .stdin(Stdio::null())
+        .stderr(Stdio::null())
+        .output()
+        .ok()?;
+    Some(if out.status.success() {
+        Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+    } else {
+        Err(())
+    })
+}
+
+/// Load the private key `id` from the key folder (mode and location checked).
+pub fn load(id: &str, repo_root: Option<&Path>) -> Result<SigningKeyPair> {
+    let path = key_path(id)?;
+    if !path.exists() {
+        return Err(Error::Invalid(format!(
+            "{}: no private key `{id}` in this user's key folder\n  help: create one with `ctx keys generate --id {id} --declare`, or pick another with --key (see `ctx keys list`)",
+            path.display()
+        )));
+    }
+    guard_path(&path, repo_root)?;
+    SigningKeyPair::load(&path).map_err(|e| Error::Invalid(e.to_string()))
+}
+
+/// The public keys the manifest trusts, and a message per malformed entry.
+pub fn declared(m: &Manifest) -> (BTreeMap<String, PublicKey>, Vec<String>) {
+    let mut keys = BTreeMap::new();
+    let mut errors = Vec::new();
+    let Some(ext) = m.extension(EXTENSION) else {
+        return (keys, errors);
+    };
+    let Some(map) = ext.as_object() else {
+        errors.push(format!(
+            "{}: extensions.{EXTENSION}: expected a mapping of key id to {{ed25519: <base64>}}",
+            m.file
+        ));
+        return (keys, errors);
+    };
+    for (id, entry) in map {
+        match PublicKey::from_manifest_entry(entry) {
+            Ok(k) => {
+                keys.insert(id.clone(), k);
+            }
+            Err(e) => errors.push(format!("{}: extensions.{EXTENSION}.{id}: {e}", m.file)),
+        }
+    }
+    (keys, errors)
+}
+
+/// The key to sign with: `--key ID`, else the only declared key whose
+/// private half is present here. The private key must match the declared
+/// public key, so nothing is signed that the repository would not trust.
+pub fn signing_key(m: &Manifest, wanted: Option<&str>) -> Result<(String, SigningKeyPair)> {
+    let (declared, errors) = declared(m);
+    let id = match wanted {
+        Some(id) => id.to_string(),
+        None => {
+            let local = local_keys()?;
+            let usable: Vec<&String> = declared.keys().filter(|k| local.contains_key(*k)).collect();
+            match usable.as_slice() {
+                [one] => (*one).clone(),
+                [] => {
+                    return Err(Error::Invalid(format!(
+                        "no signing key: none of the keys declared in {} (extensions.{EXTENSION}) has a private key in {}\n  help: run `ctx keys generate --id <name> --declare`",
+                        m.file,
+                        key_dir()?.display()
+                    )))
+                }
+                many => {
+                    return Err(Error::Usage(format!(
+                        "several declared keys are available ({}); choose one with --key",
+                        many.iter().map(|s| s.as_str()).collect::<Vec<_>>().join(", ")
+                    )))
+                }
+            }
+        }
+    };
+    check_id(&id)?;
+    let Some(public) = declared.get(&id) else {
+        let mut msg = format!(
+            "key `{id}` is not declared in {} under extensions.{EXTENSION}, so a verifier would not trust its signatures\n  help: run `ctx keys generate --id {id} --declare` for a new key",
+            m.file
+        );
+        if !errors.is_empty() {
+            msg.push_str(&format!("\n  note: {}", errors.join("; ")));
+        }
+        return Err(Error::Invalid(msg));
+    };
+    let pair = load(&id, Some(&m.root))?;
+    if pair.public_key() != *public {
+        return Err(Error::Invalid(format!(
+            "{}: the private key `{id}` does not match the public key declared in {} (expected {}, found {})\n  help: declare this key's public half, or use the matching private key",
+            key_path(&id)?.display(),
+            m.file,
+            public.fingerprint(),
+            pair.public_key().fingerprint()
+        )));
+    }
+    Ok((id, pair))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ids_are_safe_file_names() {
+        assert!(check_id("release-bot").is_ok());
+        assert!(check_id("ci.key_2").is_ok());
+        for bad in ["", "-x", ".hidden", "a/b", "A", "a b", "ä", &"x".repeat(65)] {
+            assert!(check_id(bad).is_err(), "{bad:?}");
+        }
+    }
+}

@@ -1,0 +1,67 @@
+//! What `ctx validate` (and so the pre-commit hook) checks for private collections:
+//! the `ctx.private` configuration, and that no member holds plaintext, so private
+//! context cannot be committed in clear by accident. Needs no key.
+
+use crate::diag::{Code, Diagnostic};
+use crate::load::Repo;
+
+use super::config::{short, PrivateConfig};
+use super::format;
+
+/// Findings for the private collections of a loaded repository.
+pub fn check(repo: &Repo) -> Vec<Diagnostic> {
+    let (cfg, mut out) = PrivateConfig::from_manifest(&repo.manifest);
+    for o in &repo.objects {
+        let at = |d: Diagnostic| {
+            d.file(o.origin.file.clone())
+                .line(o.origin.line)
+                .id(o.id.clone())
+        };
+        let collection = o.origin.collection.as_deref().unwrap_or("");
+        match (cfg.collection(collection), o.meta.sealed.is_some()) {
+            (Some(_), false) => out.push(
+                at(Diagnostic::error(
+                    Code::SecretDetected,
+                    format!("plaintext in private collection `{collection}`: this file must be encrypted before it is committed"),
+                ))
+                .field("content")
+                .expected("an age-encrypted file (extensions.ctx.private.encrypted: true)")
+                .actual("plaintext")
+                .fix(format!(
+                    "run `ctx private encrypt {}`; if plaintext was already committed, it stays in git history: rotate what it holds",
+                    o.origin.file
+                )),
+            ),
+            (Some(keys), true) => {
+                let doc: serde_json::Map<String, serde_json::Value> =
+                    serde_json::from_str(&o.doc).unwrap_or_default();
+                let recorded = format::marker_recipients(&doc);
+                let current = keys.keys();
+                if recorded != current {
+                    let added: Vec<String> = current.iter().filter(|k| !recorded.contains(k)).map(|k| short(k)).collect();
+                    let removed: Vec<String> = recorded.iter().filter(|k| !current.contains(k)).map(|k| short(k)).collect();
+                    out.push(
+                        at(Diagnostic::warning(
+                            Code::Stale,
+                            format!("encrypted to an outdated recipient list for private collection `{collection}`"),
+                        ))
+                        .field("extensions.ctx.private.recipients")
+                        .expected(format!("{} current recipient(s)", current.len()))
+                        .actual(format!("to add: [{}]; to remove: [{}]", added.join(", "), removed.join(", ")))
+                        .fix("run `ctx private rekey` with an identity that can decrypt the collection"),
+                    );
+                }
+            }
+            (None, true) => out.push(
+                at(Diagnostic::warning(
+                    Code::ManifestInvalid,
+                    format!("encrypted file in `{collection}`, which is not a private collection"),
+                ))
+                .field("extensions.ctx.private")
+                .fix(format!("declare `{collection}` under `extensions.ctx.private.collections` with its recipients, so encrypt, rekey and status manage it")),
+            ),
+            (None, false) => {}
+        }
+    }
+    out
+}

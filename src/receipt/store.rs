@@ -1,0 +1,188 @@
+//! The receipt store: a folder of receipt files (default `.ctx/receipts/`,
+//! meant to be committed). Append-only: files are created with no-clobber
+//! renames and never rewritten; a correction is a new file whose receipt
+//! `supersedes` the wrong one. Signing the same bundle content again (a new
+//! run) is a new receipt, not a correction. One lock (on the folder)
+//! serialises writers, so two concurrent corrections cannot both supersede
+//! the same receipt (a fork).
+use std::collections::BTreeMap;
+use std::fs::{File, OpenOptions};
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use fs4::FileExt;
+use serde_json::Value;
+
+const LOCK_FILE: &str = ".lock";
+
+/// A receipt folder.
+#[derive(Debug, Clone)]
+pub struct Store {
+    dir: PathBuf,
+}
+
+/// A receipt file and its parsed content (or why it could not be read).
+pub type Entry = (PathBuf, Result<Value, String>);
+
+impl Store {
+    pub fn new(dir: impl Into<PathBuf>) -> Self {
+        Self { dir: dir.into() }
+    }
+
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// Every `*.json` file in the folder, sorted by name. A missing folder
+    /// is an empty store.
+    pub fn scan(&self) -> Result<Vec<Entry>, String> {
+        let rd = match std::fs::read_dir(&self.dir) {
+            Ok(rd) => rd,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+            Err(e) => return Err(format!("{}: {e}", self.dir.display())),
+        };
+        let mut paths: Vec<PathBuf> = rd
+            .flatten()
+            .map(|e| e.path())
+            .filter(|p| p.extension().is_some_and(|x| x == "json") && p.is_file())
+            .collect();
+        paths.sort();
+        Ok(paths
+            .into_iter()
+            .map(|p| {
+                let v = super::read_json(&p).map(|(_, v)| v);
+                (p, v)
+            })
+            .collect())
+    }
+
+    /// Every receipt in the store; any unreadable file is an error (a
+    /// store that cannot be read completely is not trusted to be complete).
+    pub fn all(&self) -> Result<Vec<(PathBuf, Value)>, String> {
+        self.scan()?
+            .into_iter()
+            .map(|(p, v)| v.map(|v| (p, v)))
+            .filter(|r| !matches!(r, Ok((_, v)) if v.get("type").and_then(Value::as_str) != Some("receipt")))
+            .collect()
+    }
+
+    /// The receipts that name `bundle_id`.
+    pub fn for_bundle(&self, bundle_id: &str) -> Result<Vec<(PathBuf, Value)>, String> {
+        Ok(self
+            .all()?
+            .into_iter()
+            .filter(|(_, v)| v.get("bundle_ref").and_then(Value::as_str) == Some(bundle_id))
+            .collect())
+    }
+
+    /// Add a receipt as `<bundle_ref>.json` (or `.2.json`, … when that
+    /// bundle was already signed). A receipt that `supersedes` another must
+    /// name a receipt in this store that nothing supersedes yet, so
+    /// corrections form chains, never forks. Returns the new file's path.
+    pub fn append(&self, receipt: &Value) -> Result<PathBuf, String> {
+        std::fs::create_dir_all(&self.dir).map_err(|e| format!("{}: {e}", self.dir.display()))?;
+        let _lock = self.lock()?;
+        if let Some(target) = receipt.get("supersedes").and_then(Value::as_str) {
+            let all = self.all()?;
+            let by = supersessions(&all)?;
+            if !all
+                .iter()
+                .any(|(_, v)| v.get("id").and_then(Value::as_str) == Some(target))
+            {
+                return Err(format!(
+                    "supersedes {target}: no such receipt in {}",
+                    self.dir.display()
+                ));
+            }
+            if let Some(other) = by.get(target) {
+                return Err(format!("supersedes {target}: it was already corrected by {other}; correct that one instead"));
+            }
+        }
+        let bundle_id = receipt
+            .get("bundle_ref")
+            .and_then(Value::as_str)
+            .unwrap_or("receipt");
+        let text = super::to_pretty(receipt);
+        let mut n = 1u32;
+        loop {
+            let name = if n == 1 {
+                format!("{bundle_id}.json")
+            } else {
+                format!("{bundle_id}.{n}.json")
+            };
+            n += 1;
+            let path = self.dir.join(name);
+            if path.exists() {
+                continue;
+            }
+            match write_new(&path, text.as_bytes()) {
+                Ok(()) => return Ok(path),
+                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
+                Err(e) => return Err(format!("{}: {e}", path.display())),
+            }
+        }
+    }
+
+    /// Exclusive lock on the folder itself where the platform allows it
+    /// (no stray lock file among committed receipts), else on a lock file.
+    fn lock(&self) -> Result<File, String> {
+        #[cfg(unix)]
+        if let Ok(dir) = File::open(&self.dir) {
+            FileExt::lock(&dir).map_err(|e| format!("{}: {e}", self.dir.display()))?;
+            return Ok(dir);
+        }
+        let path = self.dir.join(LOCK_FILE);
+        let file = OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .read(true)
+            .write(true)
+            .open(&path)
+            .map_err(|e| format!("{}: {e}", path.display()))?;
+        FileExt::lock(&file).map_err(|e| format!("{}: {e}", path.display()))?;
+        Ok(file)
+    }
+}
+
+/// Superseded receipt id → the id of the receipt that corrects it. A
+/// receipt corrected twice (a fork) is an error.
+pub fn supersessions(receipts: &[(PathBuf, Value)]) -> Result<BTreeMap<String, String>, String> {
+    let mut by = BTreeMap::new();
+    for (_, v) in receipts {
+        let (Some(id), Some(target)) = (
+            v.get("id").and_then(Value::as_str),
+            v.get("supersedes").and_then(Value::as_str),
+        ) else {
+            continue;
+        };
+        if let Some(first) = by.insert(target.to_string(), id.to_string()) {
+            if first != id {
+                return Err(format!(
+                    "receipt {target} is superseded twice (by {first} and {id})"
+                ));
+            }
+        }
+    }
+    Ok(by)
+}
+
+/// Create `path` with `bytes` atomically; fails if it exists.
+pub fn write_new(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    let dir = path.parent().unwrap_or(Path::new("."));
+    let mut tmp = tempfile::Builder::new()
+        .prefix(".ctx-")
+        .suffix(".tmp")
+        .tempfile_in(dir)?;
+    tmp.write_all(bytes)?;
+    // Receipts are meant to be committed and read by CI: world-readable
+    // like any other repository file, not 0600 like a temp file.
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        tmp.as_file()
+            .set_permissions(std::fs::Permissions::from_mode(0o644))?;
+    }
+    tmp.as_file().sync_all()?;
+    tmp.persist_noclobber(path).map_err(|e| e.error)?;
+    Ok(())
+}
