@@ -184,18 +184,46 @@ pub fn repo_diff(
     let (b, a) = (index(before, keep_before), index(after, keep_after));
     let mut d = RepoDiff::default();
     let precedence = &after.manifest.precedence;
+    // Match by key; then an object that only gained (or changed) its version number in
+    // the same file is the same object, not a removal and an addition.
+    let mut pairs: Vec<(String, usize, usize)> = Vec::new();
+    let mut gone: Vec<(&String, usize)> = Vec::new();
     for (key, &i) in &b {
-        if !a.contains_key(key) {
-            d.removed
-                .push((key.clone(), before.objects[i].origin.file.clone()));
+        match a.get(key) {
+            Some(&j) => pairs.push((key.clone(), i, j)),
+            None => gone.push((key, i)),
         }
     }
-    for (key, &j) in &a {
-        let Some(&i) = b.get(key) else {
-            d.added
-                .push((key.clone(), after.objects[j].origin.file.clone()));
-            continue;
-        };
+    let mut new: Vec<(&String, usize)> = a
+        .iter()
+        .filter(|(k, _)| !b.contains_key(*k))
+        .map(|(k, &j)| (k, j))
+        .collect();
+    gone.retain(|&(_, i)| {
+        let ob = &before.objects[i];
+        let same = new.iter().position(|&(_, j)| {
+            let oa = &after.objects[j];
+            oa.id == ob.id && oa.origin.file == ob.origin.file
+        });
+        match same {
+            Some(pos) => {
+                let (k, j) = new.remove(pos);
+                pairs.push((k.clone(), i, j));
+                false
+            }
+            None => true,
+        }
+    });
+    for (key, i) in gone {
+        d.removed
+            .push((key.clone(), before.objects[i].origin.file.clone()));
+    }
+    for (key, j) in &new {
+        d.added
+            .push(((*key).clone(), after.objects[*j].origin.file.clone()));
+    }
+    pairs.sort();
+    for (key, i, j) in pairs {
         let (ob, oa) = (&before.objects[i], &after.objects[j]);
         let changes = object_diff(&ob.fields(), &oa.fields());
         if changes.is_empty() {

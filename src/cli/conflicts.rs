@@ -22,6 +22,7 @@ pub struct ConflictsArgs {
 }
 
 pub fn run(g: &Global, p: &Printer, a: &ConflictsArgs) -> Result<Exit> {
+    let progress = super::progress::Progress::start("loading");
     let repo = super::validate::load_repo(g, crate::load::DEFAULT_MAX_FILE_SIZE)?;
     let findings: Vec<_> = validate::validate(&repo, ValidateOptions { strict: false })
         .into_iter()
@@ -30,6 +31,7 @@ pub fn run(g: &Global, p: &Printer, a: &ConflictsArgs) -> Result<Exit> {
     let failed = findings
         .iter()
         .any(|d| a.strict || d.severity == Severity::Error);
+    progress.finish();
     super::findings::emit(p, &repo, &findings, a.format, failed, "conflicts")?;
     Ok(if failed { Exit::Invalid } else { Exit::Ok })
 }

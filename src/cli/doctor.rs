@@ -205,8 +205,10 @@ fn human(
     };
     let _ = writeln!(out, "\nContext health: {}%{floor}", format_score(score));
     let summary = render::summary(findings, repo.objects.len());
-    if failures.is_empty() {
+    if failures.is_empty() && findings.is_empty() {
         let _ = writeln!(out, "✓ healthy: {summary}");
+    } else if failures.is_empty() {
+        let _ = writeln!(out, "✓ passed the health gates: {summary}");
     }
     for f in failures {
         match f {

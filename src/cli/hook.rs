@@ -55,11 +55,21 @@ fn hook_path(git: &Git) -> Result<PathBuf> {
         .run(&["rev-parse", "--git-path", "hooks/pre-commit"])
         .map_err(|e| Error::Invalid(e.to_string()))?;
     let rel = PathBuf::from(String::from_utf8_lossy(&out).trim_end());
-    Ok(if rel.is_absolute() {
+    let path = if rel.is_absolute() {
         rel
     } else {
         git.cwd.join(rel)
-    })
+    };
+    // `../.git/hooks/pre-commit` from a subfolder: name it plainly.
+    Ok(
+        match (
+            path.parent().and_then(|d| d.canonicalize().ok()),
+            path.file_name(),
+        ) {
+            (Some(dir), Some(name)) => dir.join(name),
+            _ => path,
+        },
+    )
 }
 
 /// Single-quote for a POSIX shell.
@@ -118,6 +128,8 @@ pub fn run(g: &Global, p: &Printer, a: &HookArgs) -> Result<Exit> {
                 note = format!(" (the previous hook is now {})", backup.display());
             }
             write_executable(&path, text.as_bytes()).map_err(|e| Error::io(&path, &e))?;
+            // Parse the staged state once now, so the first commit finds a warm parse cache.
+            let _ = staged_repo(g, &|_| {}, crate::load::DEFAULT_MAX_FILE_SIZE);
             let verb = if ours { "updated" } else { "installed" };
             super::io_result(p.out(&format!(
                 "{verb} {}{note}\nit runs `ctx -C {dir} validate --staged{}` before each commit of {}\n",
@@ -172,6 +184,21 @@ pub fn load_staged(
     p: &Printer,
     max_file_size: u64,
 ) -> Result<(Repo, Option<tempfile::TempDir>)> {
+    staged_repo(
+        g,
+        &|text: &str| {
+            let _ = p.err(text);
+        },
+        max_file_size,
+    )
+}
+
+/// [`load_staged`], with notes for people going to `note`.
+fn staged_repo(
+    g: &Global,
+    note: &dyn Fn(&str),
+    max_file_size: u64,
+) -> Result<(Repo, Option<tempfile::TempDir>)> {
     let located = crate::manifest::discover::locate(g.dir.as_deref(), &g.cwd)?;
     let folder = located
         .path
@@ -195,7 +222,7 @@ pub fn load_staged(
             match staged::load(&git, manifest, diags, &opts) {
                 Ok(Staged::Loaded(repo, differing)) => {
                     if !differing.is_empty() {
-                        let _ = p.err(&format!(
+                        note(&format!(
                             "note: checking the staged content of {} file(s) with unstaged changes ({}); \
                              line numbers refer to the staged content\n",
                             differing.len(),
@@ -222,7 +249,7 @@ pub fn load_staged(
              run `git add {file}`"
         )));
     }
-    let _ = p.err(&format!(
+    note(&format!(
         "note: checking a temporary checkout of the index ({reason})\n"
     ));
     let g2 = Global {

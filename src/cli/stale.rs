@@ -24,11 +24,13 @@ pub struct StaleArgs {
 
 pub fn run(g: &Global, p: &Printer, a: &StaleArgs) -> Result<Exit> {
     let at = super::resolve::at_flag(a.at.as_deref())?;
+    let progress = super::progress::Progress::start("loading");
     let repo = super::validate::load_repo(g, crate::load::DEFAULT_MAX_FILE_SIZE)?;
     let findings = crate::doctor::clock_findings(&repo, at);
     let failed = findings
         .iter()
         .any(|d| d.severity == Severity::Error || (a.strict && d.severity == Severity::Warning));
+    progress.finish();
     super::findings::emit(p, &repo, &findings, a.format, failed, "stale context")?;
     Ok(if failed { Exit::Invalid } else { Exit::Ok })
 }

@@ -81,6 +81,7 @@ fn restrict(
 }
 
 pub fn run(g: &Global, p: &Printer, args: &ValidateArgs) -> Result<Exit> {
+    let progress = super::progress::Progress::start("loading");
     // `_checkout` keeps a temporary checkout of the index alive while findings are rendered.
     let (repo, _checkout) = if args.staged {
         super::hook::load_staged(g, p, args.max_file_size)?
@@ -94,6 +95,7 @@ pub fn run(g: &Global, p: &Printer, args: &ValidateArgs) -> Result<Exit> {
         },
     );
     let findings = restrict(findings, &repo, g, &args.paths);
+    progress.finish();
     let failed = checks::failed(&findings, args.strict);
     let objects = repo.objects.len();
     let io = match args.format {

@@ -2,6 +2,8 @@
 //! Everything here is optional: without git, callers degrade (history still
 //! shows declared versions) or fail with a clear message.
 
+pub mod cache;
+mod entry;
 pub mod staged;
 
 use std::collections::HashMap;
@@ -47,7 +49,11 @@ const PATH_VARS: [&str; 4] = [
 
 fn base_command(cwd: &Path) -> Command {
     let mut c = Command::new("git");
-    c.arg("-C").arg(cwd).stdin(Stdio::null());
+    // Paths are passed as paths: no `:(glob)`-style pathspec magic in a file name.
+    c.arg("-C")
+        .arg(cwd)
+        .env("GIT_LITERAL_PATHSPECS", "1")
+        .stdin(Stdio::null());
     if let Ok(here) = std::env::current_dir() {
         for var in PATH_VARS {
             if let Some(v) = std::env::var_os(var) {

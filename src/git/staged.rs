@@ -16,6 +16,7 @@ use crate::load::walk::{self, Member, MemberSource};
 use crate::load::{parse, LoadOptions, Repo};
 use crate::manifest::Manifest;
 
+use super::cache::{self, Cache};
 use super::{Git, GitError};
 
 /// The outcome of an overlay load.
@@ -55,6 +56,15 @@ fn index_entries(git: &Git) -> Result<HashMap<String, IndexEntry>, GitError> {
     Ok(map)
 }
 
+/// `<git dir>/ctx/parse-cache` (per work tree).
+fn cache_path(git: &Git) -> Option<std::path::PathBuf> {
+    let out = git
+        .run(&["rev-parse", "--git-path", "ctx/parse-cache"])
+        .ok()?;
+    let p = std::path::PathBuf::from(String::from_utf8_lossy(&out).trim_end());
+    Some(if p.is_absolute() { p } else { git.cwd.join(p) })
+}
+
 /// Tracked paths whose work-tree copy differs from the index (modified or deleted).
 fn unstaged(git: &Git) -> Result<HashSet<String>, GitError> {
     let out = git.run(&["diff-files", "--name-only", "-z", "--relative"])?;
@@ -92,13 +102,21 @@ pub fn load(
     opts: &LoadOptions,
 ) -> Result<Staged, GitError> {
     // The two git queries run while this thread walks the work tree.
-    let (index, changed, (members, walk_diags)) = std::thread::scope(|s| {
+    // So does reading the parse cache.
+    let use_cache = std::env::var_os("CTX_NO_CACHE").is_none();
+    let (index, changed, (members, walk_diags), cache) = std::thread::scope(|s| {
         let idx = s.spawn(|| index_entries(git));
         let unst = s.spawn(|| unstaged(git));
+        let cache = s.spawn(|| {
+            use_cache
+                .then(|| cache_path(git).map(Cache::open))
+                .flatten()
+        });
         let walked = walk::members(&manifest);
         let idx = idx.join().expect("ls-files thread");
         let unst = unst.join().expect("diff-files thread");
-        (idx, unst, walked)
+        let cache = cache.join().expect("cache thread");
+        (idx, unst, walked, cache)
     });
     let (index, changed) = (index?, changed?);
     if !index.contains_key(&manifest.file) {
@@ -156,16 +174,48 @@ pub fn load(
             "no file of collection `{name}` is staged"
         )));
     }
+    // Cached results first (keyed by blob id, path, collection and defaults); parse the rest.
+    let defaults_text: HashMap<&str, String> = manifest
+        .collections
+        .iter()
+        .map(|c| {
+            let text =
+                serde_json::to_string(&(&c.defaults, &manifest.defaults)).unwrap_or_default();
+            (c.name.as_str(), text)
+        })
+        .collect();
+    let entry_defaults = serde_json::to_string(&manifest.defaults).unwrap_or_default();
+    let keyed: Vec<(String, &Member)> = kept
+        .iter()
+        .map(|m| {
+            let d = match &m.source {
+                MemberSource::Collection { name, .. } => {
+                    defaults_text.get(name.as_str()).unwrap_or(&entry_defaults)
+                }
+                MemberSource::Entry { .. } => &entry_defaults,
+            };
+            (cache::key(&index[&m.rel].oid, m, d), *m)
+        })
+        .collect();
+    let hits: Vec<Option<parse::Parsed>> = match &cache {
+        Some(c) => c.get_many(&keyed),
+        None => keyed.iter().map(|_| None).collect(),
+    };
     let want: Vec<String> = kept
         .iter()
-        .filter(|m| changed.contains(&m.rel))
-        .map(|m| index[&m.rel].oid.clone())
+        .zip(&hits)
+        .filter(|(m, hit)| hit.is_none() && changed.contains(&m.rel))
+        .map(|(m, _)| index[&m.rel].oid.clone())
         .collect();
     let blobs = git.blobs(&want)?;
     diags.extend(walk_diags);
-    let results: Vec<parse::Parsed> = kept
+    let results: Vec<(parse::Parsed, bool)> = kept
         .par_iter()
-        .map(|m| {
+        .zip(hits.into_par_iter())
+        .map(|(m, hit)| {
+            if let Some(p) = hit {
+                return (p, false);
+            }
             let collection = match &m.source {
                 MemberSource::Collection { name, .. } => manifest
                     .collections
@@ -197,14 +247,29 @@ pub fn load(
                 read_limited(m, opts.max_file_size)
             };
             match bytes {
-                Ok(b) => parse::parse(m, &b, &defaults),
-                Err(d) => parse::Parsed {
-                    object: None,
-                    diags: vec![*d],
-                },
+                Ok(b) => (parse::parse(m, &b, &defaults), true),
+                // Unreadable files are not cached: the next run tries again.
+                Err(d) => (
+                    parse::Parsed {
+                        object: None,
+                        diags: vec![*d],
+                    },
+                    false,
+                ),
             }
         })
         .collect();
+    if let Some(mut c) = cache {
+        for ((k, _), (p, fresh)) in keyed.iter().zip(&results) {
+            if *fresh {
+                c.put(k.clone(), p);
+            }
+        }
+        let live: Vec<String> = keyed.iter().map(|(k, _)| k.clone()).collect();
+        // A cache that cannot be written only costs time next run.
+        let _ = c.save(&live);
+    }
+    let results: Vec<parse::Parsed> = results.into_iter().map(|(p, _)| p).collect();
     let mut objects = Vec::with_capacity(results.len());
     for r in results {
         diags.extend(r.diags);

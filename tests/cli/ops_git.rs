@@ -379,3 +379,77 @@ fn pre_commit_framework_manifest_is_valid() {
         }
     }
 }
+
+#[test]
+fn staged_parse_cache_changes_nothing_but_time() {
+    if !have_git() {
+        return;
+    }
+    let repo = healthy();
+    repo.write("context/notes/secret.md", "---\nid: notes.secret\ntype: note\nowner: support\nreferences: [nope]\n---\nkey AKIAABCDEFGHIJKLMNOP\n");
+    init_git(repo.path(), "Initial context");
+    let cold = crate::support::ctx_env(
+        repo.path(),
+        &["validate", "--staged", "--format", "json"],
+        &[("CTX_NO_CACHE", "1")],
+    );
+    assert!(
+        !repo.path().join(".git/ctx/parse-cache").exists(),
+        "CTX_NO_CACHE writes no cache"
+    );
+    let first = repo.ctx(&["validate", "--staged", "--format", "json"]);
+    assert!(repo.path().join(".git/ctx/parse-cache").is_file());
+    let second = repo.ctx(&["validate", "--staged", "--format", "json"]);
+    assert_eq!(cold.code, 1);
+    for r in [&first, &second] {
+        assert_eq!(r.code, cold.code);
+        assert_eq!(r.stdout, cold.stdout, "cached findings equal fresh ones");
+    }
+    assert!(cold.stdout.contains("secret-detected") && cold.stdout.contains("broken-reference"));
+    // An edit is picked up through its new blob id.
+    repo.write(
+        "context/notes/secret.md",
+        "---\nid: notes.secret\ntype: note\nowner: support\n---\nclean\n",
+    );
+    git(repo.path(), &["add", "-A"]);
+    let r = repo.ctx(&["validate", "--staged"]);
+    assert_eq!(r.code, 0, "{}", r.stdout);
+}
+
+#[test]
+fn diff_rev_after_supersede_shows_one_new_version() {
+    if !have_git() {
+        return;
+    }
+    let repo = healthy();
+    init_git(repo.path(), "Initial context");
+    let r = repo.ctx(&[
+        "supersede",
+        "policies.refunds",
+        "--content",
+        "Refunds within 60 days.",
+    ]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    git(repo.path(), &["add", "-A"]);
+    git(repo.path(), &["commit", "-q", "-m", "Extend refunds"]);
+    let r = repo.ctx(&["diff", "--rev", "HEAD~1..HEAD"]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(
+        r.stdout
+            .contains("+ policies.refunds@2  (added)  context/policies/refunds.v2.md\n"),
+        "{}",
+        r.stdout
+    );
+    assert!(
+        !r.stdout.contains("(removed)"),
+        "numbering v1 in place is not a removal: {}",
+        r.stdout
+    );
+    assert!(
+        r.stdout.ends_with(
+            "1 added, 0 removed, 0 changed; 0 authority promotion(s), 0 classification change(s)\n"
+        ),
+        "{}",
+        r.stdout
+    );
+}

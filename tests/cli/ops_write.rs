@@ -494,3 +494,33 @@ fn concurrent_writers_do_not_lose_an_update() {
     let r = repo.ctx(&["validate", "--strict"]);
     assert_eq!(r.code, 0, "{}", r.stdout);
 }
+
+/// With the published schemas embedded, a schema violation stops the write before disk.
+#[test]
+fn schema_violations_are_refused_before_disk() {
+    if ctx::schema::Kind::Object.text().len() < 100 {
+        eprintln!("note: this build embeds placeholder schemas; skipping");
+        return;
+    }
+    let repo = healthy();
+    let r = repo.ctx(&[
+        "add",
+        "policies.bad",
+        "--type",
+        "policy",
+        "--owner",
+        "support",
+        "--authority",
+        "gospel",
+        "--content",
+        "x",
+    ]);
+    assert_eq!(r.code, 1);
+    assert!(
+        r.stderr.contains("schema-invalid") && r.stderr.contains("gospel"),
+        "{}",
+        r.stderr
+    );
+    assert!(r.stderr.contains("nothing was written"), "{}", r.stderr);
+    assert!(!repo.path().join("context/policies/bad.md").exists());
+}
