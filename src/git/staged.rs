@@ -11,7 +11,7 @@ use std::io::Read;
 
 use rayon::prelude::*;
 
-use crate::diag::{self, Code, Diagnostic};
+use crate::diag::{Code, Diagnostic};
 use crate::load::walk::{self, Member, MemberSource};
 use crate::load::{parse, LoadOptions, Repo};
 use crate::manifest::Manifest;
@@ -216,18 +216,7 @@ pub fn load(
             if let Some(p) = hit {
                 return (p, false);
             }
-            let collection = match &m.source {
-                MemberSource::Collection { name, .. } => manifest
-                    .collections
-                    .iter()
-                    .find(|c| &c.name == name)
-                    .map(|c| &c.defaults),
-                MemberSource::Entry { .. } => None,
-            };
-            let defaults = parse::Defaults {
-                collection,
-                manifest: &manifest.defaults,
-            };
+            let defaults = parse::Defaults::for_member(&manifest, m);
             let bytes = if changed.contains(&m.rel) {
                 match blobs.get(&index[&m.rel].oid) {
                     Some(b) if b.len() as u64 <= opts.max_file_size => Ok(b.clone()),
@@ -270,29 +259,14 @@ pub fn load(
         let _ = c.save(&live);
     }
     let results: Vec<parse::Parsed> = results.into_iter().map(|(p, _)| p).collect();
-    let mut objects = Vec::with_capacity(results.len());
-    for r in results {
-        diags.extend(r.diags);
-        objects.extend(r.object);
-    }
-    objects.sort_by(|a, b| {
-        a.id.cmp(&b.id)
-            .then(a.version.cmp(&b.version))
-            .then_with(|| a.origin.file.cmp(&b.origin.file))
-    });
-    diag::normalize(&mut diags);
+    let files = kept.len();
     let differing: Vec<String> = kept
         .iter()
         .filter(|m| changed.contains(&m.rel))
         .map(|m| m.rel.clone())
         .collect();
     Ok(Staged::Loaded(
-        Box::new(Repo {
-            manifest,
-            objects,
-            diags,
-            files: kept.len(),
-        }),
+        Box::new(crate::load::assemble(manifest, diags, results, files)),
         differing,
     ))
 }

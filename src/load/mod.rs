@@ -12,7 +12,7 @@ use rayon::prelude::*;
 use crate::diag::{self, Code, Diagnostic};
 use crate::manifest::Manifest;
 use crate::object::ContextObject;
-use walk::{Member, MemberSource};
+use walk::Member;
 
 /// Files larger than this are refused (a context object is not a data dump).
 pub const DEFAULT_MAX_FILE_SIZE: u64 = 8 * 1024 * 1024;
@@ -87,18 +87,7 @@ pub fn load(manifest: Manifest, mut diags: Vec<Diagnostic>, opts: &LoadOptions) 
     let results: Vec<parse::Parsed> = members
         .par_iter()
         .map(|m| {
-            let collection = match &m.source {
-                MemberSource::Collection { name, .. } => manifest
-                    .collections
-                    .iter()
-                    .find(|c| &c.name == name)
-                    .map(|c| &c.defaults),
-                MemberSource::Entry { .. } => None,
-            };
-            let defaults = parse::Defaults {
-                collection,
-                manifest: &manifest.defaults,
-            };
+            let defaults = parse::Defaults::for_member(&manifest, m);
             match read_member(m, opts.max_file_size) {
                 Ok(bytes) => parse::parse(m, &bytes, &defaults),
                 Err(d) => parse::Parsed {
@@ -108,6 +97,19 @@ pub fn load(manifest: Manifest, mut diags: Vec<Diagnostic>, opts: &LoadOptions) 
             }
         })
         .collect();
+    let files = members.len();
+    assemble(manifest, diags, results, files)
+}
+
+/// Collect parse results into a repository in canonical order: objects by id,
+/// version and file; findings by file and line. Shared by every loader so the
+/// order never depends on which path read the files.
+pub fn assemble(
+    manifest: Manifest,
+    mut diags: Vec<Diagnostic>,
+    results: Vec<parse::Parsed>,
+    files: usize,
+) -> Repo {
     let mut objects = Vec::with_capacity(results.len());
     for r in results {
         diags.extend(r.diags);
@@ -123,6 +125,6 @@ pub fn load(manifest: Manifest, mut diags: Vec<Diagnostic>, opts: &LoadOptions) 
         manifest,
         objects,
         diags,
-        files: members.len(),
+        files,
     }
 }

@@ -19,6 +19,24 @@ pub struct Defaults<'a> {
     pub manifest: &'a Map<String, Value>,
 }
 
+impl<'a> Defaults<'a> {
+    /// The defaults that apply to `member`: its collection's spec, then the manifest's.
+    pub fn for_member(manifest: &'a crate::manifest::Manifest, member: &Member) -> Defaults<'a> {
+        let collection = match &member.source {
+            MemberSource::Collection { name, .. } => manifest
+                .collections
+                .iter()
+                .find(|c| &c.name == name)
+                .map(|c| &c.defaults),
+            MemberSource::Entry { .. } => None,
+        };
+        Defaults {
+            collection,
+            manifest: &manifest.defaults,
+        }
+    }
+}
+
 /// Fields a default may supply (the static names double as the `supplied` markers).
 const DEFAULTABLE: [&str; 8] = [
     "type",
