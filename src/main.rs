@@ -1,10 +1,13 @@
 //! The `ctx` binary: parse arguments, run, map the outcome to an exit code.
+//! Everything else lives in the `ctx_core` library; `cli` only parses and renders.
+
+mod cli;
 
 use std::process::ExitCode;
 
 use clap::Parser;
-use ctx::cli::{self, Cli};
-use ctx::error::{Error, Exit};
+use cli::Cli;
+use ctx_core::error::{Error, Exit};
 
 fn main() -> ExitCode {
     let cli = match Cli::try_parse() {

@@ -3,8 +3,8 @@
 //! path must agree exactly with the saphyr event path whenever it answers.
 #![no_main]
 
-use ctx::frontmatter;
-use ctx::yaml::{self, PathSeg};
+use ctx_core::frontmatter;
+use ctx_core::yaml::{self, PathSeg};
 use libfuzzer_sys::fuzz_target;
 use serde_json::Value;
 

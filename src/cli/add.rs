@@ -7,15 +7,15 @@ use std::path::{Path, PathBuf};
 use clap::Args;
 use serde_json::{Map, Value};
 
-use crate::diag::render::{self, HumanStyle};
-use crate::diag::{Diagnostic, Severity};
-use crate::error::{Error, Exit, Result};
-use crate::load::Repo;
-use crate::manifest::Manifest;
-use crate::object::{ContextObject, Format};
-use crate::resolve::Consumer;
-use crate::validate::{self, ValidateOptions};
-use crate::write::{self, emit, FileWrite};
+use ctx_core::diag::render::{self, HumanStyle};
+use ctx_core::diag::{Diagnostic, Severity};
+use ctx_core::error::{Error, Exit, Result};
+use ctx_core::load::Repo;
+use ctx_core::manifest::Manifest;
+use ctx_core::object::{ContextObject, Format};
+use ctx_core::resolve::Consumer;
+use ctx_core::validate::{self, ValidateOptions};
+use ctx_core::write::{self, emit, FileWrite};
 
 use super::view::ConsumerArgs;
 use super::{Global, Printer};
@@ -229,7 +229,7 @@ pub fn check_repository(p: &Printer, repo: &Repo, planned: &Repo) -> Result<()> 
     refuse_with(p, planned, &new)?;
     if new
         .iter()
-        .any(|d| d.code == crate::diag::Code::MissingProvenance)
+        .any(|d| d.code == ctx_core::diag::Code::MissingProvenance)
     {
         let _ = p.err("hint: pass --source <uri> (where it came from) or --canonical-source (it is the origin)\n");
     }
@@ -294,7 +294,7 @@ pub fn run(g: &Global, p: &Printer, a: &AddArgs) -> Result<Exit> {
     }
     let (manifest, _) = Manifest::discover(g.dir.as_deref(), &g.cwd)?;
     let (_lock, _) = write::lock(&manifest.root).map_err(|e| Error::io(&manifest.root, &e))?;
-    let repo = super::validate::load_repo(g, crate::load::DEFAULT_MAX_FILE_SIZE)?;
+    let repo = super::validate::load_repo(g, ctx_core::load::DEFAULT_MAX_FILE_SIZE)?;
     let m = &repo.manifest;
     let consumer = writer(m, &a.write.who)?;
     if let Some(o) = repo.objects.iter().find(|o| o.id == a.id) {

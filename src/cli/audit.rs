@@ -4,9 +4,9 @@
 use clap::{Args, Subcommand};
 use serde_json::Value;
 
-use crate::audit::{self, Log};
-use crate::error::{Exit, Result};
-use crate::manifest::Manifest;
+use ctx_core::audit::{self, Log};
+use ctx_core::error::{Exit, Result};
+use ctx_core::manifest::Manifest;
 
 use super::{Global, Printer};
 

@@ -3,10 +3,10 @@
 
 use clap::Args;
 
-use crate::diag::Severity;
-use crate::doctor::CONFLICT_CODES;
-use crate::error::{Exit, Result};
-use crate::validate::{self, ValidateOptions};
+use ctx_core::diag::Severity;
+use ctx_core::doctor::CONFLICT_CODES;
+use ctx_core::error::{Exit, Result};
+use ctx_core::validate::{self, ValidateOptions};
 
 use super::validate::ReportFormat;
 use super::{Global, Printer};
@@ -23,7 +23,7 @@ pub struct ConflictsArgs {
 
 pub fn run(g: &Global, p: &Printer, a: &ConflictsArgs) -> Result<Exit> {
     let progress = super::progress::Progress::start("loading");
-    let repo = super::validate::load_repo(g, crate::load::DEFAULT_MAX_FILE_SIZE)?;
+    let repo = super::validate::load_repo(g, ctx_core::load::DEFAULT_MAX_FILE_SIZE)?;
     let findings: Vec<_> = validate::validate(&repo, ValidateOptions { strict: false })
         .into_iter()
         .filter(|d| CONFLICT_CODES.contains(&d.code))

@@ -5,8 +5,8 @@ use std::path::PathBuf;
 use clap::Args;
 use serde_json::json;
 
-use crate::conformance::{self, Verdict};
-use crate::error::{Exit, Result};
+use ctx_core::conformance::{self, Verdict};
+use ctx_core::error::{Exit, Result};
 
 use super::{Global, Printer};
 

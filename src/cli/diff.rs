@@ -6,11 +6,11 @@ use std::fmt::Write as _;
 use clap::Args;
 use serde_json::{json, Value};
 
-use crate::changes::{self, Highlight, RepoDiff};
-use crate::error::{Error, Exit, Result};
-use crate::git::Git;
-use crate::load::Repo;
-use crate::model::{Lifecycle, ObjectRef};
+use ctx_core::changes::{self, Highlight, RepoDiff};
+use ctx_core::error::{Error, Exit, Result};
+use ctx_core::git::Git;
+use ctx_core::load::Repo;
+use ctx_core::model::{Lifecycle, ObjectRef};
 
 use super::view::{self, ConsumerArgs};
 use super::{Global, Printer};
@@ -78,7 +78,7 @@ fn pick(
 }
 
 fn objects(g: &Global, p: &Printer, a: &DiffArgs, x: &str, y: &str) -> Result<bool> {
-    let repo = super::validate::load_repo(g, crate::load::DEFAULT_MAX_FILE_SIZE)?;
+    let repo = super::validate::load_repo(g, ctx_core::load::DEFAULT_MAX_FILE_SIZE)?;
     let v = view::view(&repo, &a.who, chrono::Utc::now(), true)?;
     let j = pick(&repo, &v.visible, y, None)?;
     let i = pick(&repo, &v.visible, x, Some(j))?;
@@ -91,7 +91,7 @@ fn objects(g: &Global, p: &Printer, a: &DiffArgs, x: &str, y: &str) -> Result<bo
     let changes = changes::object_diff(&ob.fields(), &oa.fields());
     let (kb, ka) = (ob.key(), oa.key());
     let text = if a.format == "json" {
-        crate::bundle::render::json(&json!({
+        ctx_core::bundle::render::json(&json!({
             "before": {"key": kb, "file": ob.origin.file},
             "after": {"key": ka, "file": oa.origin.file},
             "changes": changes::changes_json(&changes),
@@ -135,7 +135,7 @@ fn split_range(rev: &str) -> Result<(String, Option<String>)> {
 }
 
 fn revisions(g: &Global, p: &Printer, a: &DiffArgs, rev: &str) -> Result<bool> {
-    let (manifest, _) = crate::manifest::Manifest::discover(g.dir.as_deref(), &g.cwd)?;
+    let (manifest, _) = ctx_core::manifest::Manifest::discover(g.dir.as_deref(), &g.cwd)?;
     let git = Git::discover(&manifest.root).ok_or_else(|| {
         Error::Usage(format!(
             "--rev needs a git work tree, and {} is not inside one (or git is not installed)",
@@ -162,14 +162,14 @@ fn revisions(g: &Global, p: &Printer, a: &DiffArgs, rev: &str) -> Result<bool> {
             dir: Some(root),
             ..g.clone()
         };
-        let repo = super::validate::load_repo(&g2, crate::load::DEFAULT_MAX_FILE_SIZE)?;
+        let repo = super::validate::load_repo(&g2, ctx_core::load::DEFAULT_MAX_FILE_SIZE)?;
         Ok((repo, commit[..commit.len().min(8)].to_string()))
     };
     let (before, bname) = load_rev(&from, 0)?;
     let (after, aname) = match &to {
         Some(t) => load_rev(t, 1)?,
         None => (
-            super::validate::load_repo(g, crate::load::DEFAULT_MAX_FILE_SIZE)?,
+            super::validate::load_repo(g, ctx_core::load::DEFAULT_MAX_FILE_SIZE)?,
             "work tree".to_string(),
         ),
     };
@@ -193,7 +193,7 @@ fn revisions(g: &Global, p: &Printer, a: &DiffArgs, rev: &str) -> Result<bool> {
         to.as_deref().unwrap_or("work tree")
     );
     let text = if a.format == "json" {
-        crate::bundle::render::json(&rev_json(&d, &from, &bname, to.as_deref(), &aname))
+        ctx_core::bundle::render::json(&rev_json(&d, &from, &bname, to.as_deref(), &aname))
     } else {
         rev_text(&d, &label, &after.manifest.id)
     };

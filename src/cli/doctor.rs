@@ -5,11 +5,11 @@ use std::fmt::Write as _;
 use clap::Args;
 use serde_json::{json, Map, Value};
 
-use crate::diag::render::{self, HumanStyle};
-use crate::diag::{Diagnostic, Severity};
-use crate::doctor::{self, format_score, CollectionHealth, Counts, Failure, HealthConfig};
-use crate::error::{Error, Exit, Result};
-use crate::load::Repo;
+use ctx_core::diag::render::{self, HumanStyle};
+use ctx_core::diag::{Diagnostic, Severity};
+use ctx_core::doctor::{self, format_score, CollectionHealth, Counts, Failure, HealthConfig};
+use ctx_core::error::{Error, Exit, Result};
+use ctx_core::load::Repo;
 
 use super::progress::Progress;
 use super::validate::ReportFormat;
@@ -75,7 +75,7 @@ pub fn run(g: &Global, p: &Printer, a: &DoctorArgs) -> Result<Exit> {
     }
     let at = super::resolve::at_flag(a.at.as_deref())?;
     let progress = Progress::start("loading");
-    let repo = super::validate::load_repo(g, crate::load::DEFAULT_MAX_FILE_SIZE)?;
+    let repo = super::validate::load_repo(g, ctx_core::load::DEFAULT_MAX_FILE_SIZE)?;
     progress.phase("checking");
     let (cfg, cfg_diags) = HealthConfig::from_manifest(&repo.manifest);
     let findings = doctor::findings(&repo, at, a.strict, &cfg_diags);
@@ -111,9 +111,9 @@ pub fn run(g: &Global, p: &Printer, a: &DoctorArgs) -> Result<Exit> {
             let mut sorted = findings.clone();
             doctor::report_order(&mut sorted);
             let doc = json_report(&repo, &sorted, &collections, score, &cfg, a, &failures, at);
-            crate::bundle::render::json(&doc)
+            ctx_core::bundle::render::json(&doc)
         }
-        ReportFormat::Sarif => crate::bundle::render::json(&render::sarif(&findings)),
+        ReportFormat::Sarif => ctx_core::bundle::render::json(&render::sarif(&findings)),
         ReportFormat::Github => render::github(&findings),
     };
     super::io_result(p.out(&text))?;
@@ -152,7 +152,7 @@ fn human(
     cfg: &HealthConfig,
     min_flag: Option<f64>,
     failures: &[Failure],
-    at: crate::time::Instant,
+    at: ctx_core::time::Instant,
 ) -> String {
     let mut out = String::new();
     let rule = "─".repeat(48);
@@ -161,7 +161,7 @@ fn human(
         "OpenContext health: {} — {} objects at {}\n{rule}",
         repo.manifest.id,
         repo.objects.len(),
-        crate::time::format(&at)
+        ctx_core::time::format(&at)
     );
     let width = collections
         .iter()
@@ -242,7 +242,7 @@ fn json_report(
     cfg: &HealthConfig,
     a: &DoctorArgs,
     failures: &[Failure],
-    at: crate::time::Instant,
+    at: ctx_core::time::Instant,
 ) -> Value {
     let n = Counts::of(findings);
     let mut extra = Map::new();
@@ -300,7 +300,7 @@ fn json_report(
     obj.insert(
         "extensions".into(),
         json!({ "ctx.health": {
-            "as_of": crate::time::format(&at),
+            "as_of": ctx_core::time::format(&at),
             "strict": a.strict,
             "minimum_score": a.min_score.or(cfg.minimum_score),
             "fail_on": cfg.fail_on.as_str(),

@@ -5,8 +5,29 @@ use std::path::PathBuf;
 
 use clap::Args;
 
-use crate::error::{Error, Exit, Result};
-use crate::export::{self, Target};
+use ctx_core::error::{Error, Exit, Result};
+use ctx_core::export::{self, Target};
+
+/// `--target`: clap's view of [`Target`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum TargetArg {
+    /// AGENTS.md (the cross-agent convention).
+    AgentsMd,
+    /// CLAUDE.md (Claude Code).
+    ClaudeMd,
+    /// .cursor/rules/opencontext.mdc (Cursor project rules).
+    CursorRules,
+}
+
+impl From<TargetArg> for Target {
+    fn from(t: TargetArg) -> Target {
+        match t {
+            TargetArg::AgentsMd => Target::AgentsMd,
+            TargetArg::ClaudeMd => Target::ClaudeMd,
+            TargetArg::CursorRules => Target::CursorRules,
+        }
+    }
+}
 
 use super::resolve::ResolveArgs;
 use super::{Global, Printer};
@@ -15,7 +36,7 @@ use super::{Global, Printer};
 pub struct ExportArgs {
     /// Which file to write.
     #[arg(long, value_enum)]
-    pub target: Target,
+    pub target: TargetArg,
     /// Export what this agent may see.
     #[arg(long, conflicts_with = "role", required_unless_present = "role")]
     pub agent: Option<String>,
@@ -51,7 +72,7 @@ fn command_line(a: &ExportArgs) -> String {
             format!("'{}'", s.replace('\'', "'\\''"))
         }
     };
-    let mut c = format!("ctx export --target {}", a.target.name());
+    let mut c = format!("ctx export --target {}", Target::from(a.target).name());
     if let Some(x) = &a.agent {
         c.push_str(&format!(" --agent {}", quote(x)));
     }
@@ -87,13 +108,16 @@ pub fn run(g: &Global, p: &Printer, a: &ExportArgs) -> Result<Exit> {
     let path = match &a.output {
         Some(o) if o.is_absolute() => o.clone(),
         Some(o) => g.cwd.join(o),
-        None => repo.manifest.root.join(a.target.default_path()),
+        None => repo
+            .manifest
+            .root
+            .join(Target::from(a.target).default_path()),
     };
     let shown = a
         .output
         .clone()
-        .unwrap_or_else(|| PathBuf::from(a.target.default_path()));
-    let text = export::render(a.target, &bundle, &command_line(a));
+        .unwrap_or_else(|| PathBuf::from(Target::from(a.target).default_path()));
+    let text = export::render(a.target.into(), &bundle, &command_line(a));
     let digest = bundle["digest"].as_str().unwrap_or("").to_string();
     let existing = match std::fs::read(&path) {
         Ok(b) => Some(String::from_utf8_lossy(&b).into_owned()),
@@ -146,7 +170,7 @@ pub fn run(g: &Global, p: &Printer, a: &ExportArgs) -> Result<Exit> {
     if let Some(parent) = path.parent() {
         std::fs::create_dir_all(parent).map_err(|e| Error::io(parent, &e))?;
     }
-    super::printer::write_atomic(&path, text.as_bytes(), true).map_err(|e| Error::io(&path, &e))?;
+    ctx_core::fs::write_atomic(&path, text.as_bytes(), true).map_err(|e| Error::io(&path, &e))?;
     super::io_result(p.out(&format!(
         "wrote {} ({} objects, {digest})\n",
         shown.display(),

@@ -1,9 +1,9 @@
 //! Shared output for commands that report a subset of findings (`conflicts`, `stale`).
 
-use crate::diag::render::{self, HumanStyle};
-use crate::diag::Diagnostic;
-use crate::error::Result;
-use crate::load::Repo;
+use ctx_core::diag::render::{self, HumanStyle};
+use ctx_core::diag::Diagnostic;
+use ctx_core::error::Result;
+use ctx_core::load::Repo;
 
 use super::validate::ReportFormat;
 use super::Printer;
@@ -38,14 +38,14 @@ pub fn emit(
             text.push_str(&format!("{mark} {verdict}: {summary}\n"));
             text
         }
-        ReportFormat::Json => crate::bundle::render::json(&render::report_value(
+        ReportFormat::Json => ctx_core::bundle::render::json(&render::report_value(
             findings,
             !failed,
             Some(&repo.manifest.id),
             objects,
             None,
         )),
-        ReportFormat::Sarif => crate::bundle::render::json(&render::sarif(findings)),
+        ReportFormat::Sarif => ctx_core::bundle::render::json(&render::sarif(findings)),
         ReportFormat::Github => render::github(findings),
     };
     super::io_result(p.out(&text))

@@ -4,9 +4,9 @@
 use clap::Args;
 use serde_json::{Map, Value};
 
-use crate::bundle::render;
-use crate::error::{Error, Exit, Result};
-use crate::model::{ObjectRef, Redaction};
+use ctx_core::bundle::render;
+use ctx_core::error::{Error, Exit, Result};
+use ctx_core::model::{ObjectRef, Redaction};
 
 use super::view::{self, ConsumerArgs};
 use super::{Global, Printer};
@@ -26,11 +26,11 @@ pub struct GetArgs {
 }
 
 pub fn run(g: &Global, p: &Printer, a: &GetArgs) -> Result<Exit> {
-    let repo = super::validate::load_repo(g, crate::load::DEFAULT_MAX_FILE_SIZE)?;
+    let repo = super::validate::load_repo(g, ctx_core::load::DEFAULT_MAX_FILE_SIZE)?;
     let at = super::resolve::at_flag(a.at.as_deref())?;
     let want = ObjectRef::parse(&a.id);
     let v = view::view(&repo, &a.who, at, true)?;
-    let mut hits: Vec<(usize, crate::model::Lifecycle)> = v
+    let mut hits: Vec<(usize, ctx_core::model::Lifecycle)> = v
         .visible
         .iter()
         .copied()
@@ -42,7 +42,7 @@ pub fn run(g: &Global, p: &Printer, a: &GetArgs) -> Result<Exit> {
     // Without a version: the current one (highest version that is not superseded), else the newest.
     hits.sort_by_key(|(i, s)| {
         (
-            *s != crate::model::Lifecycle::Superseded,
+            *s != ctx_core::model::Lifecycle::Superseded,
             repo.objects[*i].version,
         )
     });
@@ -53,11 +53,11 @@ pub fn run(g: &Global, p: &Printer, a: &GetArgs) -> Result<Exit> {
         )));
     };
     let o = &repo.objects[i];
-    let object_rules: Vec<Redaction> = crate::resolve::object_redactions(o);
+    let object_rules: Vec<Redaction> = ctx_core::resolve::object_redactions(o);
     let rules = view::rules(&repo, &v, &object_rules);
     let mut fields: Map<String, Value> = o.fields();
     if let Some(c @ (Value::Object(_) | Value::Array(_))) = fields.get_mut("content") {
-        let applied = crate::resolve::redact::redact(c, &rules);
+        let applied = ctx_core::resolve::redact::redact(c, &rules);
         if !applied.is_empty() {
             fields.insert("redacted".into(), Value::from(applied));
         }

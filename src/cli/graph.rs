@@ -3,8 +3,8 @@
 
 use clap::Args;
 
-use crate::error::{Error, Exit, Result};
-use crate::graph::{self, Options};
+use ctx_core::error::{Error, Exit, Result};
+use ctx_core::graph::{self, Options};
 
 use super::view::{self, ConsumerArgs};
 use super::{Global, Printer};
@@ -31,7 +31,7 @@ pub struct GraphArgs {
 }
 
 pub fn run(g: &Global, p: &Printer, a: &GraphArgs) -> Result<Exit> {
-    let repo = super::validate::load_repo(g, crate::load::DEFAULT_MAX_FILE_SIZE)?;
+    let repo = super::validate::load_repo(g, ctx_core::load::DEFAULT_MAX_FILE_SIZE)?;
     // Superseded versions stay: the graph shows history too.
     let v = view::view(&repo, &a.who, chrono::Utc::now(), true)?;
     let mut keep = vec![false; repo.objects.len()];
@@ -53,7 +53,7 @@ pub fn run(g: &Global, p: &Printer, a: &GraphArgs) -> Result<Exit> {
         gr = gr.around(&roots, a.depth);
     }
     let text = match a.format.as_str() {
-        "json" => crate::bundle::render::json(&gr.json()),
+        "json" => ctx_core::bundle::render::json(&gr.json()),
         "dot" => gr.dot(),
         _ => gr.text(),
     };

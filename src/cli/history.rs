@@ -6,9 +6,9 @@ use std::fmt::Write as _;
 use clap::Args;
 use serde_json::{json, Value};
 
-use crate::error::{Error, Exit, Result};
-use crate::git::Git;
-use crate::validate::{supersession, Index};
+use ctx_core::error::{Error, Exit, Result};
+use ctx_core::git::Git;
+use ctx_core::validate::{supersession, Index};
 
 use super::view::{self, ConsumerArgs};
 use super::{Global, Printer};
@@ -28,12 +28,12 @@ pub struct HistoryArgs {
 }
 
 pub fn run(g: &Global, p: &Printer, a: &HistoryArgs) -> Result<Exit> {
-    let repo = super::validate::load_repo(g, crate::load::DEFAULT_MAX_FILE_SIZE)?;
+    let repo = super::validate::load_repo(g, ctx_core::load::DEFAULT_MAX_FILE_SIZE)?;
     let at = super::resolve::at_flag(a.at.as_deref())?;
     let v = view::view(&repo, &a.who, at, true)?;
     let sup = supersession::analyse(&Index::new(&repo.objects));
     // Objects are sorted by id, then version: the visible ones of this id, oldest first.
-    let versions: Vec<(usize, crate::model::Lifecycle)> = v
+    let versions: Vec<(usize, ctx_core::model::Lifecycle)> = v
         .visible
         .iter()
         .copied()
@@ -73,7 +73,7 @@ pub fn run(g: &Global, p: &Printer, a: &HistoryArgs) -> Result<Exit> {
                 "version": o.version,
                 "lifecycle": state.as_str(),
                 "authority": o.meta.authority.as_str(),
-                "updated": o.meta.updated.map(|t| crate::time::format(&t)),
+                "updated": o.meta.updated.map(|t| ctx_core::time::format(&t)),
                 "file": o.origin.file,
                 "supersedes": o.meta.supersedes.iter().map(|r| r.to_string()).collect::<Vec<_>>(),
                 "superseded_by": sup.successor.get(&i).map(|&s| repo.objects[s].key()),
@@ -86,7 +86,7 @@ pub fn run(g: &Global, p: &Printer, a: &HistoryArgs) -> Result<Exit> {
                 .map(|c| json!({"hash": c.hash, "date": c.date, "author": c.author, "subject": c.subject}))
                 .collect::<Vec<_>>()
         });
-        crate::bundle::render::json(&json!({
+        ctx_core::bundle::render::json(&json!({
             "id": a.id,
             "versions": rows,
             "commits": commits_json,

@@ -6,11 +6,11 @@ use std::path::{Path, PathBuf};
 
 use clap::{Args, Subcommand};
 
-use crate::error::{Error, Exit, Result};
-use crate::git::staged::{self, Staged};
-use crate::git::Git;
-use crate::load::{LoadOptions, Repo};
-use crate::manifest::Manifest;
+use ctx_core::error::{Error, Exit, Result};
+use ctx_core::git::staged::{self, Staged};
+use ctx_core::git::Git;
+use ctx_core::load::{LoadOptions, Repo};
+use ctx_core::manifest::Manifest;
 
 use super::{Global, Printer};
 
@@ -129,7 +129,7 @@ pub fn run(g: &Global, p: &Printer, a: &HookArgs) -> Result<Exit> {
             }
             write_executable(&path, text.as_bytes()).map_err(|e| Error::io(&path, &e))?;
             // Parse the staged state once now, so the first commit finds a warm parse cache.
-            let _ = staged_repo(g, &|_| {}, crate::load::DEFAULT_MAX_FILE_SIZE);
+            let _ = staged_repo(g, &|_| {}, ctx_core::load::DEFAULT_MAX_FILE_SIZE);
             let verb = if ours { "updated" } else { "installed" };
             super::io_result(p.out(&format!(
                 "{verb} {}{note}\nit runs `ctx -C {dir} validate --staged{}` before each commit of {}\n",
@@ -199,7 +199,7 @@ fn staged_repo(
     note: &dyn Fn(&str),
     max_file_size: u64,
 ) -> Result<(Repo, Option<tempfile::TempDir>)> {
-    let located = crate::manifest::discover::locate(g.dir.as_deref(), &g.cwd)?;
+    let located = ctx_core::manifest::discover::locate(g.dir.as_deref(), &g.cwd)?;
     let folder = located
         .path
         .parent()

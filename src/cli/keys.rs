@@ -4,10 +4,10 @@
 use clap::{Args, Subcommand};
 use serde_json::json;
 
-use crate::error::{Error, Exit, Result};
-use crate::keys::{self, Declared};
-use crate::manifest::Manifest;
-use crate::signing::SigningKeyPair;
+use ctx_core::error::{Error, Exit, Result};
+use ctx_core::keys::{self, Declared};
+use ctx_core::manifest::Manifest;
+use ctx_core::signing::SigningKeyPair;
 
 use super::{Global, Printer};
 

@@ -3,8 +3,8 @@
 use clap::Args;
 use serde_json::{json, Value};
 
-use crate::bundle::render;
-use crate::error::{Exit, Result};
+use ctx_core::bundle::render;
+use ctx_core::error::{Exit, Result};
 
 use super::view::{self, ConsumerArgs};
 use super::{Global, Printer};
@@ -34,7 +34,7 @@ pub struct ListArgs {
 }
 
 pub fn run(g: &Global, p: &Printer, a: &ListArgs) -> Result<Exit> {
-    let repo = super::validate::load_repo(g, crate::load::DEFAULT_MAX_FILE_SIZE)?;
+    let repo = super::validate::load_repo(g, ctx_core::load::DEFAULT_MAX_FILE_SIZE)?;
     let at = super::resolve::at_flag(a.at.as_deref())?;
     let v = view::view(&repo, &a.who, at, a.include_historical)?;
     let rows: Vec<Value> = v

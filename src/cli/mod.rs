@@ -36,7 +36,7 @@ use std::path::PathBuf;
 
 use clap::{Parser, Subcommand};
 
-use crate::error::{Error, Exit, Result};
+use ctx_core::error::{Error, Exit, Result};
 pub use printer::{ColorChoice, Printer};
 
 /// ctx: resolve exactly the context a role or agent may see, from a git-based
@@ -171,5 +171,14 @@ pub fn run(cli: Cli) -> Result<Exit> {
         Command::Export(a) => export::run(&g, &p, a),
         Command::Completions(a) => completions::run(&p, a),
         Command::GenerateMan(a) => completions::generate_man(&p, a),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn cli_definition_is_consistent() {
+        use clap::CommandFactory;
+        super::Cli::command().debug_assert();
     }
 }

@@ -9,14 +9,14 @@ use std::path::{Path, PathBuf};
 
 use clap::{Args, Subcommand};
 
-use crate::diag::render::{self, HumanStyle};
-use crate::diag::Diagnostic;
-use crate::error::{Error, Exit, Result};
-use crate::load::walk::{self, Member, MemberSource};
-use crate::manifest::Manifest;
-use crate::object::Format;
-use crate::private::config::{short, CollectionKeys};
-use crate::private::{format, ops, Keyring, PrivateConfig};
+use ctx_core::diag::render::{self, HumanStyle};
+use ctx_core::diag::Diagnostic;
+use ctx_core::error::{Error, Exit, Result};
+use ctx_core::load::walk::{self, Member, MemberSource};
+use ctx_core::manifest::Manifest;
+use ctx_core::object::Format;
+use ctx_core::private::config::{short, CollectionKeys};
+use ctx_core::private::{format, ops, Keyring, PrivateConfig};
 
 use super::{Global, Printer};
 
@@ -177,7 +177,7 @@ impl Scope {
             },
         );
         let _ = p.err(&text);
-        crate::validate::failed(&self.cfg_diags, false)
+        ctx_core::validate::failed(&self.cfg_diags, false)
     }
 }
 

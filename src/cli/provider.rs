@@ -10,16 +10,16 @@ use std::path::{Path, PathBuf};
 use clap::{Args, Subcommand, ValueEnum};
 use serde_json::{json, Value};
 
-use crate::bundle::render;
-use crate::canonical;
-use crate::error::{Error, Exit, Result};
-use crate::keys;
-use crate::manifest::Manifest;
-use crate::provider::{
+use ctx_core::bundle::render;
+use ctx_core::canonical;
+use ctx_core::error::{Error, Exit, Result};
+use ctx_core::keys;
+use ctx_core::manifest::Manifest;
+use ctx_core::provider::{
     self, Binding, Content, EnvelopeInput, ProviderRef, ReceiptRef, Registration, StateDir,
     TrustStore, WithholdReason,
 };
-use crate::receipt::{self, Store};
+use ctx_core::receipt::{self, Store};
 
 use super::{Global, Printer};
 
@@ -234,7 +234,7 @@ fn sign(g: &Global, p: &Printer, a: &SignArgs) -> Result<Exit> {
     input.source_refs = a.source_refs.clone();
     input.lifetime_secs = a.lifetime;
     if let Some(t) = &a.created_at {
-        input.created_at = crate::time::parse_timestamp(t).ok_or_else(|| {
+        input.created_at = ctx_core::time::parse_timestamp(t).ok_or_else(|| {
             Error::Usage(format!("--created-at `{t}` is not an RFC 3339 instant"))
         })?;
     }
@@ -344,7 +344,7 @@ fn verify(g: &Global, p: &Printer, a: &VerifyArgs) -> Result<Exit> {
                     super::io_result(p.out(ctx))?;
                 } else {
                     let path = abs(g, out);
-                    super::printer::write_atomic(&path, ctx.as_bytes(), false)
+                    ctx_core::fs::write_atomic(&path, ctx.as_bytes(), false)
                         .map_err(|e| Error::io(&path, &e))?;
                 }
             }

@@ -4,12 +4,12 @@ use std::path::PathBuf;
 
 use clap::{Args, ValueEnum};
 
-use crate::adapters::AdapterOptions;
-use crate::bundle::{self, explain, render};
-use crate::error::{Error, Exit, Result};
-use crate::load::Repo;
-use crate::pattern::Pattern;
-use crate::resolve::{self, Consumer, Request, Resolution};
+use ctx_core::adapters::AdapterOptions;
+use ctx_core::bundle::{self, explain, render};
+use ctx_core::error::{Error, Exit, Result};
+use ctx_core::load::Repo;
+use ctx_core::pattern::Pattern;
+use ctx_core::resolve::{self, Consumer, Request, Resolution};
 
 use super::{Global, Printer};
 
@@ -64,9 +64,9 @@ pub struct ResolveArgs {
 }
 
 /// Parse `--at` or take the current time.
-pub fn at_flag(at: Option<&str>) -> Result<crate::time::Instant> {
+pub fn at_flag(at: Option<&str>) -> Result<ctx_core::time::Instant> {
     match at {
-        Some(s) => crate::time::parse_at(s).ok_or_else(|| {
+        Some(s) => ctx_core::time::parse_at(s).ok_or_else(|| {
             Error::Usage(format!("--at `{s}` is not an RFC 3339 instant (2026-08-09T12:00:00Z) or a date (2026-08-09)"))
         }),
         None => Ok(chrono::Utc::now().with_nanosecond_zero()),
@@ -104,7 +104,7 @@ pub fn request(g: &Global, repo: &Repo, a: &ResolveArgs) -> Result<Request> {
             offline: g.offline,
             ..AdapterOptions::default()
         },
-        identities: crate::private::Keyring::discover(&a.identity)
+        identities: ctx_core::private::Keyring::discover(&a.identity)
             .map_err(Error::Usage)?
             .map(std::sync::Arc::new),
     })
@@ -117,7 +117,7 @@ pub fn generated_at() -> String {
         .and_then(|s| s.parse::<i64>().ok())
         .and_then(|secs| chrono::DateTime::from_timestamp(secs, 0))
         .unwrap_or_else(chrono::Utc::now);
-    crate::time::format(&now.with_nanosecond_zero())
+    ctx_core::time::format(&now.with_nanosecond_zero())
 }
 
 trait NanoZero {
@@ -136,7 +136,7 @@ pub fn resolve_bundle(
     g: &Global,
     a: &ResolveArgs,
 ) -> Result<(Repo, Resolution, serde_json::Value)> {
-    let repo = super::validate::load_repo(g, crate::load::DEFAULT_MAX_FILE_SIZE)?;
+    let repo = super::validate::load_repo(g, ctx_core::load::DEFAULT_MAX_FILE_SIZE)?;
     let req = request(g, &repo, a)?;
     let resolution = resolve::resolve(&repo, req).map_err(Error::Usage)?;
     let mut resolution = resolution;

@@ -2,8 +2,8 @@
 
 use clap::Args;
 
-use crate::error::{Error, Exit, Result};
-use crate::schema::Kind;
+use ctx_core::error::{Error, Exit, Result};
+use ctx_core::schema::Kind;
 
 use super::Printer;
 

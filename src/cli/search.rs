@@ -4,9 +4,9 @@
 use clap::Args;
 use serde_json::{json, Value};
 
-use crate::bundle::render;
-use crate::error::{Exit, Result};
-use crate::resolve::rank;
+use ctx_core::bundle::render;
+use ctx_core::error::{Exit, Result};
+use ctx_core::resolve::rank;
 
 use super::view::{self, ConsumerArgs};
 use super::{Global, Printer};
@@ -25,7 +25,7 @@ pub struct SearchArgs {
 }
 
 pub fn run(g: &Global, p: &Printer, a: &SearchArgs) -> Result<Exit> {
-    let repo = super::validate::load_repo(g, crate::load::DEFAULT_MAX_FILE_SIZE)?;
+    let repo = super::validate::load_repo(g, ctx_core::load::DEFAULT_MAX_FILE_SIZE)?;
     let v = view::view(&repo, &a.who, chrono::Utc::now(), false)?;
     let candidates: Vec<usize> = v
         .visible

@@ -8,11 +8,11 @@ use std::path::PathBuf;
 use clap::Args;
 use serde_json::{json, Value};
 
-use crate::audit;
-use crate::error::{Error, Result};
-use crate::keys;
-use crate::load::Repo;
-use crate::receipt::{self, Draft, Store};
+use ctx_core::audit;
+use ctx_core::error::{Error, Result};
+use ctx_core::keys;
+use ctx_core::load::Repo;
+use ctx_core::receipt::{self, Draft, Store};
 
 use super::resolve::{BundleFormat, ResolveArgs};
 use super::Printer;
@@ -37,7 +37,7 @@ pub struct SignArgs {
 /// Current time, whole seconds, RFC 3339.
 pub fn now() -> String {
     use chrono::SubsecRound;
-    crate::time::format(&chrono::Utc::now().trunc_subsecs(0))
+    ctx_core::time::format(&chrono::Utc::now().trunc_subsecs(0))
 }
 
 /// Will this run write a receipt (`--sign`, or the manifest's policy)?

@@ -3,8 +3,8 @@
 
 use clap::Args;
 
-use crate::diag::Severity;
-use crate::error::{Exit, Result};
+use ctx_core::diag::Severity;
+use ctx_core::error::{Exit, Result};
 
 use super::validate::ReportFormat;
 use super::{Global, Printer};
@@ -25,8 +25,8 @@ pub struct StaleArgs {
 pub fn run(g: &Global, p: &Printer, a: &StaleArgs) -> Result<Exit> {
     let at = super::resolve::at_flag(a.at.as_deref())?;
     let progress = super::progress::Progress::start("loading");
-    let repo = super::validate::load_repo(g, crate::load::DEFAULT_MAX_FILE_SIZE)?;
-    let findings = crate::doctor::clock_findings(&repo, at);
+    let repo = super::validate::load_repo(g, ctx_core::load::DEFAULT_MAX_FILE_SIZE)?;
+    let findings = ctx_core::doctor::clock_findings(&repo, at);
     let failed = findings
         .iter()
         .any(|d| d.severity == Severity::Error || (a.strict && d.severity == Severity::Warning));

@@ -6,13 +6,13 @@ use std::path::Path;
 use clap::Args;
 use serde_json::{Map, Value};
 
-use crate::error::{Error, Exit, Result};
-use crate::manifest::Manifest;
-use crate::model::{ObjectRef, Status};
-use crate::object::{ContextObject, Format};
-use crate::resolve::authorize::{authorize, Principals};
-use crate::validate::{supersession, Index};
-use crate::write::{self, emit, FileWrite};
+use ctx_core::error::{Error, Exit, Result};
+use ctx_core::manifest::Manifest;
+use ctx_core::model::{ObjectRef, Status};
+use ctx_core::object::{ContextObject, Format};
+use ctx_core::resolve::authorize::{authorize, Principals};
+use ctx_core::validate::{supersession, Index};
+use ctx_core::write::{self, emit, FileWrite};
 
 use super::add::{self, WriteArgs};
 use super::{Global, Printer};
@@ -96,7 +96,7 @@ pub fn run(g: &Global, p: &Printer, a: &SupersedeArgs) -> Result<Exit> {
     }
     let (manifest, _) = Manifest::discover(g.dir.as_deref(), &g.cwd)?;
     let (_lock, _) = write::lock(&manifest.root).map_err(|e| Error::io(&manifest.root, &e))?;
-    let repo = super::validate::load_repo(g, crate::load::DEFAULT_MAX_FILE_SIZE)?;
+    let repo = super::validate::load_repo(g, ctx_core::load::DEFAULT_MAX_FILE_SIZE)?;
     let m = &repo.manifest;
     let consumer = add::writer(m, &w.who)?;
     let want = ObjectRef::parse(&a.id);
@@ -242,9 +242,9 @@ pub fn run(g: &Global, p: &Printer, a: &SupersedeArgs) -> Result<Exit> {
 
 fn roles_scope(
     m: &Manifest,
-    c: &crate::resolve::Consumer,
-) -> Option<crate::manifest::roles::Scope> {
-    crate::manifest::roles::scope(m, &c.roles).ok()
+    c: &ctx_core::resolve::Consumer,
+) -> Option<ctx_core::manifest::roles::Scope> {
+    ctx_core::manifest::roles::scope(m, &c.roles).ok()
 }
 
 #[cfg(test)]

@@ -5,11 +5,11 @@ use std::path::PathBuf;
 
 use clap::{Args, ValueEnum};
 
-use crate::diag::render::{self, HumanStyle};
-use crate::diag::Diagnostic;
-use crate::error::{Exit, Result};
-use crate::load::{self, LoadOptions, Repo};
-use crate::validate::{self as checks, ValidateOptions};
+use ctx_core::diag::render::{self, HumanStyle};
+use ctx_core::diag::Diagnostic;
+use ctx_core::error::{Exit, Result};
+use ctx_core::load::{self, LoadOptions, Repo};
+use ctx_core::validate::{self as checks, ValidateOptions};
 
 use super::{Global, Printer};
 
@@ -41,7 +41,7 @@ pub struct ValidateArgs {
 
 /// Load the repository the global flags point at.
 pub fn load_repo(g: &Global, max_file_size: u64) -> Result<Repo> {
-    let (manifest, diags) = crate::manifest::Manifest::discover(g.dir.as_deref(), &g.cwd)?;
+    let (manifest, diags) = ctx_core::manifest::Manifest::discover(g.dir.as_deref(), &g.cwd)?;
     Ok(load::load(manifest, diags, &LoadOptions { max_file_size }))
 }
 

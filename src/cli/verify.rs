@@ -9,12 +9,12 @@ use std::path::{Path, PathBuf};
 use clap::Args;
 use serde_json::{json, Value};
 
-use crate::canonical;
-use crate::error::{Error, Exit, Result};
-use crate::keys;
-use crate::manifest::Manifest;
-use crate::receipt::{self, store, Problem, Store};
-use crate::signing::PublicKey;
+use ctx_core::canonical;
+use ctx_core::error::{Error, Exit, Result};
+use ctx_core::keys;
+use ctx_core::manifest::Manifest;
+use ctx_core::receipt::{self, store, Problem, Store};
+use ctx_core::signing::PublicKey;
 
 use super::{Global, Printer};
 
@@ -377,7 +377,7 @@ fn find_bundle(
 /// Each `type: decision` object citing a bundle: the bundle is stored in
 /// `dir`, its own digest recomputes, and it is the digest the decision cites.
 fn verify_decisions(g: &Global, dir: &Path) -> Result<Vec<Outcome>> {
-    let repo = super::validate::load_repo(g, crate::load::DEFAULT_MAX_FILE_SIZE)?;
+    let repo = super::validate::load_repo(g, ctx_core::load::DEFAULT_MAX_FILE_SIZE)?;
     let root = repo.manifest.root.clone();
     let shown = |p: &Path| p.strip_prefix(&root).unwrap_or(p).display().to_string();
     let mut out = Vec::new();

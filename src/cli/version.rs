@@ -1,6 +1,6 @@
 //! `ctx version`.
 
-use crate::error::{Exit, Result};
+use ctx_core::error::{Exit, Result};
 
 use super::Printer;
 
@@ -8,7 +8,7 @@ pub fn run(p: &Printer) -> Result<Exit> {
     super::io_result(p.out(&format!(
         "ctx {}\nOpenContext specification {}\n",
         env!("CARGO_PKG_VERSION"),
-        crate::SPEC_VERSION
+        ctx_core::SPEC_VERSION
     )))?;
     Ok(Exit::Ok)
 }

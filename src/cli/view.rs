@@ -3,13 +3,13 @@
 
 use clap::Args;
 
-use crate::error::{Error, Result};
-use crate::load::Repo;
-use crate::manifest::roles::{self, Scope};
-use crate::model::{Lifecycle, Redaction};
-use crate::resolve::authorize::{authorize, Principals};
-use crate::resolve::{lifecycle, Consumer};
-use crate::validate::{supersession, Index};
+use ctx_core::error::{Error, Result};
+use ctx_core::load::Repo;
+use ctx_core::manifest::roles::{self, Scope};
+use ctx_core::model::{Lifecycle, Redaction};
+use ctx_core::resolve::authorize::{authorize, Principals};
+use ctx_core::resolve::{lifecycle, Consumer};
+use ctx_core::validate::{supersession, Index};
 
 #[derive(Debug, Args, Clone, Default)]
 pub struct ConsumerArgs {
@@ -30,7 +30,7 @@ pub struct View {
 pub fn view(
     repo: &Repo,
     who: &ConsumerArgs,
-    at: crate::time::Instant,
+    at: ctx_core::time::Instant,
     historical: bool,
 ) -> Result<View> {
     let consumer = if who.agent.is_none() && who.role.is_empty() {

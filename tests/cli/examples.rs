@@ -17,7 +17,7 @@ fn every_role_and_agent_of_the_examples_resolves() {
         if !manifest.is_file() {
             continue;
         }
-        let (m, _) = ctx::manifest::Manifest::load(&manifest).unwrap();
+        let (m, _) = ctx_core::manifest::Manifest::load(&manifest).unwrap();
         let at = "2026-08-09T12:00:00Z";
         for role in m.roles.keys() {
             let r = ctx(

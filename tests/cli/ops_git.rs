@@ -365,7 +365,7 @@ fn pre_commit_framework_manifest_is_valid() {
     let text =
         std::fs::read_to_string(crate::support::project_root().join(".pre-commit-hooks.yaml"))
             .unwrap();
-    let hooks = ctx::yaml::parse(&text).expect("valid YAML");
+    let hooks = ctx_core::yaml::parse(&text).expect("valid YAML");
     let list = hooks.as_array().expect("a list of hooks");
     let validate = list
         .iter()

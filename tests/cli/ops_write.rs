@@ -498,7 +498,7 @@ fn concurrent_writers_do_not_lose_an_update() {
 /// With the published schemas embedded, a schema violation stops the write before disk.
 #[test]
 fn schema_violations_are_refused_before_disk() {
-    if ctx::schema::Kind::Object.text().len() < 100 {
+    if ctx_core::schema::Kind::Object.text().len() < 100 {
         eprintln!("note: this build embeds placeholder schemas; skipping");
         return;
     }

@@ -93,12 +93,6 @@ fn git(dir: &Path, args: &[&str]) -> bool {
         .is_ok_and(|o| o.status.success())
 }
 
-#[test]
-fn cli_definition_is_consistent() {
-    use clap::CommandFactory;
-    ctx::cli::Cli::command().debug_assert();
-}
-
 /// The "done when" sequence: generate and declare a key, sign a bundle,
 /// commit bundle + receipt, and verify in a fresh clone with no keys at all.
 #[test]

@@ -10,13 +10,13 @@ use std::sync::Arc;
 use globset::GlobBuilder;
 use zeroize::Zeroizing;
 
-use crate::diag::{Code, Severity};
-use crate::error::{Error, Exit, Result};
-use crate::load::parse::{self, Defaults};
-use crate::load::walk::{Member, MemberSource};
-use crate::object::Format;
-use crate::private::config::CollectionKeys;
-use crate::private::{format, ops};
+use ctx_core::diag::{Code, Severity};
+use ctx_core::error::{Error, Exit, Result};
+use ctx_core::load::parse::{self, Defaults};
+use ctx_core::load::walk::{Member, MemberSource};
+use ctx_core::object::Format;
+use ctx_core::private::config::CollectionKeys;
+use ctx_core::private::{format, ops};
 
 use super::{format_of, keyring, write_in_place, IdentityArgs, Scope};
 use crate::cli::{Global, Printer};

@@ -5,9 +5,9 @@ use std::fmt::Write as _;
 
 use serde_json::{json, Value};
 
-use crate::error::{Exit, Result};
-use crate::private::config::short;
-use crate::private::{format, ops};
+use ctx_core::error::{Exit, Result};
+use ctx_core::private::config::short;
+use ctx_core::private::{format, ops};
 
 use super::{format_of, keyring, IdentityArgs, Scope};
 use crate::cli::{Global, Printer};
@@ -30,10 +30,10 @@ pub fn run(
 ) -> Result<Exit> {
     let scope = Scope::load(g)?;
     let config_failed = !json_out && scope.report_config(p);
-    let config_failed = config_failed || crate::validate::failed(&scope.cfg_diags, false);
+    let config_failed = config_failed || ctx_core::validate::failed(&scope.cfg_diags, false);
     let ring = if check {
         Some(keyring(p, ida)?.ok_or_else(|| {
-            crate::error::Error::Usage("--check decrypts each file: give an identity (--identity FILE, CTX_AGE_IDENTITY, or ~/.config/ctx/age/identity.txt)".into())
+            ctx_core::error::Error::Usage("--check decrypts each file: give an identity (--identity FILE, CTX_AGE_IDENTITY, or ~/.config/ctx/age/identity.txt)".into())
         })?)
     } else {
         None
@@ -166,7 +166,7 @@ fn row(
     }
 }
 
-fn human_report(scope: &Scope, rows: &[Row], ring: Option<&crate::private::Keyring>) -> String {
+fn human_report(scope: &Scope, rows: &[Row], ring: Option<&ctx_core::private::Keyring>) -> String {
     let mut out = String::new();
     if scope.cfg.is_empty() {
         out.push_str(
@@ -237,7 +237,7 @@ fn human_report(scope: &Scope, rows: &[Row], ring: Option<&crate::private::Keyri
     out
 }
 
-fn json_report(scope: &Scope, rows: &[Row], ring: Option<&crate::private::Keyring>) -> String {
+fn json_report(scope: &Scope, rows: &[Row], ring: Option<&ctx_core::private::Keyring>) -> String {
     let collections: Vec<Value> = scope
         .cfg
         .collections

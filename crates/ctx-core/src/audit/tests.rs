@@ -76,7 +76,7 @@ fn a_fresh_chain_verifies_and_links_each_entry() {
 /// copy is a placeholder).
 #[test]
 fn events_validate_against_the_reference_schema() {
-    let path = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(
+    let path = std::path::PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../..")).join(
         "../shared/reference/opencontext/schemas/logicsrc-opencontext-audit-event.schema.json",
     );
     let Ok(text) = std::fs::read_to_string(&path) else {

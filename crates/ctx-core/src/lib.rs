@@ -1,19 +1,19 @@
 //! ctx: a toolchain for OpenContext v1 context repositories.
 //!
 //! The library holds every pipeline stage as plain functions; the `ctx` binary
-//! only parses arguments and maps results to exit codes.
+//! (and every other front end) only parses arguments, calls in here and renders.
 pub mod adapters;
 pub mod audit;
 pub mod bundle;
 pub mod canonical;
 pub mod changes;
-pub mod cli;
 pub mod conformance;
 pub mod diag;
 pub mod doctor;
 pub mod error;
 pub mod export;
 pub mod frontmatter;
+pub mod fs;
 pub mod git;
 pub mod graph;
 pub mod jcs;

@@ -4,7 +4,7 @@ use std::path::PathBuf;
 /// The AtMem delegated-provider conformance folder in the shared workspace,
 /// or `None` (with a note on stderr) when this checkout runs without it.
 pub fn atmem_reference_dir() -> Option<PathBuf> {
-    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+    let dir = PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../.."))
         .join("../shared/reference/atmem-delegated-provider-v1");
     if dir.join("test-vectors.json").is_file() {
         Some(dir)
@@ -19,5 +19,5 @@ pub fn atmem_reference_dir() -> Option<PathBuf> {
 
 /// Our own committed provider vectors (always present in the repository).
 pub fn own_vectors_dir() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("fixtures/provider-vectors")
+    PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../..")).join("fixtures/provider-vectors")
 }

@@ -296,7 +296,7 @@ impl Log {
     fn write_head(&self, head: &Head) -> Result<()> {
         let mut text = serde_json::to_string(head).expect("JSON value");
         text.push('\n');
-        crate::cli::printer::write_atomic(&self.head, text.as_bytes(), true)
+        crate::fs::write_atomic(&self.head, text.as_bytes(), true)
             .map_err(|e| Error::io(&self.head, &e))
     }
 

@@ -191,7 +191,7 @@ impl Cache {
                     out.push('\n');
                 }
             }
-            return crate::cli::printer::write_atomic(&self.path, out.as_bytes(), true);
+            return crate::fs::write_atomic(&self.path, out.as_bytes(), true);
         }
         let mut f = std::fs::OpenOptions::new().append(true).open(&self.path)?;
         let mut out = String::new();

@@ -283,7 +283,7 @@ pub fn apply(root: &Path, writes: &[FileWrite]) -> Result<(), String> {
                         w.rel
                     ));
                 }
-                crate::cli::printer::write_atomic(&path, &w.bytes, true)
+                crate::fs::write_atomic(&path, &w.bytes, true)
                     .map_err(|e| format!("{}: {e}", w.rel))?;
             }
             None => {
@@ -291,7 +291,7 @@ pub fn apply(root: &Path, writes: &[FileWrite]) -> Result<(), String> {
                     std::fs::create_dir_all(parent)
                         .map_err(|e| format!("{}: {e}", parent.display()))?;
                 }
-                crate::cli::printer::write_atomic(&path, &w.bytes, false).map_err(|e| {
+                crate::fs::write_atomic(&path, &w.bytes, false).map_err(|e| {
                     if e.kind() == std::io::ErrorKind::AlreadyExists {
                         format!("{} already exists; ctx never replaces an existing file (choose another --file)", w.rel)
                     } else {

@@ -54,14 +54,14 @@ impl Kind {
     /// The schema document text, embedded at build time.
     pub fn text(self) -> &'static str {
         match self {
-            Kind::Manifest => include_str!("../schemas/manifest.schema.json"),
-            Kind::Object => include_str!("../schemas/object.schema.json"),
-            Kind::Role => include_str!("../schemas/role.schema.json"),
-            Kind::Provenance => include_str!("../schemas/provenance.schema.json"),
-            Kind::Decision => include_str!("../schemas/decision.schema.json"),
-            Kind::Diagnostic => include_str!("../schemas/diagnostic.schema.json"),
-            Kind::Bundle => include_str!("../schemas/bundle.schema.json"),
-            Kind::AuditEvent => include_str!("../schemas/audit-event.schema.json"),
+            Kind::Manifest => include_str!("../../../schemas/manifest.schema.json"),
+            Kind::Object => include_str!("../../../schemas/object.schema.json"),
+            Kind::Role => include_str!("../../../schemas/role.schema.json"),
+            Kind::Provenance => include_str!("../../../schemas/provenance.schema.json"),
+            Kind::Decision => include_str!("../../../schemas/decision.schema.json"),
+            Kind::Diagnostic => include_str!("../../../schemas/diagnostic.schema.json"),
+            Kind::Bundle => include_str!("../../../schemas/bundle.schema.json"),
+            Kind::AuditEvent => include_str!("../../../schemas/audit-event.schema.json"),
         }
     }
 
