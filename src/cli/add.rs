@@ -9,6 +9,7 @@ use serde_json::{Map, Value};
 
 use ctx_core::diag::render::{self, HumanStyle};
 use ctx_core::diag::{Diagnostic, Severity};
+use ctx_core::fs::{confine, RepoLock};
 use ctx_core::error::{Error, Exit, Result};
 use ctx_core::load::Repo;
 use ctx_core::manifest::Manifest;
@@ -121,47 +122,20 @@ pub fn overrides(fields: &mut Map<String, Value>, a: &WriteArgs) {
 
 /// `--file` relative to the manifest folder.
 pub fn file_flag(g: &Global, root: &Path, f: &Path) -> Result<String> {
-    let abs = if f.is_absolute() {
-        f.to_path_buf()
-    } else {
-        g.cwd.join(f)
-    };
-    // Canonicalise the existing parent so symlinked temp folders compare equal.
-    let parent = abs.parent().map(Path::to_path_buf).unwrap_or_default();
-    let mut existing = parent.clone();
-    let mut tail = Vec::new();
-    while !existing.exists() {
-        match (existing.file_name(), existing.parent()) {
-            (Some(n), Some(p)) => {
-                tail.push(n.to_os_string());
-                existing = p.to_path_buf();
-            }
-            _ => break,
-        }
-    }
-    let mut real = existing.canonicalize().unwrap_or(existing);
-    for n in tail.iter().rev() {
-        real.push(n);
-    }
-    real.push(abs.file_name().unwrap_or_default());
-    let rel = real
-        .strip_prefix(root)
-        .map_err(|_| {
-            Error::Usage(format!(
-                "--file {} is outside the repository folder {}",
-                f.display(),
-                root.display()
-            ))
-        })?
-        .to_string_lossy()
-        .replace('\\', "/");
-    if !write::safe_rel(&rel) {
+    let rel = confine::rel_in_root(root, &g.cwd, f).ok_or_else(|| {
+        Error::Usage(format!(
+            "--file {} is outside the repository folder {}",
+            f.display(),
+            root.display()
+        ))
+    })?;
+    if !confine::is_plain(&rel) {
         return Err(Error::Usage(format!(
             "--file {}: use a plain path inside the repository (no `..`, no hidden folders)",
             f.display()
         )));
     }
-    Ok(rel)
+    Ok(rel.into())
 }
 
 /// The consumer writing, if `--agent`/`--role` was given.
@@ -293,7 +267,7 @@ pub fn run(g: &Global, p: &Printer, a: &AddArgs) -> Result<Exit> {
         )));
     }
     let (manifest, _) = Manifest::discover(g.dir.as_deref(), &g.cwd)?;
-    let (_lock, _) = write::lock(&manifest.root).map_err(|e| Error::io(&manifest.root, &e))?;
+    let _lock = RepoLock::acquire(&manifest.root).map_err(|e| Error::io(&manifest.root, &e))?;
     let repo = super::validate::load_repo(g, ctx_core::load::DEFAULT_MAX_FILE_SIZE)?;
     let m = &repo.manifest;
     let consumer = writer(m, &a.write.who)?;

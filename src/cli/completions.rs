@@ -6,6 +6,7 @@ use std::path::{Path, PathBuf};
 use clap::{Args, CommandFactory};
 
 use ctx_core::error::{Error, Exit, Result};
+use ctx_core::fs::{Existing, Mode};
 
 use super::{Cli, Printer};
 
@@ -56,7 +57,7 @@ pub fn generate_man(p: &Printer, a: &GenerateManArgs) -> Result<Exit> {
     let pages = man_pages();
     for (name, bytes) in &pages {
         let path: PathBuf = Path::new(&a.dir).join(name);
-        ctx_core::fs::write_atomic(&path, bytes, true).map_err(|e| Error::io(&path, &e))?;
+        ctx_core::fs::write_atomic(&path, bytes, Mode::Preserve, Existing::Replace).map_err(|e| Error::io(&path, &e))?;
     }
     super::io_result(p.out(&format!(
         "wrote {} man pages to {}\n",

@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 use clap::Args;
 
 use ctx_core::error::{Error, Exit, Result};
+use ctx_core::fs::{Existing, Mode};
 
 use super::{Global, Printer};
 
@@ -184,7 +185,7 @@ pub fn run(g: &Global, p: &Printer, args: &InitArgs) -> Result<Exit> {
         if let Some(parent) = path.parent() {
             std::fs::create_dir_all(parent).map_err(|e| Error::io(parent, &e))?;
         }
-        ctx_core::fs::write_atomic(&path, text.as_bytes(), true)
+        ctx_core::fs::write_atomic(&path, text.as_bytes(), Mode::Preserve, Existing::Replace)
             .map_err(|e| Error::io(&path, &e))?;
         report.push_str(&format!(
             "  {}  {rel}\n",

@@ -125,42 +125,15 @@ impl Scope {
 
     /// A path given on the command line, relative to the repository (`/`-separated).
     pub fn rel(&self, g: &Global, path: &Path) -> Result<String> {
-        let abs = if path.is_absolute() {
-            path.to_path_buf()
-        } else {
-            g.cwd.join(path)
-        };
-        // Canonicalize the deepest existing ancestor, so new files can be named too.
-        let mut existing = abs.clone();
-        let mut rest: Vec<std::ffi::OsString> = Vec::new();
-        while !existing.exists() {
-            match (existing.file_name(), existing.parent()) {
-                (Some(n), Some(parent)) if n != ".." => {
-                    rest.push(n.to_owned());
-                    existing = parent.to_path_buf();
-                }
-                _ => {
-                    return Err(Error::Usage(format!(
-                        "{}: not a usable path",
-                        path.display()
-                    )))
-                }
-            }
-        }
-        let mut full = existing
-            .canonicalize()
-            .map_err(|e| Error::io(existing.clone(), &e))?;
-        for n in rest.into_iter().rev() {
-            full.push(n);
-        }
-        let rel = full.strip_prefix(&self.m.root).map_err(|_| {
-            Error::Usage(format!(
-                "{} is outside the repository at {}",
-                path.display(),
-                self.m.root.display()
-            ))
-        })?;
-        Ok(rel.to_string_lossy().replace('\\', "/"))
+        ctx_core::fs::confine::rel_in_root(&self.m.root, &g.cwd, path)
+            .map(String::from)
+            .ok_or_else(|| {
+                Error::Usage(format!(
+                    "{} is outside the repository at {}",
+                    path.display(),
+                    self.m.root.display()
+                ))
+            })
     }
 
     /// Print configuration problems; true when there are errors.
@@ -207,23 +180,13 @@ pub(crate) fn format_of(rel: &str) -> Result<Format> {
 /// Replace a file atomically (temporary file in the same folder, then rename),
 /// keeping its permission bits.
 pub(crate) fn write_in_place(path: &Path, text: &str) -> Result<()> {
-    use std::io::Write;
-    let dir = path.parent().unwrap_or(Path::new("."));
-    let io = |e: std::io::Error| Error::io(path, &e);
-    let mut tmp = tempfile::Builder::new()
-        .prefix(".ctx-")
-        .suffix(".tmp")
-        .tempfile_in(dir)
-        .map_err(io)?;
-    tmp.write_all(text.as_bytes()).map_err(io)?;
-    if let Ok(meta) = std::fs::metadata(path) {
-        tmp.as_file()
-            .set_permissions(meta.permissions())
-            .map_err(io)?;
-    }
-    tmp.as_file().sync_all().map_err(io)?;
-    tmp.persist(path).map_err(|e| io(e.error))?;
-    Ok(())
+    ctx_core::fs::write_atomic(
+        path,
+        text.as_bytes(),
+        ctx_core::fs::Mode::Preserve,
+        ctx_core::fs::Existing::Replace,
+    )
+    .map_err(|e| Error::io(path, &e))
 }
 
 fn encrypt(g: &Global, p: &Printer, paths: &[PathBuf]) -> Result<Exit> {

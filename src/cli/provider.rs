@@ -344,7 +344,12 @@ fn verify(g: &Global, p: &Printer, a: &VerifyArgs) -> Result<Exit> {
                     super::io_result(p.out(ctx))?;
                 } else {
                     let path = abs(g, out);
-                    ctx_core::fs::write_atomic(&path, ctx.as_bytes(), false)
+                    ctx_core::fs::write_atomic(
+                        &path,
+                        ctx.as_bytes(),
+                        ctx_core::fs::Mode::Preserve,
+                        ctx_core::fs::Existing::Refuse,
+                    )
                         .map_err(|e| Error::io(&path, &e))?;
                 }
             }

@@ -95,7 +95,8 @@ pub fn run(g: &Global, p: &Printer, a: &SupersedeArgs) -> Result<Exit> {
         ));
     }
     let (manifest, _) = Manifest::discover(g.dir.as_deref(), &g.cwd)?;
-    let (_lock, _) = write::lock(&manifest.root).map_err(|e| Error::io(&manifest.root, &e))?;
+    let _lock = ctx_core::fs::RepoLock::acquire(&manifest.root)
+        .map_err(|e| Error::io(&manifest.root, &e))?;
     let repo = super::validate::load_repo(g, ctx_core::load::DEFAULT_MAX_FILE_SIZE)?;
     let m = &repo.manifest;
     let consumer = add::writer(m, &w.who)?;

@@ -25,7 +25,6 @@ use std::fs::{File, OpenOptions};
 use std::io::{Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 
-use fs4::FileExt;
 use serde_json::{json, Map, Value};
 
 use crate::canonical;
@@ -164,7 +163,7 @@ impl Log {
             .append(true)
             .open(&self.path)
             .map_err(|e| io(&self.path, e))?;
-        FileExt::lock(&file).map_err(|e| io(&self.path, e))?;
+        crate::fs::lock_open(&file).map_err(|e| io(&self.path, e))?;
         let (seq, prev, len) = self.tail(&mut file)?;
         let mut event = event;
         let obj = event
@@ -296,8 +295,13 @@ impl Log {
     fn write_head(&self, head: &Head) -> Result<()> {
         let mut text = serde_json::to_string(head).expect("JSON value");
         text.push('\n');
-        crate::fs::write_atomic(&self.head, text.as_bytes(), true)
-            .map_err(|e| Error::io(&self.head, &e))
+        crate::fs::write_atomic(
+            &self.head,
+            text.as_bytes(),
+            crate::fs::Mode::Preserve,
+            crate::fs::Existing::Replace,
+        )
+        .map_err(|e| Error::io(&self.head, &e))
     }
 
     /// Every entry, in file order; a line that is not a JSON object is an error.

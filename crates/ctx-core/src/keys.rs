@@ -9,7 +9,6 @@
 //! so a CI job needs only the repository to verify a signature.
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
 
 use crate::error::{Error, Result};
 use crate::manifest::Manifest;
@@ -146,12 +145,8 @@ fn nearest_existing(path: &Path) -> Option<PathBuf> {
 
 /// Run git quietly: `None` when git cannot run, `Some(Err)` on a non-zero exit.
 fn git(dir: &Path, args: &[&str]) -> Option<std::result::Result<String, ()>> {
-    let out = Command::new("git")
-        .arg("-C")
-        .arg(dir)
+    let out = crate::git::command(dir, crate::git::Scope::Isolated)
         .args(args)
-        .stdin(Stdio::null())
-        .stderr(Stdio::null())
         .output()
         .ok()?;
     Some(if out.status.success() {

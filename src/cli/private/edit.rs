@@ -7,7 +7,6 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 
-use globset::GlobBuilder;
 use zeroize::Zeroizing;
 
 use ctx_core::diag::{Code, Severity};
@@ -187,36 +186,15 @@ fn member_for<'a>(scope: &'a Scope, rel: &str) -> Result<(Member, &'a Collection
             None => Err(not_private(scope, rel)),
         };
     }
-    for (name, keys) in &scope.cfg.collections {
-        let Some(c) = scope.m.collections.iter().find(|c| &c.name == name) else {
-            continue;
-        };
-        let src = c
-            .source
-            .strip_prefix("file://")
-            .unwrap_or(&c.source)
-            .trim_start_matches("./");
-        let wild = src.contains(['*', '?', '[', '{']);
-        let base: String = src
-            .split('/')
-            .take_while(|s| !s.contains(['*', '?', '[', '{']))
-            .collect::<Vec<_>>()
-            .join("/");
-        let hit = if wild {
-            GlobBuilder::new(src)
-                .literal_separator(true)
-                .build()
-                .is_ok_and(|g| g.compile_matcher().is_match(rel))
-        } else {
-            rel.starts_with(&format!("{src}/"))
-        };
-        if hit {
+    let path = ctx_core::fs::RelPath::parse(rel).map_err(|e| Error::Usage(e.to_string()))?;
+    if let Some((name, base)) = scope.m.members.collection_of(&path) {
+        if let Some(keys) = scope.cfg.collection(name) {
             let member = Member {
-                rel: rel.to_string(),
-                abs: scope.m.root.join(rel),
+                abs: path.to_path(&scope.m.root),
+                rel: path.clone(),
                 source: MemberSource::Collection {
-                    name: name.clone(),
-                    base,
+                    name: name.to_string(),
+                    base: base.into(),
                 },
             };
             return Ok((member, keys));
@@ -288,16 +266,7 @@ fn private_dir(repo: &Path) -> Result<(tempfile::TempDir, bool)> {
 }
 
 fn write_private(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
-    let mut opts = std::fs::OpenOptions::new();
-    opts.write(true).create_new(true);
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::OpenOptionsExt;
-        opts.mode(0o600);
-    }
-    let mut f = opts.open(path)?;
-    f.write_all(bytes)?;
-    f.sync_all()
+    ctx_core::fs::create_new(path, bytes, ctx_core::fs::Mode::Private)
 }
 
 /// Overwrite the plaintext before removing it (best effort; the folder goes too).

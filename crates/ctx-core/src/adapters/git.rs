@@ -164,37 +164,10 @@ fn looks_like_host(seg: &str) -> bool {
     seg.contains('.') && seg.chars().any(|c| c.is_ascii_alphabetic())
 }
 
-/// A `git` command that cannot reach the network, run hooks or read system config.
+/// A `git` command in `dir` that acts on that checkout alone and cannot reach the
+/// network, run hooks or read system config ([`crate::git::Scope::Isolated`]).
 fn git(dir: &Path) -> Command {
-    let mut cmd = Command::new("git");
-    for var in [
-        "GIT_DIR",
-        "GIT_WORK_TREE",
-        "GIT_INDEX_FILE",
-        "GIT_OBJECT_DIRECTORY",
-        "GIT_ALTERNATE_OBJECT_DIRECTORIES",
-        "GIT_CONFIG",
-        "GIT_CONFIG_PARAMETERS",
-        "GIT_CONFIG_COUNT",
-        "GIT_EXEC_PATH",
-    ] {
-        cmd.env_remove(var);
-    }
-    cmd.env("GIT_CONFIG_NOSYSTEM", "1")
-        .env("GIT_TERMINAL_PROMPT", "0")
-        .env("GIT_OPTIONAL_LOCKS", "0")
-        .env("GIT_PROTOCOL_FROM_USER", "0")
-        .arg("-C")
-        .arg(dir)
-        .args([
-            "-c",
-            "protocol.allow=never",
-            "-c",
-            "core.hooksPath=/dev/null",
-            "-c",
-            "core.fsmonitor=false",
-        ]);
-    cmd
+    crate::git::command(dir, crate::git::Scope::Isolated)
 }
 
 fn rev_exists(dir: &Path, rev: &str) -> bool {

@@ -147,7 +147,7 @@ pub fn load(
     let mut per_collection: BTreeMap<&str, (usize, usize)> = BTreeMap::new();
     let mut kept = Vec::with_capacity(members.len());
     for m in &members {
-        let tracked = index.contains_key(&m.rel);
+        let tracked = index.contains_key(m.rel.as_str());
         match &m.source {
             MemberSource::Entry { key } if !tracked => {
                 return Ok(Staged::Materialize(format!(
@@ -194,7 +194,7 @@ pub fn load(
                 }
                 MemberSource::Entry { .. } => &entry_defaults,
             };
-            (cache::key(&index[&m.rel].oid, m, d), *m)
+            (cache::key(&index[m.rel.as_str()].oid, m, d), *m)
         })
         .collect();
     let hits: Vec<Option<parse::Parsed>> = match &cache {
@@ -204,8 +204,8 @@ pub fn load(
     let want: Vec<String> = kept
         .iter()
         .zip(&hits)
-        .filter(|(m, hit)| hit.is_none() && changed.contains(&m.rel))
-        .map(|(m, _)| index[&m.rel].oid.clone())
+        .filter(|(m, hit)| hit.is_none() && changed.contains(m.rel.as_str()))
+        .map(|(m, _)| index[m.rel.as_str()].oid.clone())
         .collect();
     let blobs = git.blobs(&want)?;
     diags.extend(walk_diags);
@@ -217,8 +217,8 @@ pub fn load(
                 return (p, false);
             }
             let defaults = parse::Defaults::for_member(&manifest, m);
-            let bytes = if changed.contains(&m.rel) {
-                match blobs.get(&index[&m.rel].oid) {
+            let bytes = if changed.contains(m.rel.as_str()) {
+                match blobs.get(&index[m.rel.as_str()].oid) {
                     Some(b) if b.len() as u64 <= opts.max_file_size => Ok(b.clone()),
                     Some(_) => Err(Box::new(
                         Diagnostic::error(
@@ -262,8 +262,8 @@ pub fn load(
     let files = kept.len();
     let differing: Vec<String> = kept
         .iter()
-        .filter(|m| changed.contains(&m.rel))
-        .map(|m| m.rel.clone())
+        .filter(|m| changed.contains(m.rel.as_str()))
+        .map(|m| m.rel.to_string())
         .collect();
     Ok(Staged::Loaded(
         Box::new(crate::load::assemble(manifest, diags, results, files)),

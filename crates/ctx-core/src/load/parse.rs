@@ -316,7 +316,7 @@ pub fn parse(member: &Member, bytes: &[u8], defaults: &Defaults<'_>) -> Parsed {
         content,
         supplied,
         origin: Origin {
-            file: member.rel.clone(),
+            file: member.rel.to_string(),
             format,
             collection: Some(collection),
             line: start_line,

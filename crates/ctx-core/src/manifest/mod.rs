@@ -87,6 +87,8 @@ pub struct Manifest {
     pub redact: Vec<Redaction>,
     pub defaults: Map<String, Value>,
     pub extensions: Map<String, Value>,
+    /// `context:` and `collections:` compiled once: which files the loader reads.
+    pub members: crate::load::matcher::MemberMatcher,
 }
 
 fn obj<'a>(v: &'a Value, key: &str) -> Option<&'a Map<String, Value>> {
@@ -212,6 +214,7 @@ impl Manifest {
             defaults: Map::new(),
             extensions: Map::new(),
             raw: Value::Null,
+            members: Default::default(),
         };
         let mut diags = Vec::new();
         for v in schema::check(Kind::Manifest, &raw) {
@@ -233,6 +236,7 @@ impl Manifest {
             diags.push(d);
         }
         m.extract(&raw, &mut diags);
+        m.members = crate::load::matcher::MemberMatcher::compile(&m.entries, &m.collections);
         m.raw = raw;
         diags.extend(roles::check(&m));
         Ok((m, diags))
