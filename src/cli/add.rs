@@ -9,8 +9,8 @@ use serde_json::{Map, Value};
 
 use ctx_core::diag::render::{self, HumanStyle};
 use ctx_core::diag::{Diagnostic, Severity};
-use ctx_core::fs::{confine, RepoLock};
 use ctx_core::error::{Error, Exit, Result};
+use ctx_core::fs::{confine, RepoLock};
 use ctx_core::load::Repo;
 use ctx_core::manifest::Manifest;
 use ctx_core::object::{ContextObject, Format};

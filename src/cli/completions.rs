@@ -57,7 +57,8 @@ pub fn generate_man(p: &Printer, a: &GenerateManArgs) -> Result<Exit> {
     let pages = man_pages();
     for (name, bytes) in &pages {
         let path: PathBuf = Path::new(&a.dir).join(name);
-        ctx_core::fs::write_atomic(&path, bytes, Mode::Preserve, Existing::Replace).map_err(|e| Error::io(&path, &e))?;
+        ctx_core::fs::write_atomic(&path, bytes, Mode::Preserve, Existing::Replace)
+            .map_err(|e| Error::io(&path, &e))?;
     }
     super::io_result(p.out(&format!(
         "wrote {} man pages to {}\n",

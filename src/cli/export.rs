@@ -6,8 +6,8 @@ use std::path::PathBuf;
 use clap::Args;
 
 use ctx_core::error::{Error, Exit, Result};
-use ctx_core::fs::{Existing, Mode};
 use ctx_core::export::{self, Target};
+use ctx_core::fs::{Existing, Mode};
 
 /// `--target`: clap's view of [`Target`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]

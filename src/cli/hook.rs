@@ -260,7 +260,11 @@ mod tests {
     #[cfg(unix)]
     #[test]
     fn quoted_paths_survive_the_shell() {
-        for raw in ["/opt/it's/ctx", "/a b/$(touch x)/`id`/\"q\"/ctx", "/x/!$HOME\\"] {
+        for raw in [
+            "/opt/it's/ctx",
+            "/a b/$(touch x)/`id`/\"q\"/ctx",
+            "/x/!$HOME\\",
+        ] {
             let line = format!("v={}; printf %s \"$v\"", sh_quote(raw).unwrap());
             let out = std::process::Command::new("sh")
                 .args(["-c", &line])

@@ -350,7 +350,7 @@ fn verify(g: &Global, p: &Printer, a: &VerifyArgs) -> Result<Exit> {
                         ctx_core::fs::Mode::Preserve,
                         ctx_core::fs::Existing::Refuse,
                     )
-                        .map_err(|e| Error::io(&path, &e))?;
+                    .map_err(|e| Error::io(&path, &e))?;
                 }
             }
             let text = if json_out {

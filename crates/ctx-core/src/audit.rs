@@ -435,7 +435,7 @@ fn lines(bytes: &[u8]) -> Vec<&[u8]> {
 
 /// `(seq, prev)` of a line's chain link.
 fn link(line: &[u8]) -> Option<(u64, Value)> {
-    let v: Value = serde_json::from_slice(line).ok()?;
+    let v: Value = canonical::parse_strict(line).ok()?;
     let l = v.get("extensions")?.get(EXTENSION)?;
     let seq = l.get("seq")?.as_u64()?;
     let prev = l.get("prev")?.clone();

@@ -337,7 +337,7 @@ pub fn check_bundle(bundle: &Value) -> Result<String, Problem> {
         .get("bundle_id")
         .and_then(Value::as_str)
         .unwrap_or("");
-    let want = format!("ocb_{}", &digest["sha256:".len().."sha256:".len() + 24]);
+    let want = canonical::bundle_id(&digest);
     if id != want {
         return Err(Problem::new("bundle_id", want, format!("{id:?}")));
     }

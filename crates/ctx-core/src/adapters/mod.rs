@@ -98,11 +98,8 @@ pub fn scheme(uri: &str) -> Option<&str> {
     .then_some(s)
 }
 
-/// The sha256 digest of bytes, `sha256:<hex>`.
-pub fn digest(bytes: &[u8]) -> String {
-    use sha2::{Digest, Sha256};
-    format!("sha256:{}", hex::encode(Sha256::digest(bytes)))
-}
+/// The sha256 digest of bytes, `sha256:<hex>` (the one digest function).
+pub use crate::canonical::digest;
 
 /// `adapters.<scheme>` from the manifest, when it is a mapping.
 pub fn config<'m>(m: &'m Manifest, scheme: &str) -> Option<&'m Map<String, Value>> {

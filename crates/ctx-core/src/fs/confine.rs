@@ -135,8 +135,7 @@ mod tests {
         std::fs::write(outside.path().join("secret"), "x").unwrap();
         let root = tempfile::tempdir().unwrap();
         let root_path = root.path().canonicalize().unwrap();
-        std::os::unix::fs::symlink(outside.path().join("secret"), root_path.join("link"))
-            .unwrap();
+        std::os::unix::fs::symlink(outside.path().join("secret"), root_path.join("link")).unwrap();
         std::fs::write(root_path.join("inside"), "y").unwrap();
         assert!(matches!(
             resolve_inside(&root_path, "link"),

@@ -190,7 +190,10 @@ mod tests {
     #[test]
     fn parses_manifest_paths() {
         assert_eq!(RelPath::parse("./context/a.md").unwrap(), "context/a.md");
-        assert_eq!(RelPath::parse("context//x/../a.md").unwrap(), "context/a.md");
+        assert_eq!(
+            RelPath::parse("context//x/../a.md").unwrap(),
+            "context/a.md"
+        );
         assert_eq!(RelPath::parse("./").unwrap(), "");
         assert!(RelPath::parse("../a.md").is_err());
         assert!(RelPath::parse("a/../../b").is_err());

@@ -209,9 +209,18 @@ mod tests {
         assert!(m.collection_of(&rel("notes/x.txt")).is_none());
         let (name, base) = m.collection_of(&rel("single/only.yaml")).unwrap();
         assert_eq!((name, base.as_str()), ("one", "single"));
-        assert!(matches!(m.collection("web").unwrap().source, Source::Remote));
-        assert!(matches!(m.collection("bad").unwrap().source, Source::Invalid(_)));
-        assert!(matches!(m.collection("out").unwrap().source, Source::Escapes));
+        assert!(matches!(
+            m.collection("web").unwrap().source,
+            Source::Remote
+        ));
+        assert!(matches!(
+            m.collection("bad").unwrap().source,
+            Source::Invalid(_)
+        ));
+        assert!(matches!(
+            m.collection("out").unwrap().source,
+            Source::Escapes
+        ));
         assert!(m.names(&rel("context/mission.md")));
         assert!(!m.names(&rel("docs/mission.md")));
     }

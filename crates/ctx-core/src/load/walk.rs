@@ -150,7 +150,9 @@ pub fn members(m: &Manifest) -> (Vec<Member>, Vec<Diagnostic>) {
                 );
                 continue;
             }
-            Source::Local(local) => collect(m, &c.name, local, &field, written, &mut out, &mut diags),
+            Source::Local(local) => {
+                collect(m, &c.name, local, &field, written, &mut out, &mut diags)
+            }
         }
         if out.len() == before && !diags.iter().any(|d| d.field.as_deref() == Some(&field)) {
             diags.push(

@@ -3,7 +3,6 @@
 //! `[N]` for one. The bundle records which rule paths applied, never the values.
 
 use serde_json::Value;
-use sha2::{Digest, Sha256};
 
 use crate::model::{Redaction, RedactionMode};
 
@@ -46,9 +45,9 @@ fn steps(path: &str) -> Option<Vec<Step>> {
 fn hash(v: &Value) -> Value {
     let bytes = match v {
         Value::String(s) => s.as_bytes().to_vec(),
-        other => serde_jcs::to_vec(other).unwrap_or_else(|_| other.to_string().into_bytes()),
+        other => crate::jcs::to_vec(other),
     };
-    Value::String(format!("sha256:{}", hex::encode(Sha256::digest(&bytes))))
+    Value::String(crate::canonical::digest(&bytes))
 }
 
 /// Apply one rule at `steps` below `v`. Returns whether anything was redacted.
