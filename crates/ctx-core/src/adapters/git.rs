@@ -182,6 +182,20 @@ fn rev_exists(dir: &Path, rev: &str) -> bool {
 
 pub fn load(uri: &str, m: &Manifest, opts: &AdapterOptions) -> Result<Loaded, AdapterError> {
     let t = parse(uri, m)?;
+    // A committed version of another object's file is that object's content.
+    if !t.mapped {
+        if let Ok(rel) = crate::fs::RelPath::parse(&t.path) {
+            if super::lane::loaded_as_object(m, &rel) {
+                return Err(AdapterError::OutOfLane {
+                    uri: uri.to_string(),
+                    reason: format!(
+                        "`{rel}` is loaded as an object, with its own permissions; \
+                         reference that object instead of reading its file"
+                    ),
+                });
+            }
+        }
+    }
     let timeout = super::timeout(m, "git", opts);
     // `<rev>:./<path>` is relative to the folder git runs in, so a manifest in a
     // subfolder of the repository addresses its own files.

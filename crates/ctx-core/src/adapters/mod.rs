@@ -5,6 +5,7 @@
 pub mod file;
 pub mod git;
 pub mod http;
+mod lane;
 mod process;
 pub mod sqlite;
 
@@ -63,6 +64,16 @@ pub enum AdapterError {
     Offline(String),
     #[error("`{0}` needs remote fetching, which this repository has not enabled (set `adapters.{1}.enabled: true` in the manifest)")]
     RemoteDisabled(String, String),
+    /// A local source outside its lane: another object's file, an ignored file, `.git/`.
+    #[error("`{uri}` may not be read as content: {reason}")]
+    OutOfLane { uri: String, reason: String },
+    /// The content holds what looks like a credential; it is withheld.
+    #[error("`{uri}` is withheld: {what} (line {line} of the content)")]
+    SecretDetected {
+        uri: String,
+        what: String,
+        line: u32,
+    },
     #[error("`{uri}` content digest mismatch: declared {expected}, read {actual}")]
     DigestMismatch {
         uri: String,
@@ -75,7 +86,8 @@ impl AdapterError {
     pub fn code(&self) -> Code {
         match self {
             AdapterError::UnknownScheme(_) => Code::UnknownScheme,
-            AdapterError::PathTraversal(_) => Code::PathTraversal,
+            AdapterError::PathTraversal(_) | AdapterError::OutOfLane { .. } => Code::PathTraversal,
+            AdapterError::SecretDetected { .. } => Code::SecretDetected,
             _ => Code::SourceUnavailable,
         }
     }
@@ -165,8 +177,15 @@ pub fn adapter_trust(m: &Manifest, scheme: &str, default: Trust) -> Trust {
     }
 }
 
-/// Read the content a URI names.
+/// Read the content a URI names. Whatever comes back is scanned for credentials
+/// like inline content; content that holds one is withheld.
 pub fn load(uri: &str, m: &Manifest, opts: &AdapterOptions) -> Result<Loaded, AdapterError> {
+    let loaded = fetch(uri, m, opts)?;
+    lane::scan_secrets(uri, &loaded)?;
+    Ok(loaded)
+}
+
+fn fetch(uri: &str, m: &Manifest, opts: &AdapterOptions) -> Result<Loaded, AdapterError> {
     match scheme(uri) {
         None | Some("file") => file::load(uri, m, opts),
         Some(s @ ("http" | "https")) => {

@@ -140,7 +140,9 @@ fn columns(conn: &Connection, table: &str) -> rusqlite::Result<Vec<String>> {
 
 pub fn load(uri: &str, m: &Manifest, opts: &AdapterOptions) -> Result<Loaded, AdapterError> {
     let q = parse(uri)?;
-    let real = super::file::resolve_inside(&m.root, &q.path, uri)?;
+    let real = super::lane::local_path(m, uri, &q.path)?;
+    // SQLite opens whatever it is given; a FIFO would block the open itself.
+    crate::fs::open_regular(&real).map_err(|e| super::file::read_error(uri, e))?;
     let timeout = super::timeout(m, "sqlite", opts);
     let conn = open(uri, &real, timeout)?;
     let (stop, stopped) = mpsc::channel::<()>();
@@ -199,6 +201,13 @@ fn read_cell(uri: &str, conn: &Connection, q: &Query, max: u64) -> Result<Vec<u8
         )
     })?;
     let bytes = match row.get_ref(0).map_err(|e| sql_err(uri, e))? {
+        // Checked before copying: an oversized cell is never duplicated in memory.
+        ValueRef::Text(t) | ValueRef::Blob(t) if t.len() as u64 > max => {
+            return Err(AdapterError::unavailable(
+                uri,
+                format!("larger than {max} bytes"),
+            ))
+        }
         ValueRef::Text(t) | ValueRef::Blob(t) => t.to_vec(),
         ValueRef::Integer(i) => i.to_string().into_bytes(),
         ValueRef::Real(r) => r.to_string().into_bytes(),

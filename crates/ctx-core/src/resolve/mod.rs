@@ -188,6 +188,21 @@ pub fn resolve(repo: &Repo, req: Request) -> Result<Resolution, String> {
     let mut warnings = Vec::new();
     let mut not_in_scope = 0usize;
 
+    // Files the loader could not read may hold context this consumer should see:
+    // say so, counted rather than named (a bundle never enumerates the repository).
+    let unread = repo.unread_sources();
+    if unread > 0 {
+        warnings.push(Warning {
+            id: None,
+            code: "source-unavailable".into(),
+            message: format!(
+                "{unread} repository file(s) or folder(s) could not be read, so this context \
+                 may be incomplete; run `ctx validate` for details"
+            ),
+            severity: Severity::Warning,
+        });
+    }
+
     // 1. Authorize (and 2. narrow by --include): nothing below sees a denied object.
     let mut candidates: Vec<(usize, String)> = Vec::new();
     for (i, o) in objects.iter().enumerate() {

@@ -405,7 +405,8 @@ fn principals(repo: &Repo, out: &mut Vec<Diagnostic>) {
 }
 
 /// Static `content_uri` checks (nothing is fetched or read): a scheme no adapter
-/// handles, and a local path that leaves the repository, symlinks included.
+/// handles, a local path that leaves the repository (symlinks included), and a
+/// local path outside its lane (another object's file, an ignored file, `.git/`).
 fn content_uris(repo: &Repo, out: &mut Vec<Diagnostic>) {
     use crate::adapters::{self, file, AdapterError};
     for o in &repo.objects {
@@ -414,9 +415,18 @@ fn content_uris(repo: &Repo, out: &mut Vec<Diagnostic>) {
         };
         match adapters::scheme(uri) {
             None | Some("file") => {
-                let path = file::local_path(uri);
-                if let Err(AdapterError::PathTraversal(_)) =
-                    file::resolve_inside(&repo.manifest.root, path, uri)
+                if let Err(e @ AdapterError::OutOfLane { .. }) =
+                    file::resolve_in_lane(&repo.manifest, uri)
+                {
+                    out.push(
+                        at(o, Diagnostic::error(e.code(), e.to_string()))
+                            .field("content_uri")
+                            .expected("a file inside the repository that no object is loaded from, not ignored by git, not under .git/")
+                            .actual(uri)
+                            .fix("inline the content, reference the other object by id, or move the file"),
+                    );
+                } else if let Err(AdapterError::PathTraversal(_)) =
+                    file::resolve_inside(&repo.manifest.root, file::local_path(uri), uri)
                 {
                     out.push(
                         at(
