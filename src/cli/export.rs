@@ -119,6 +119,17 @@ pub fn run(g: &Global, p: &Printer, a: &ExportArgs) -> Result<Exit> {
         .clone()
         .unwrap_or_else(|| PathBuf::from(Target::from(a.target).default_path()));
     let text = export::render(a.target.into(), &bundle, &command_line(a));
+    if a.output.is_some() && super::printer::output_file(a.output.as_deref()).is_none() {
+        // `--output -`: the rendered file goes to stdout; there is no file to check.
+        if a.check {
+            return Err(Error::Usage(
+                "--check compares a file with what export would write; `--output -` names none"
+                    .into(),
+            ));
+        }
+        super::io_result(p.out(&text))?;
+        return Ok(Exit::Ok);
+    }
     let digest = bundle["digest"].as_str().unwrap_or("").to_string();
     let existing = match std::fs::read(&path) {
         Ok(b) => Some(String::from_utf8_lossy(&b).into_owned()),

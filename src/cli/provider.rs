@@ -242,7 +242,7 @@ fn sign(g: &Global, p: &Printer, a: &SignArgs) -> Result<Exit> {
     let envelope =
         provider::sign_envelope(&input, &key, &a.key).map_err(|e| Error::Invalid(e.to_string()))?;
     let text = serde_json::to_string_pretty(&envelope).expect("JSON") + "\n";
-    match &a.output {
+    match super::printer::output_file(a.output.as_deref()) {
         Some(out) => {
             let path = abs(g, out);
             receipt::store::write_new(&path, text.as_bytes()).map_err(|e| match e.kind() {

@@ -185,7 +185,7 @@ pub fn run(g: &Global, p: &Printer, a: &ResolveArgs, always_bundle: bool) -> Res
         Product::Json(v) => p.product_json(v, out),
     };
     super::io_result(io)?;
-    if let Some(out) = &a.output {
+    if let Some(out) = super::printer::output_file(a.output.as_deref()) {
         let _ = p.err(&format!(
             "wrote {} ({})\n",
             out.display(),

@@ -64,8 +64,8 @@ fn restrict(
                 g.cwd.join(p)
             };
             let abs = abs.canonicalize().unwrap_or(abs);
-            abs.strip_prefix(&repo.manifest.root)
-                .map(|r| r.to_string_lossy().replace('\\', "/"))
+            ctx_core::fs::RelPath::strip(&repo.manifest.root, &abs)
+                .map(String::from)
                 .unwrap_or_default()
         })
         .collect();

@@ -11,11 +11,6 @@ use crate::model::Trust;
 
 use super::{digest, AdapterError, AdapterOptions, Loaded};
 
-/// Does `path` (relative to the root) stay inside it, judged on its text alone?
-pub fn lexically_inside(path: &Path) -> bool {
-    confine::lexically_inside(path)
-}
-
 /// Resolve `path` (relative to `root`, or absolute) to a real path inside `root`.
 /// Refuses anything that leaves it, by `..`, by an absolute path or through a symlink;
 /// the check throws rather than clamps. `root` must be canonical.

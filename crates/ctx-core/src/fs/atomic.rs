@@ -203,6 +203,37 @@ mod tests {
     }
 
     #[test]
+    fn repository_files_and_scripts_take_the_umask_and_create_new_is_exclusive() {
+        let dir = tempfile::tempdir().unwrap();
+        let probe = dir.path().join("probe");
+        std::fs::write(&probe, "").unwrap();
+        // What this process's umask makes of 0666: what an editor would create.
+        let editor = mode_of(&probe);
+        let doc = dir.path().join("new.md");
+        write_atomic(&doc, b"x", Mode::RepositoryDefault, Existing::Refuse).unwrap();
+        assert_eq!(mode_of(&doc), editor);
+        let fresh = dir.path().join("fresh.md");
+        write_atomic(&fresh, b"x", Mode::Preserve, Existing::Replace).unwrap();
+        assert_eq!(
+            mode_of(&fresh),
+            editor,
+            "Preserve of a new file is the default"
+        );
+        let hook = dir.path().join("hook");
+        write_atomic(&hook, b"#!/bin/sh\n", Mode::Executable, Existing::Replace).unwrap();
+        assert_eq!(mode_of(&hook), editor | ((editor & 0o444) >> 2));
+        let plain = dir.path().join("plain.md");
+        create_new(&plain, b"secret", Mode::Private).unwrap();
+        assert_eq!(mode_of(&plain), 0o600);
+        assert_eq!(
+            create_new(&plain, b"again", Mode::Private)
+                .unwrap_err()
+                .kind(),
+            io::ErrorKind::AlreadyExists
+        );
+    }
+
+    #[test]
     fn replace_if_unchanged_refuses_a_changed_file() {
         let dir = tempfile::tempdir().unwrap();
         let p = dir.path().join("m.yaml");

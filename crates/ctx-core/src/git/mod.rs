@@ -340,3 +340,57 @@ fn finish(
         }))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::ffi::OsStr;
+
+    fn env_of(c: &Command, var: &str) -> Option<Option<String>> {
+        c.get_envs()
+            .find(|(k, _)| *k == OsStr::new(var))
+            .map(|(_, v)| v.map(|v| v.to_string_lossy().into_owned()))
+    }
+
+    #[test]
+    fn one_environment_policy_with_two_scopes() {
+        let dir = Path::new("/tmp");
+        for scope in [Scope::Repository, Scope::Isolated] {
+            let c = command(dir, scope);
+            assert_eq!(c.get_program(), "git");
+            assert_eq!(env_of(&c, "GIT_TERMINAL_PROMPT"), Some(Some("0".into())));
+            assert_eq!(env_of(&c, "GIT_PROTOCOL_FROM_USER"), Some(Some("0".into())));
+            let args: Vec<String> = c
+                .get_args()
+                .map(|a| a.to_string_lossy().into_owned())
+                .collect();
+            assert_eq!(&args[..2], ["-C", "/tmp"]);
+            assert!(args.iter().any(|a| a == "protocol.allow=never"), "{args:?}");
+            assert!(args.iter().any(|a| a == "core.fsmonitor=false"), "{args:?}");
+        }
+        // An isolated command cannot be pointed at another repository or config.
+        let c = command(dir, Scope::Isolated);
+        for var in LOCATING_VARS {
+            assert_eq!(env_of(&c, var), Some(None), "{var} is removed");
+        }
+        assert_eq!(env_of(&c, "GIT_CONFIG_NOSYSTEM"), Some(Some("1".into())));
+        assert!(c.get_args().any(|a| a == "core.hooksPath=/dev/null"));
+        // The repository's own commands keep the hook's index, and read paths literally.
+        let c = command(dir, Scope::Repository);
+        assert_eq!(env_of(&c, "GIT_INDEX_FILE"), None);
+        assert_eq!(env_of(&c, "GIT_LITERAL_PATHSPECS"), Some(Some("1".into())));
+    }
+
+    /// A child's output is captured, never written into ctx's own stdout.
+    #[test]
+    fn git_output_is_captured_not_inherited() {
+        if !available() {
+            return;
+        }
+        let out = command(Path::new("/"), Scope::Isolated)
+            .arg("--version")
+            .output()
+            .unwrap();
+        assert!(String::from_utf8_lossy(&out.stdout).starts_with("git version"));
+    }
+}

@@ -28,11 +28,6 @@ pub enum MemberSource {
     Collection { name: String, base: String },
 }
 
-/// Is `abs` (after resolving symlinks) inside `root`? `root` must be canonical.
-pub fn resolves_inside(root: &Path, abs: &Path) -> bool {
-    confine::resolves_inside(root, abs)
-}
-
 fn traversal(m: &Manifest, field: String, target: &str) -> Diagnostic {
     Diagnostic::error(
         Code::PathTraversal,
@@ -113,7 +108,7 @@ pub fn members(m: &Manifest) -> (Vec<Member>, Vec<Diagnostic>) {
             }
             Ok(_) => {}
         }
-        if !resolves_inside(&m.root, &abs) {
+        if !confine::resolves_inside(&m.root, &abs) {
             diags.push(traversal(m, field, &e.target));
             continue;
         }
@@ -202,7 +197,7 @@ fn collect(
             return;
         }
     }
-    if !resolves_inside(&m.root, &base_abs) {
+    if !confine::resolves_inside(&m.root, &base_abs) {
         diags.push(traversal(m, field.to_string(), written));
         return;
     }
@@ -266,7 +261,7 @@ fn collect(
                     continue;
                 }
             };
-            if !resolves_inside(&m.root, abs) {
+            if !confine::resolves_inside(&m.root, abs) {
                 diags.push(
                     Diagnostic::error(
                         Code::PathTraversal,
