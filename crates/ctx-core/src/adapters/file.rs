@@ -37,14 +37,29 @@ pub fn load(uri: &str, m: &Manifest, opts: &AdapterOptions) -> Result<Loaded, Ad
     let path = local_path(uri);
     let real = resolve_in_lane(m, uri)?;
     let bytes = crate::fs::read_regular(&real, opts.max_bytes).map_err(|e| read_error(uri, e))?;
+    text(
+        uri,
+        bytes,
+        content_type_for(path),
+        super::adapter_trust(m, "file", Trust::Trusted),
+    )
+}
+
+/// What a local adapter read, as text content with the digest of its bytes.
+pub(crate) fn text(
+    uri: &str,
+    bytes: Vec<u8>,
+    content_type: Option<String>,
+    trust: Trust,
+) -> Result<Loaded, AdapterError> {
     let d = digest(&bytes);
     let text =
         String::from_utf8(bytes).map_err(|_| AdapterError::unavailable(uri, "not UTF-8 text"))?;
     Ok(Loaded {
         content: Value::String(text),
-        content_type: content_type_for(path),
+        content_type,
         digest: d,
-        trust: super::adapter_trust(m, "file", Trust::Trusted),
+        trust,
     })
 }
 

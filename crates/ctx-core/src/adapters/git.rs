@@ -12,7 +12,7 @@ use crate::manifest::Manifest;
 use crate::model::Trust;
 
 use super::process::{self, Failure};
-use super::{digest, AdapterError, AdapterOptions, Loaded};
+use super::{AdapterError, AdapterOptions, Loaded};
 
 /// Where a `git://` URI points.
 #[derive(Debug, PartialEq, Eq)]
@@ -230,20 +230,17 @@ pub fn load(uri: &str, m: &Manifest, opts: &AdapterOptions) -> Result<Loaded, Ad
             format!("git cannot read `{}` at `{}`: {why}", t.path, t.rev),
         ));
     }
-    let d = digest(&out.stdout);
-    let text = String::from_utf8(out.stdout)
-        .map_err(|_| AdapterError::unavailable(uri, "not UTF-8 text"))?;
     let default = if t.mapped {
         Trust::Verified
     } else {
         Trust::Trusted
     };
-    Ok(Loaded {
-        content: Value::String(text),
-        content_type: super::file::content_type_for(&t.path),
-        digest: d,
-        trust: super::adapter_trust(m, "git", default),
-    })
+    super::file::text(
+        uri,
+        out.stdout,
+        super::file::content_type_for(&t.path),
+        super::adapter_trust(m, "git", default),
+    )
 }
 
 #[cfg(test)]

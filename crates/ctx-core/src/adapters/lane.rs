@@ -81,3 +81,53 @@ pub(crate) fn scan_secrets(uri: &str, loaded: &Loaded) -> Result<(), AdapterErro
         }),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use crate::adapters::tests::manifest_in;
+    use crate::adapters::{load, AdapterError, AdapterOptions};
+    use crate::diag::Code;
+
+    #[test]
+    fn local_sources_stay_in_their_lane_and_secrets_are_withheld() {
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path();
+        std::fs::create_dir_all(d.join("context/notes")).unwrap();
+        std::fs::create_dir_all(d.join(".git")).unwrap();
+        std::fs::create_dir_all(d.join("docs")).unwrap();
+        std::fs::write(d.join("context/notes/a.md"), "---\nid: notes.a\n---\nA\n").unwrap();
+        std::fs::write(d.join("context/notes/.draft.md"), "draft\n").unwrap();
+        std::fs::write(d.join(".gitignore"), "*.local\n").unwrap();
+        std::fs::write(d.join("docs/x.local"), "ignored\n").unwrap();
+        std::fs::write(d.join(".git/HEAD"), "ref: refs/heads/main\n").unwrap();
+        std::fs::write(d.join("docs/ok.md"), "fine\n").unwrap();
+        std::fs::write(
+            d.join("docs/key.txt"),
+            format!("AGE-SECRET-KEY-1{}\n", "Q".repeat(58)),
+        )
+        .unwrap();
+        let m = manifest_in(d, "collections:\n  notes: ./context/notes/**\n");
+        let opts = AdapterOptions::default();
+        let lane = |uri: &str| match load(uri, &m, &opts) {
+            Err(e @ AdapterError::OutOfLane { .. }) => {
+                assert_eq!(e.code(), Code::PathTraversal);
+                e.to_string()
+            }
+            other => panic!("{uri}: {other:?}"),
+        };
+        assert!(lane("context/notes/a.md").contains("loaded as an object"));
+        assert!(lane("file://./context/notes/../notes/a.md").contains("loaded as an object"));
+        assert!(lane("docs/x.local").contains(".gitignore"));
+        assert!(lane(".git/HEAD").contains(".git/"));
+        // A hidden file the walk skips is no object.
+        assert!(load("context/notes/.draft.md", &m, &opts).is_ok());
+        assert!(load("docs/ok.md", &m, &opts).is_ok());
+        match load("docs/key.txt", &m, &opts) {
+            Err(e @ AdapterError::SecretDetected { .. }) => {
+                assert_eq!(e.code(), Code::SecretDetected);
+                assert!(!e.to_string().contains("QQQQ"), "{e}");
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+}

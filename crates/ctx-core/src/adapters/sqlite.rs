@@ -7,12 +7,11 @@ use std::sync::mpsc;
 use std::time::Duration;
 
 use rusqlite::{types::ValueRef, Connection, OpenFlags};
-use serde_json::Value;
 
 use crate::manifest::Manifest;
 use crate::model::Trust;
 
-use super::{digest, AdapterError, AdapterOptions, Loaded};
+use super::{AdapterError, AdapterOptions, Loaded};
 
 /// A parsed `sqlite://` URI.
 #[derive(Debug, PartialEq, Eq)]
@@ -155,16 +154,12 @@ pub fn load(uri: &str, m: &Manifest, opts: &AdapterOptions) -> Result<Loaded, Ad
     let result = read_cell(uri, &conn, &q, opts.max_bytes);
     drop(stop);
     let _ = watchdog.join();
-    let bytes = result?;
-    let d = digest(&bytes);
-    let text =
-        String::from_utf8(bytes).map_err(|_| AdapterError::unavailable(uri, "not UTF-8 text"))?;
-    Ok(Loaded {
-        content: Value::String(text),
-        content_type: None,
-        digest: d,
-        trust: super::adapter_trust(m, "sqlite", Trust::Verified),
-    })
+    super::file::text(
+        uri,
+        result?,
+        None,
+        super::adapter_trust(m, "sqlite", Trust::Verified),
+    )
 }
 
 fn read_cell(uri: &str, conn: &Connection, q: &Query, max: u64) -> Result<Vec<u8>, AdapterError> {

@@ -117,10 +117,11 @@ pub fn human(diags: &[Diagnostic], root: &Path, style: HumanStyle) -> String {
         let (source, span) = match (&d.file, d.line) {
             (Some(file), Some(line)) => {
                 let path = root.join(file);
-                let small = std::fs::metadata(&path)
-                    .map(|m| m.len() <= 1 << 20)
-                    .unwrap_or(false);
-                match std::fs::read_to_string(&path).ok().filter(|_| small) {
+                // Regular files up to 1 MiB only: a code frame never waits on a FIFO.
+                let text = crate::fs::read_regular(&path, 1 << 20)
+                    .ok()
+                    .and_then(|b| String::from_utf8(b).ok());
+                match text {
                     Some(text) => match line_span(&text, line) {
                         Some(span) => (Some(NamedSource::new(file.clone(), text)), Some(span)),
                         None => (None, None),

@@ -7,7 +7,6 @@
 //! can check the index out into a temporary folder instead.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
-use std::io::Read;
 
 use rayon::prelude::*;
 
@@ -73,25 +72,6 @@ fn unstaged(git: &Git) -> Result<HashSet<String>, GitError> {
         .filter(|r| !r.is_empty())
         .map(|r| String::from_utf8_lossy(r).into_owned())
         .collect())
-}
-
-fn read_limited(m: &Member, limit: u64) -> Result<Vec<u8>, Box<Diagnostic>> {
-    let fail = |msg: String| {
-        Box::new(
-            Diagnostic::error(Code::SourceUnavailable, msg)
-                .file(m.rel.clone())
-                .fix("check the file's permissions and size"),
-        )
-    };
-    let f = std::fs::File::open(&m.abs).map_err(|e| fail(format!("cannot read file: {e}")))?;
-    let mut buf = Vec::new();
-    f.take(limit + 1)
-        .read_to_end(&mut buf)
-        .map_err(|e| fail(format!("cannot read file: {e}")))?;
-    if buf.len() as u64 > limit {
-        return Err(fail(format!("file is over the {limit}-byte limit")));
-    }
-    Ok(buf)
 }
 
 /// Load the staged state of the repository `manifest` describes (its folder is `git.cwd`).
@@ -233,7 +213,7 @@ pub fn load(
                     )),
                 }
             } else {
-                read_limited(m, opts.max_file_size)
+                crate::load::read_member(m, opts.max_file_size)
             };
             match bytes {
                 Ok(b) => (parse::parse(m, &b, &defaults), true),

@@ -108,6 +108,15 @@ pub fn load(manifest: Manifest, mut diags: Vec<Diagnostic>, opts: &LoadOptions) 
     assemble(manifest, diags, results, files)
 }
 
+/// The canonical object order: id, version, file. Independent of walk order and threads.
+pub fn sort_objects(objects: &mut [ContextObject]) {
+    objects.sort_by(|a, b| {
+        a.id.cmp(&b.id)
+            .then(a.version.cmp(&b.version))
+            .then_with(|| a.origin.file.cmp(&b.origin.file))
+    });
+}
+
 /// Collect parse results into a repository in canonical order: objects by id,
 /// version and file; findings by file and line. Shared by every loader so the
 /// order never depends on which path read the files.
@@ -122,11 +131,7 @@ pub fn assemble(
         diags.extend(r.diags);
         objects.extend(r.object);
     }
-    objects.sort_by(|a, b| {
-        a.id.cmp(&b.id)
-            .then(a.version.cmp(&b.version))
-            .then_with(|| a.origin.file.cmp(&b.origin.file))
-    });
+    sort_objects(&mut objects);
     diag::normalize(&mut diags);
     Repo {
         manifest,

@@ -70,14 +70,6 @@ pub fn default_path(m: &Manifest, id: &str) -> Option<String> {
 /// Parse planned bytes exactly as the loader would; None when no collection loads the path.
 pub fn parse_planned(m: &Manifest, rel: &str, bytes: &[u8]) -> Option<parse::Parsed> {
     let source = member_source(m, rel)?;
-    let collection = match &source {
-        MemberSource::Collection { name, .. } => m
-            .collections
-            .iter()
-            .find(|c| &c.name == name)
-            .map(|c| &c.defaults),
-        MemberSource::Entry { .. } => None,
-    };
     let rel = RelPath::parse(rel).ok()?;
     let member = Member {
         abs: rel.to_path(&m.root),
@@ -87,10 +79,7 @@ pub fn parse_planned(m: &Manifest, rel: &str, bytes: &[u8]) -> Option<parse::Par
     Some(parse::parse(
         &member,
         bytes,
-        &Defaults {
-            collection,
-            manifest: &m.defaults,
-        },
+        &Defaults::for_member(m, &member),
     ))
 }
 
@@ -190,11 +179,7 @@ pub fn planned_repo(repo: &Repo, replaced: &[String], added: Vec<ContextObject>)
         .cloned()
         .collect();
     objects.extend(added);
-    objects.sort_by(|a, b| {
-        a.id.cmp(&b.id)
-            .then(a.version.cmp(&b.version))
-            .then_with(|| a.origin.file.cmp(&b.origin.file))
-    });
+    crate::load::sort_objects(&mut objects);
     Repo {
         manifest: repo.manifest.clone(),
         objects,
