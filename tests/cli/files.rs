@@ -238,6 +238,37 @@ fn keys_are_private_and_receipts_and_the_audit_log_are_repository_files() {
     for f in audit {
         assert_eq!(mode(&repo.path().join(".ctx").join(&f)), 0o640, "{f}");
     }
+    // A provider envelope: `-o FILE` is a new file with an editor's mode, `-o -` is stdout.
+    write(
+        repo.path(),
+        "host/binding.json",
+        br#"{"run_id":"run-1","turn_id":"turn-1","session_id":"session-1","agent_id":"support-agent","user_id":"user-1","workspace_id":"acme"}"#,
+    );
+    let sign = |out: &str| {
+        ctx_masked(
+            repo.path(),
+            cfg.path(),
+            &[
+                "provider",
+                "sign",
+                "--bundle",
+                "signed.json",
+                "--binding",
+                "host/binding.json",
+                "--key",
+                "k1",
+                "-o",
+                out,
+            ],
+        )
+    };
+    let r = sign("host/envelope.json");
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert_eq!(mode(&repo.path().join("host/envelope.json")), 0o640);
+    let r = sign("-");
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(r.stdout.contains("\"decision\""), "{}", r.stdout);
+    assert!(!repo.path().join("-").exists());
 }
 
 #[test]

@@ -1,5 +1,6 @@
 //! `file://` and relative paths: confined to the manifest folder (symlinks
-//! included), kept in their lane ([`super::lane`]), regular files only, bounded.
+//! included), kept in their lane (not another object's file, not ignored, not `.git/`), regular
+//! files only, bounded.
 
 use std::path::{Path, PathBuf};
 
