@@ -2,7 +2,7 @@
 
 use std::process::Command;
 
-use crate::ops_support::{git, have_git, healthy, init_git, PRICING_V1, PRICING_V2};
+use crate::support::fixtures::{git, have_git, healthy, init_git, PRICING_V1, PRICING_V2};
 use crate::support::Repo;
 
 /// pricing.enterprise v1 committed, then v2 in a second commit.

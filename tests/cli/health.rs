@@ -1,6 +1,6 @@
 //! doctor, conflicts and stale against fixture repositories.
 
-use crate::ops_support::{healthy, MISSION, OPS_MANIFEST, REFUNDS};
+use crate::support::fixtures::{healthy, MISSION, OPS_MANIFEST, REFUNDS};
 use crate::support::{ctx, Repo};
 
 const AT: &str = "2026-09-01T00:00:00Z";

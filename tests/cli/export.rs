@@ -3,7 +3,7 @@
 use std::io::{BufRead, BufReader};
 use std::process::{Command, Stdio};
 
-use crate::ops_support::healthy;
+use crate::support::fixtures::healthy;
 use crate::support::{ctx, project_root, Repo};
 
 #[test]

@@ -4,7 +4,7 @@
 use std::path::Path;
 use std::process::Command;
 
-use crate::support::Repo;
+use super::Repo;
 
 /// A manifest with collections, two roles, a write grant and a health block.
 pub const OPS_MANIFEST: &str = r#"opencontext: "1.0"

@@ -3,6 +3,8 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 
+pub mod fixtures;
+
 /// The result of one `ctx` run.
 pub struct Run {
     pub code: i32,

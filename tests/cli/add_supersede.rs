@@ -2,7 +2,7 @@
 
 use std::process::{Command, Stdio};
 
-use crate::ops_support::{healthy, PRICING_V1, PRICING_V2, REFUNDS};
+use crate::support::fixtures::{healthy, PRICING_V1, PRICING_V2, REFUNDS};
 use crate::support::ctx_env;
 
 const FIXED: [(&str, &str); 1] = [("SOURCE_DATE_EPOCH", "1785000000")];
