@@ -2,8 +2,8 @@
 
 use std::process::{Command, Stdio};
 
-use crate::support::fixtures::{healthy, PRICING_V1, PRICING_V2, REFUNDS};
 use crate::support::ctx_env;
+use crate::support::fixtures::{healthy, PRICING_V1, PRICING_V2, REFUNDS};
 
 const FIXED: [(&str, &str); 1] = [("SOURCE_DATE_EPOCH", "1785000000")];
 

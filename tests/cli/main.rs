@@ -3,12 +3,18 @@
 
 mod support;
 
-mod add_supersede;
 mod adapters;
+mod add_supersede;
 mod bad_input;
+mod diff;
 mod examples;
 mod export;
+mod graph;
 mod health;
+mod history;
+mod info;
+mod init;
+mod piped_output;
 mod pre_commit;
 mod private;
 mod readme;

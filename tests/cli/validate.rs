@@ -1,4 +1,4 @@
-//! Core: discovery, validate, schema, init, version, exit codes.
+//! `ctx validate`: discovery of the manifest, findings in every format, exit codes.
 
 use crate::support::{ctx, Repo, MANIFEST, MISSION};
 
@@ -20,75 +20,6 @@ fn missing_manifest_exits_three_with_help() {
     assert_eq!(r.code, 3);
     assert!(r.stderr.contains("no opencontext.yaml"), "{}", r.stderr);
     assert!(r.stderr.contains("ctx init"), "{}", r.stderr);
-}
-
-#[test]
-fn init_creates_a_strictly_valid_repository_with_two_scopes() {
-    let dir = tempfile::tempdir().unwrap();
-    let r = ctx(
-        dir.path(),
-        &[
-            "init", "demo", "--yes", "--id", "demo-co", "--name", "Demo Co",
-        ],
-    );
-    assert_eq!(r.code, 0, "{}", r.stderr);
-    let repo = dir.path().join("demo");
-    let v = ctx(&repo, &["validate", "--strict"]);
-    assert_eq!(v.code, 0, "{}", v.stdout);
-    // Two roles with different scopes: support cannot see internal policies, leads can.
-    let support = ctx(&repo, &["list", "--role", "support", "--format", "json"]).json();
-    let leads = ctx(&repo, &["list", "--role", "leads", "--format", "json"]).json();
-    let ids = |v: &serde_json::Value| {
-        v.as_array()
-            .unwrap()
-            .iter()
-            .map(|r| r["id"].as_str().unwrap().to_string())
-            .collect::<Vec<_>>()
-    };
-    assert!(!ids(&support).contains(&"policies.internal.escalation".to_string()));
-    assert!(ids(&leads).contains(&"policies.internal.escalation".to_string()));
-    // Existing files are kept unless --force.
-    std::fs::write(repo.join("context/mission.md"), "mine").unwrap();
-    let again = ctx(dir.path(), &["init", "demo", "--yes"]);
-    assert!(again.stdout.contains("kept"), "{}", again.stdout);
-    assert_eq!(
-        std::fs::read_to_string(repo.join("context/mission.md")).unwrap(),
-        "mine"
-    );
-}
-
-#[test]
-fn version_names_the_spec() {
-    let dir = tempfile::tempdir().unwrap();
-    let r = ctx(dir.path(), &["version"]);
-    assert_eq!(r.code, 0);
-    assert!(
-        r.stdout.contains("OpenContext specification 1.0"),
-        "{}",
-        r.stdout
-    );
-}
-
-#[test]
-fn schema_lists_and_prints_embedded_schemas() {
-    let dir = tempfile::tempdir().unwrap();
-    let list = ctx(dir.path(), &["schema"]);
-    for kind in [
-        "manifest",
-        "object",
-        "role",
-        "provenance",
-        "decision",
-        "diagnostic",
-        "bundle",
-        "audit-event",
-    ] {
-        assert!(list.stdout.contains(kind), "{}", list.stdout);
-    }
-    let one = ctx(dir.path(), &["schema", "object"]);
-    assert_eq!(one.code, 0);
-    assert!(one.json().is_object());
-    assert_eq!(ctx(dir.path(), &["schema", "nope"]).code, 3);
 }
 
 #[test]

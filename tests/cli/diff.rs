@@ -1,0 +1,162 @@
+//! `ctx diff`: two versions of an object, or the whole repository between revisions.
+
+use crate::support::fixtures::{git, have_git, healthy, init_git, PRICING_V1};
+
+#[test]
+fn diff_two_versions_shows_governance_fields_and_content() {
+    let repo = healthy();
+    let r = repo.ctx(&["diff", "pricing.enterprise@1", "pricing.enterprise@2"]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert_eq!(
+        r.stdout,
+        "~ pricing.enterprise  (changed: pricing.enterprise@1 → pricing.enterprise@2)\n    authority:\n      - reference\n      + canonical\n    supersedes:\n      - (absent)\n      + [\"pricing.enterprise@1\"]\n    content:\n      - Enterprise plans start at $1,800/month.\n      + Enterprise plans start at $2,500/month.\n"
+    );
+    assert_eq!(
+        repo.ctx(&[
+            "diff",
+            "pricing.enterprise@1",
+            "pricing.enterprise@2",
+            "--exit-code"
+        ])
+        .code,
+        1
+    );
+    let same = repo.ctx(&[
+        "diff",
+        "pricing.enterprise@2",
+        "pricing.enterprise@2",
+        "--exit-code",
+    ]);
+    assert_eq!(same.code, 0);
+    assert!(same.stdout.starts_with("= "), "{}", same.stdout);
+    let doc = repo
+        .ctx(&[
+            "diff",
+            "pricing.enterprise@1",
+            "pricing.enterprise@2",
+            "--format",
+            "json",
+        ])
+        .json();
+    assert_eq!(doc["changes"][0]["field"], "authority");
+    assert_eq!(
+        repo.ctx(&["diff", "pricing.enterprise@7", "pricing.enterprise@2"])
+            .code,
+        3
+    );
+    assert_eq!(repo.ctx(&["diff", "pricing.enterprise@1"]).code, 2);
+}
+
+#[test]
+fn diff_between_revisions_highlights_promotions_and_classification() {
+    if !have_git() {
+        return;
+    }
+    let repo = healthy();
+    std::fs::remove_file(repo.path().join("context/pricing/enterprise.v2.md")).unwrap();
+    init_git(repo.path(), "Initial context");
+    // Promote pricing v1 in place, make the welcome note public, add and remove objects.
+    repo.write(
+        "context/pricing/enterprise.md",
+        &PRICING_V1.replace("authority: reference", "authority: canonical"),
+    );
+    let welcome = std::fs::read_to_string(repo.path().join("context/notes/welcome.md")).unwrap();
+    repo.write(
+        "context/notes/welcome.md",
+        &welcome.replace("owner: support", "owner: support\nclassification: public"),
+    );
+    repo.write(
+        "context/notes/new.md",
+        "---\nid: notes.new\ntype: note\nowner: support\n---\nNew.\n",
+    );
+    std::fs::remove_file(repo.path().join("context/policies/refunds.md")).unwrap();
+    git(repo.path(), &["add", "-A"]);
+    git(repo.path(), &["commit", "-q", "-m", "Reshuffle"]);
+    let r = repo.ctx(&["diff", "--rev", "HEAD~1..HEAD"]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let out = &r.stdout;
+    assert!(out.contains("Governance:\n  ⚠ authority promoted: pricing.enterprise@1  reference → canonical\n  ⚠ classification lowered: notes.welcome  internal → public\n"), "{out}");
+    assert!(
+        out.contains("+ notes.new  (added)  context/notes/new.md\n"),
+        "{out}"
+    );
+    assert!(
+        out.contains("- policies.refunds  (removed)  context/policies/refunds.md\n"),
+        "{out}"
+    );
+    assert!(
+        out.contains(
+            "~ notes.welcome  (changed)\n    classification:\n      - (absent)\n      + public\n"
+        ),
+        "{out}"
+    );
+    assert!(
+        out.ends_with(
+            "1 added, 1 removed, 2 changed; 1 authority promotion(s), 1 classification change(s)\n"
+        ),
+        "{out}"
+    );
+    // The user's index and work tree are untouched by the comparison.
+    assert_eq!(git(repo.path(), &["status", "--porcelain"]), "");
+    // A revision against the work tree.
+    repo.write(
+        "context/notes/draft.md",
+        "---\nid: notes.draft\ntype: note\nowner: support\n---\nDraft.\n",
+    );
+    let r = repo.ctx(&["diff", "--rev", "HEAD", "--format", "json", "--exit-code"]);
+    assert_eq!(r.code, 1, "differences with --exit-code");
+    assert_eq!(r.json()["added"][0]["id"], "notes.draft");
+    let r = repo.ctx(&["diff", "--rev", "no-such-rev..HEAD"]);
+    assert_eq!(r.code, 3, "{}", r.stderr);
+    assert!(
+        r.stderr.contains("`no-such-rev` is not a commit"),
+        "{}",
+        r.stderr
+    );
+}
+
+#[test]
+fn diff_rev_needs_git() {
+    let repo = healthy();
+    let r = repo.ctx(&["diff", "--rev", "HEAD~1..HEAD"]);
+    assert_eq!(r.code, 2, "{}", r.stderr);
+    assert!(r.stderr.contains("needs a git work tree"), "{}", r.stderr);
+}
+
+#[test]
+fn diff_rev_after_supersede_shows_one_new_version() {
+    if !have_git() {
+        return;
+    }
+    let repo = healthy();
+    init_git(repo.path(), "Initial context");
+    let r = repo.ctx(&[
+        "supersede",
+        "policies.refunds",
+        "--content",
+        "Refunds within 60 days.",
+    ]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    git(repo.path(), &["add", "-A"]);
+    git(repo.path(), &["commit", "-q", "-m", "Extend refunds"]);
+    let r = repo.ctx(&["diff", "--rev", "HEAD~1..HEAD"]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(
+        r.stdout
+            .contains("+ policies.refunds@2  (added)  context/policies/refunds.v2.md\n"),
+        "{}",
+        r.stdout
+    );
+    assert!(
+        !r.stdout.contains("(removed)"),
+        "numbering v1 in place is not a removal: {}",
+        r.stdout
+    );
+    assert!(
+        r.stdout.ends_with(
+            "1 added, 0 removed, 0 changed; 0 authority promotion(s), 0 classification change(s)\n"
+        ),
+        "{}",
+        r.stdout
+    );
+}
