@@ -1,6 +1,7 @@
 //! `ctx diff`: two versions of an object, or the whole repository between revisions.
 
-use crate::support::fixtures::{git, have_git, healthy, init_git, PRICING_V1};
+use crate::support::fixtures::{healthy, PRICING_V1};
+use crate::support::git::{commit_all, git, have_git, init_git};
 
 #[test]
 fn diff_two_versions_shows_governance_fields_and_content() {
@@ -70,8 +71,7 @@ fn diff_between_revisions_highlights_promotions_and_classification() {
         "---\nid: notes.new\ntype: note\nowner: support\n---\nNew.\n",
     );
     std::fs::remove_file(repo.path().join("context/policies/refunds.md")).unwrap();
-    git(repo.path(), &["add", "-A"]);
-    git(repo.path(), &["commit", "-q", "-m", "Reshuffle"]);
+    commit_all(repo.path(), "Reshuffle");
     let r = repo.ctx(&["diff", "--rev", "HEAD~1..HEAD"]);
     assert_eq!(r.code, 0, "{}", r.stderr);
     let out = &r.stdout;
@@ -137,8 +137,7 @@ fn diff_rev_after_supersede_shows_one_new_version() {
         "Refunds within 60 days.",
     ]);
     assert_eq!(r.code, 0, "{}", r.stderr);
-    git(repo.path(), &["add", "-A"]);
-    git(repo.path(), &["commit", "-q", "-m", "Extend refunds"]);
+    commit_all(repo.path(), "Extend refunds");
     let r = repo.ctx(&["diff", "--rev", "HEAD~1..HEAD"]);
     assert_eq!(r.code, 0, "{}", r.stderr);
     assert!(

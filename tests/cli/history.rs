@@ -1,6 +1,7 @@
 //! `ctx history`: declared versions first, then the commits that touched them.
 
-use crate::support::fixtures::{git, have_git, healthy, init_git, PRICING_V2};
+use crate::support::fixtures::{healthy, PRICING_V2};
+use crate::support::git::{commit_all, have_git, init_git};
 use crate::support::Repo;
 
 /// pricing.enterprise v1 committed, then v2 in a second commit.
@@ -12,11 +13,7 @@ fn with_history() -> Option<Repo> {
     std::fs::remove_file(repo.path().join("context/pricing/enterprise.v2.md")).unwrap();
     init_git(repo.path(), "Initial context");
     repo.write("context/pricing/enterprise.v2.md", PRICING_V2);
-    git(repo.path(), &["add", "-A"]);
-    git(
-        repo.path(),
-        &["commit", "-q", "-m", "Raise enterprise floor to $2,500"],
-    );
+    commit_all(repo.path(), "Raise enterprise floor to $2,500");
     Some(repo)
 }
 

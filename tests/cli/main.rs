@@ -1,6 +1,8 @@
 //! End-to-end tests: the real `ctx` binary against fixture repositories.
 //! One integration-test binary (modules below) keeps link time low.
 
+// A toolkit for tests: parts of its API may be unused at any given time.
+#[allow(dead_code, unused_imports)]
 mod support;
 
 mod adapters;
@@ -28,4 +30,5 @@ mod validate;
 #[allow(unused_imports)]
 mod ops_support {
     pub use crate::support::fixtures::*;
+    pub use crate::support::git::{git, have_git, init_git};
 }

@@ -2,10 +2,9 @@
 //! or escape code reaches a stream that is not a terminal.
 
 use std::io::{BufRead, BufReader};
-use std::process::{Command, Stdio};
 
 use crate::support::fixtures::healthy;
-use crate::support::Repo;
+use crate::support::{ctx_in, Repo};
 
 /// `ctx list | head -1`: the reader goes away; ctx exits 0 without a word on stderr.
 #[test]
@@ -27,36 +26,20 @@ fn closed_pipe_exits_quietly() {
         .map(|(a, b)| (a.as_str(), b.as_str()))
         .collect();
     let repo = Repo::new(&refs);
-    let mut child = Command::new(env!("CARGO_BIN_EXE_ctx"))
-        .current_dir(repo.path())
-        .args(["list"])
-        .env("NO_COLOR", "1")
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let mut running = ctx_in(&repo).args(["list"]).spawn();
     let mut first = String::new();
-    BufReader::new(child.stdout.take().unwrap())
+    BufReader::new(running.child.stdout.take().unwrap())
         .read_line(&mut first)
         .unwrap();
     // The reader is dropped here: the pipe closes with most of the output unread.
-    let out = child.wait_with_output().unwrap();
+    let out = running.wait();
     assert!(first.starts_with("id"), "{first}");
-    assert_eq!(out.status.code(), Some(0));
-    assert_eq!(String::from_utf8_lossy(&out.stderr), "");
+    out.assert_ok();
+    assert_eq!(out.stderr, "", "{}", out.describe());
     // And through a real shell pipeline.
-    let sh = Command::new("sh")
-        .current_dir(repo.path())
-        .arg("-c")
-        .arg(format!(
-            "'{}' list | head -1 >/dev/null; echo \"status $?\"",
-            env!("CARGO_BIN_EXE_ctx")
-        ))
-        .output()
-        .unwrap();
-    assert_eq!(String::from_utf8_lossy(&sh.stdout), "status 0\n");
-    assert_eq!(String::from_utf8_lossy(&sh.stderr), "");
+    let sh = ctx_in(&repo).shell("\"$CTX\" list | head -1 >/dev/null; echo \"status $?\"");
+    assert_eq!(sh.stdout, "status 0\n", "{}", sh.describe());
+    assert_eq!(sh.stderr, "", "{}", sh.describe());
 }
 
 /// Long runs show progress only on a terminal: piped stderr never gets escape codes.

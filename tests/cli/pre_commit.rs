@@ -1,23 +1,8 @@
 //! The pre-commit hook and `validate --staged`, against real git repositories in temporary folders.
 
-use std::process::Command;
-
-use crate::support::fixtures::{git, have_git, healthy, init_git};
-
-fn commit(dir: &std::path::Path, message: &str) -> std::process::Output {
-    Command::new("git")
-        .current_dir(dir)
-        .args(["commit", "-q", "-m", message])
-        .env("GIT_CONFIG_GLOBAL", "/dev/null")
-        .env("GIT_CONFIG_NOSYSTEM", "1")
-        .env("GIT_AUTHOR_NAME", "T")
-        .env("GIT_AUTHOR_EMAIL", "t@example.com")
-        .env("GIT_COMMITTER_NAME", "T")
-        .env("GIT_COMMITTER_EMAIL", "t@example.com")
-        .env("NO_COLOR", "1")
-        .output()
-        .expect("git commit runs")
-}
+use crate::support::ctx_in;
+use crate::support::fixtures::healthy;
+use crate::support::git::{git, have_git, init_git, try_git};
 
 #[test]
 fn pre_commit_hook_validates_the_staged_state() {
@@ -51,7 +36,7 @@ fn pre_commit_hook_validates_the_staged_state() {
         "context/notes/bad.md",
         &bad.replace("references: [nope.nothing]\n", ""),
     );
-    let out = commit(repo.path(), "Add a bad note");
+    let out = try_git(repo.path(), &["commit", "-q", "-m", "Add a bad note"]);
     assert!(!out.status.success(), "the hook refused the commit");
     let all = format!(
         "{}{}",
@@ -75,7 +60,7 @@ fn pre_commit_hook_validates_the_staged_state() {
     // Staging the fix lets the commit through; an untracked broken file does not matter.
     git(repo.path(), &["add", "context/notes/bad.md"]);
     repo.write("context/notes/untracked.md", bad);
-    let out = commit(repo.path(), "Add a good note");
+    let out = try_git(repo.path(), &["commit", "-q", "-m", "Add a good note"]);
     assert!(
         out.status.success(),
         "{}",
@@ -190,11 +175,10 @@ fn staged_parse_cache_changes_nothing_but_time() {
     let repo = healthy();
     repo.write("context/notes/secret.md", "---\nid: notes.secret\ntype: note\nowner: support\nreferences: [nope]\n---\nkey AKIAABCDEFGHIJKLMNOP\n");
     init_git(repo.path(), "Initial context");
-    let cold = crate::support::ctx_env(
-        repo.path(),
-        &["validate", "--staged", "--format", "json"],
-        &[("CTX_NO_CACHE", "1")],
-    );
+    let cold = ctx_in(&repo)
+        .args(["validate", "--staged", "--format", "json"])
+        .env("CTX_NO_CACHE", "1")
+        .run();
     assert!(
         !repo.path().join(".git/ctx/parse-cache").exists(),
         "CTX_NO_CACHE writes no cache"

@@ -1,6 +1,6 @@
 //! Resolution end to end: security properties, determinism of the digest, formats.
 
-use crate::support::{ctx_env, Repo};
+use crate::support::{ctx_in, Repo};
 
 const MANIFEST: &str = r#"opencontext: "1.0"
 id: acme
@@ -168,7 +168,7 @@ fn digest(repo: &Repo, dir: &std::path::Path, extra: &[&str], env: &[(&str, &str
         "2026-08-09T12:00:00Z",
     ];
     args.extend_from_slice(extra);
-    let r = ctx_env(repo.path(), &args, env);
+    let r = ctx_in(repo).args(&args).envs(env.iter().copied()).run();
     assert_eq!(r.code, 0, "{}", r.stderr);
     if extra.contains(&"--explain") {
         let line = r

@@ -1,57 +1,46 @@
-//! Helpers: run the binary, write fixture repositories into temp folders.
+//! Test support: the hermetic `ctx` runner, the git helper, external tools,
+//! fixture repositories in temporary folders.
+//!
+//! A new test needs only this:
+//!
+//! ```ignore
+//! use crate::support::{ctx_in, Repo, MANIFEST, MISSION};
+//!
+//! #[test]
+//! fn a_clean_repository_validates() {
+//!     let repo = Repo::new(&[("opencontext.yaml", MANIFEST), ("context/mission.md", MISSION)]);
+//!     ctx_in(&repo).args(["validate"]).run().assert_ok().assert_stdout_contains("✓ valid");
+//! }
+//! ```
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
 
 pub mod fixtures;
+pub mod git;
+pub mod hermetic;
+pub mod runner;
+pub mod tools;
 
-/// The result of one `ctx` run.
-pub struct Run {
-    pub code: i32,
-    pub stdout: String,
-    pub stderr: String,
+pub use hermetic::Home;
+pub use runner::{ctx_in, Cmd, Run, Spawned, Workdir, CTX};
+pub use tools::require_tool;
+
+/// Run `ctx` in `dir` with `args`: shorthand for `ctx_in(dir).args(args).run()`.
+pub fn ctx<W: Workdir + ?Sized>(dir: &W, args: &[&str]) -> Run {
+    ctx_in(dir).args(args).run()
 }
 
-impl Run {
-    fn from(out: Output) -> Run {
-        Run {
-            code: out.status.code().unwrap_or(-1),
-            stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
-            stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
-        }
-    }
-
-    pub fn json(&self) -> serde_json::Value {
-        serde_json::from_str(&self.stdout).unwrap_or_else(|e| {
-            panic!(
-                "stdout is not JSON ({e}):\n{}\nstderr:\n{}",
-                self.stdout, self.stderr
-            )
-        })
-    }
+/// [`ctx`] with extra environment variables:
+/// shorthand for `ctx_in(dir).args(args).envs(env).run()`.
+pub fn ctx_env<W: Workdir + ?Sized>(dir: &W, args: &[&str], env: &[(&str, &str)]) -> Run {
+    ctx_in(dir).args(args).envs(env.iter().copied()).run()
 }
 
-/// Run `ctx` in `dir` with `args` (colour off, fixed environment).
-pub fn ctx(dir: &Path, args: &[&str]) -> Run {
-    ctx_env(dir, args, &[])
-}
-
-pub fn ctx_env(dir: &Path, args: &[&str], env: &[(&str, &str)]) -> Run {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_ctx"));
-    cmd.current_dir(dir)
-        .args(args)
-        .env("NO_COLOR", "1")
-        .env_remove("CLICOLOR_FORCE")
-        .stdin(Stdio::null());
-    for (k, v) in env {
-        cmd.env(k, v);
-    }
-    Run::from(cmd.output().expect("ctx runs"))
-}
-
-/// A temporary repository built from (path, contents) pairs.
+/// A temporary repository built from (path, contents) pairs, with its own
+/// throw-away home that every `ctx` run against it shares.
 pub struct Repo {
     pub dir: tempfile::TempDir,
+    home: Home,
 }
 
 impl Repo {
@@ -60,19 +49,34 @@ impl Repo {
         for (rel, text) in files {
             write(dir.path(), rel, text.as_bytes());
         }
-        Repo { dir }
+        Repo {
+            dir,
+            home: Home::new(),
+        }
     }
 
     pub fn path(&self) -> &Path {
         self.dir.path()
     }
 
+    /// The home (`HOME`, XDG folders) of every run against this repository.
+    pub fn home(&self) -> &Home {
+        &self.home
+    }
+
     pub fn write(&self, rel: &str, text: &str) {
         write(self.dir.path(), rel, text.as_bytes());
     }
 
+    /// Shorthand for `ctx_in(self).args(args).run()`.
     pub fn ctx(&self, args: &[&str]) -> Run {
-        ctx(self.path(), args)
+        ctx_in(self).args(args).run()
+    }
+}
+
+impl AsRef<Path> for Repo {
+    fn as_ref(&self) -> &Path {
+        self.path()
     }
 }
 
