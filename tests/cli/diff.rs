@@ -1,5 +1,6 @@
 //! `ctx diff`: two versions of an object, or the whole repository between revisions.
 
+use crate::support::ctx_in;
 use crate::support::fixtures::{healthy, PRICING_V1};
 use crate::support::git::{commit_all, git, have_git, init_git};
 
@@ -73,29 +74,10 @@ fn diff_between_revisions_highlights_promotions_and_classification() {
     std::fs::remove_file(repo.path().join("context/policies/refunds.md")).unwrap();
     commit_all(repo.path(), "Reshuffle");
     let r = repo.ctx(&["diff", "--rev", "HEAD~1..HEAD"]);
-    assert_eq!(r.code, 0, "{}", r.stderr);
-    let out = &r.stdout;
-    assert!(out.contains("Governance:\n  ⚠ authority promoted: pricing.enterprise@1  reference → canonical\n  ⚠ classification lowered: notes.welcome  internal → public\n"), "{out}");
-    assert!(
-        out.contains("+ notes.new  (added)  context/notes/new.md\n"),
-        "{out}"
-    );
-    assert!(
-        out.contains("- policies.refunds  (removed)  context/policies/refunds.md\n"),
-        "{out}"
-    );
-    assert!(
-        out.contains(
-            "~ notes.welcome  (changed)\n    classification:\n      - (absent)\n      + public\n"
-        ),
-        "{out}"
-    );
-    assert!(
-        out.ends_with(
-            "1 added, 1 removed, 2 changed; 1 authority promotion(s), 1 classification change(s)\n"
-        ),
-        "{out}"
-    );
+    r.assert_ok();
+    // Governance warnings first (promotion, lowered classification), then each
+    // added, removed and changed object, then the totals.
+    insta::assert_snapshot!("diff_rev_governance", r.transcript());
     // The user's index and work tree are untouched by the comparison.
     assert_eq!(git(repo.path(), &["status", "--porcelain"]), "");
     // A revision against the work tree.
@@ -130,32 +112,24 @@ fn diff_rev_after_supersede_shows_one_new_version() {
     }
     let repo = healthy();
     init_git(repo.path(), "Initial context");
-    let r = repo.ctx(&[
-        "supersede",
-        "policies.refunds",
-        "--content",
-        "Refunds within 60 days.",
-    ]);
-    assert_eq!(r.code, 0, "{}", r.stderr);
+    // A fixed clock for the new version's `updated`, so the commit id is stable.
+    let r = ctx_in(&repo)
+        .args([
+            "supersede",
+            "policies.refunds",
+            "--content",
+            "Refunds within 60 days.",
+        ])
+        .env("SOURCE_DATE_EPOCH", "1785000000")
+        .run();
+    r.assert_ok();
     commit_all(repo.path(), "Extend refunds");
     let r = repo.ctx(&["diff", "--rev", "HEAD~1..HEAD"]);
-    assert_eq!(r.code, 0, "{}", r.stderr);
-    assert!(
-        r.stdout
-            .contains("+ policies.refunds@2  (added)  context/policies/refunds.v2.md\n"),
-        "{}",
-        r.stdout
-    );
+    r.assert_ok();
     assert!(
         !r.stdout.contains("(removed)"),
         "numbering v1 in place is not a removal: {}",
-        r.stdout
+        r.describe()
     );
-    assert!(
-        r.stdout.ends_with(
-            "1 added, 0 removed, 0 changed; 0 authority promotion(s), 0 classification change(s)\n"
-        ),
-        "{}",
-        r.stdout
-    );
+    insta::assert_snapshot!("diff_rev_after_supersede", r.transcript());
 }

@@ -10,11 +10,9 @@ fn graph_text_json_and_dot() {
         "---\nid: policies.procedure\ntype: procedure\nowner: support\nreferences: [policies.refunds]\ndepends_on: [pricing.enterprise]\nsources:\n  - uri: https://example.com/wiki\n---\nx\n",
     );
     let r = repo.ctx(&["graph"]);
-    assert_eq!(r.code, 0, "{}", r.stderr);
-    let out = &r.stdout;
-    assert!(out.contains("policies.procedure  (procedure · reference)\n  → references      policies.refunds\n  → depends on      pricing.enterprise@2\n"), "{out}");
-    assert!(out.contains("pricing.enterprise@2  (pricing · canonical)\n  → supersedes      pricing.enterprise@1\n  ← needed by       policies.procedure\n"), "{out}");
-    assert!(out.ends_with("6 objects, 3 links\n"), "{out}");
+    r.assert_ok();
+    // Each object with its outgoing (→) and incoming (←) links, then the totals.
+    insta::assert_snapshot!("graph_text", r.transcript());
     let doc = repo
         .ctx(&["graph", "--owners", "--sources", "--format", "json"])
         .json();

@@ -21,25 +21,9 @@ fn with_history() -> Option<Repo> {
 fn history_lists_declared_versions_then_commits() {
     let Some(repo) = with_history() else { return };
     let r = repo.ctx(&["history", "pricing.enterprise", "--at", "2026-09-01"]);
-    assert_eq!(r.code, 0, "{}", r.stderr);
-    let out = &r.stdout;
-    assert!(out.starts_with("History of pricing.enterprise\n"), "{out}");
-    let v1 = out.find("v1  superseded  reference  2026-01-01T00:00:00Z  context/pricing/enterprise.md  → superseded by pricing.enterprise@2").expect(out);
-    let v2 = out
-        .find("v2  current     canonical  2026-08-01T00:00:00Z  context/pricing/enterprise.v2.md")
-        .expect(out);
-    let commits = out.find("Commits:").expect(out);
-    assert!(
-        v1 < v2 && v2 < commits,
-        "declared versions come first:\n{out}"
-    );
-    let lines: Vec<&str> = out[commits..].lines().skip(1).collect();
-    assert_eq!(lines.len(), 2, "{out}");
-    assert!(
-        lines[0].ends_with("2026-08-01  Dana Okafor  Raise enterprise floor to $2,500"),
-        "{out}"
-    );
-    assert!(lines[1].ends_with("Dana Okafor  Initial context"), "{out}");
+    r.assert_ok();
+    // Declared versions first (v1 superseded by v2), then both commits, newest first.
+    insta::assert_snapshot!("history_versions_and_commits", r.transcript());
     let doc = repo
         .ctx(&["history", "pricing.enterprise", "--format", "json"])
         .json();

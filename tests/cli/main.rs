@@ -16,6 +16,7 @@ mod health;
 mod history;
 mod info;
 mod init;
+mod list_get;
 mod piped_output;
 mod pre_commit;
 mod private;

@@ -331,3 +331,24 @@ fn get_list_search_hide_denied_objects_identically() {
         search.stdout
     );
 }
+
+/// The whole `--explain` report: who it is for, each inclusion with why, each
+/// exclusion by id and reason only, the redactions, the digest.
+#[test]
+fn explain_shows_every_decision_and_no_denied_bytes() {
+    let r = repo().ctx(&[
+        "resolve",
+        "--role",
+        "support",
+        "--task",
+        "refund margins payroll legal",
+        "--at",
+        "2026-08-09",
+        "--explain",
+    ]);
+    r.assert_ok();
+    for secret in [DENIED_BYTES, SSN, EMAIL] {
+        assert!(!r.stdout.contains(secret), "{secret}: {}", r.describe());
+    }
+    insta::assert_snapshot!("resolve_explain", r.transcript());
+}

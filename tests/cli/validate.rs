@@ -7,10 +7,14 @@ fn validate_clean_repository_exits_zero() {
     let repo = Repo::new(&[
         ("opencontext.yaml", MANIFEST),
         ("context/mission.md", MISSION),
+        (
+            "context/policies/refunds.md",
+            "---\nid: policies.refunds\ntype: policy\nowner: support\n---\nRefunds within 30 days.\n",
+        ),
     ]);
     let r = repo.ctx(&["validate"]);
-    assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
-    assert!(r.stdout.contains("✓ valid"), "{}", r.stdout);
+    r.assert_ok();
+    insta::assert_snapshot!("validate_clean", r.transcript());
 }
 
 #[test]
@@ -33,19 +37,9 @@ fn findings_in_every_format_name_file_line_and_fix() {
         ),
     ]);
     let human = repo.ctx(&["validate"]);
-    assert_eq!(human.code, 1);
-    for needle in [
-        "broken-reference",
-        "context/policies/a.md",
-        "policies.zzz",
-        "fix:",
-    ] {
-        assert!(
-            human.stdout.contains(needle),
-            "{needle} missing:\n{}",
-            human.stdout
-        );
-    }
+    human.assert_code(1);
+    // Code, file and line, the offending value and the fix.
+    insta::assert_snapshot!("validate_broken_reference", human.transcript());
     let json = repo.ctx(&["validate", "--format", "json"]).json();
     assert_eq!(json["ok"], false);
     let f = &json["findings"][0];
@@ -61,6 +55,36 @@ fn findings_in_every_format_name_file_line_and_fix() {
         "{}",
         gh.stdout
     );
+}
+
+/// One finding of each kind a newcomer meets first, each with its source
+/// excerpt, expected and actual value and the fix, then the verdict.
+#[test]
+fn validate_reports_every_finding_with_its_source() {
+    let repo = Repo::new(&[
+        ("opencontext.yaml", MANIFEST),
+        ("context/mission.md", MISSION),
+        (
+            "context/policies/a.md",
+            "---\nid: policies.a\ntype: policy\nowner: x\nreferences: [policies.zzz]\n---\nA\n",
+        ),
+        (
+            "context/policies/b.md",
+            "---\nid: policies.b\ntype: policy\n---\nkey AKIAABCDEFGHIJKLMNOP\n",
+        ),
+        (
+            "context/policies/c.md",
+            "---\nid: policies.c\ntype: policy\nowner: a\nowner: b\n---\nx\n",
+        ),
+    ]);
+    let r = repo.ctx(&["validate"]);
+    r.assert_code(1);
+    assert!(
+        !r.stdout.contains("AKIAABCDEFGHIJKLMNOP"),
+        "{}",
+        r.describe()
+    );
+    insta::assert_snapshot!("validate_findings", r.transcript());
 }
 
 #[test]

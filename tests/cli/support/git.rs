@@ -1,7 +1,7 @@
 //! The one git helper: real repositories in temporary folders, made with a
 //! fixed author, committer and date in the hermetic environment (no user or
 //! system git configuration, no global gitignore), so commit ids are the
-//! same on every machine.
+//! same on every machine and snapshots may show them.
 
 use std::path::Path;
 use std::process::{Command, Output, Stdio};
@@ -27,6 +27,8 @@ pub fn git_command(dir: &Path) -> Command {
         .env("GIT_COMMITTER_EMAIL", "dana@example.com")
         .env("GIT_AUTHOR_DATE", "2026-08-01T12:00:00Z")
         .env("GIT_COMMITTER_DATE", "2026-08-01T12:00:00Z")
+        // SHA-1 object ids even where a newer git defaults to SHA-256: snapshots show commit ids.
+        .env("GIT_DEFAULT_HASH", "sha1")
         .stdin(Stdio::null());
     cmd
 }
