@@ -1,5 +1,37 @@
 //! End-to-end tests: the real `ctx` binary against fixture repositories.
 //! One integration-test binary (modules below) keeps link time low.
+//!
+//! # Adding a test
+//!
+//! Put it in the file named after the feature it tests, or in a new
+//! `tests/cli/<feature>.rs` registered below. Start `ctx` only through
+//! [`support::ctx_in`] (or its shorthands `ctx`, `ctx_env`, `Repo::ctx`): it
+//! runs the binary in a hermetic environment, so nothing of your machine
+//! (keys, age identities, `CTX_*`, colour settings, git config) changes a result.
+//!
+//! ```ignore
+//! let repo = Repo::new(&[("opencontext.yaml", MANIFEST), ("context/mission.md", MISSION)]);
+//! let r = ctx_in(&repo).args(["get", "mission", "--format", "json"]).run();
+//! r.assert_ok();
+//! assert_eq!(r.json()["owner"], "founders");
+//! insta::assert_snapshot!("get_mission", r.transcript()); // when the whole output matters
+//! ```
+//!
+//! Real git repositories come from [`support::git`] (`init_git`, `commit_all`,
+//! `git`); shared fixtures from [`support::fixtures`].
+//!
+//! # Snapshots
+//!
+//! Snapshots live in `tests/cli/snapshots/`. After an intended output change,
+//! review and accept them with `cargo insta review` (cargo-insta), or rewrite
+//! them with `INSTA_UPDATE=always cargo test --test cli` and read the diff.
+//! In CI (`CI=true`, `INSTA_UPDATE=no`) a changed or missing snapshot fails.
+//!
+//! # Tools
+//!
+//! Tests that need `git`, `age`/`age-keygen` or `ssh-keygen` skip with a note
+//! when the tool is missing, and fail instead under `CTX_REQUIRE_INTEROP=1`
+//! (as in `.ci/run`): see [`support::tools::require_tool`].
 
 // A toolkit for tests: parts of its API may be unused at any given time.
 #[allow(dead_code, unused_imports)]
