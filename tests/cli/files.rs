@@ -4,34 +4,22 @@
 
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
-use std::process::{Command, Stdio};
 
-use crate::support::{write, Repo, Run, MANIFEST, MISSION};
+use crate::support::{ctx_in, write, Repo, Run, MANIFEST, MISSION};
 
 /// A umask no default produces, so an editor's mode (0666 & ~027 = 0640) is
 /// told apart from both 0600 and 0644.
-const UMASK: &str = "027";
+const UMASK: u32 = 0o027;
 
 /// Run ctx under [`UMASK`], with `config` as the user's configuration folder.
 fn ctx_masked(dir: &Path, config: &Path, args: &[&str]) -> Run {
-    let out = Command::new("sh")
-        .arg("-c")
-        .arg(format!("umask {UMASK} && exec \"$0\" \"$@\""))
-        .arg(env!("CARGO_BIN_EXE_ctx"))
+    ctx_in(dir)
         .args(args)
-        .current_dir(dir)
-        .env("NO_COLOR", "1")
+        .umask(UMASK)
         .env("XDG_CONFIG_HOME", config)
         .env("HOME", config)
         .env("SOURCE_DATE_EPOCH", "1785000000")
-        .stdin(Stdio::null())
-        .output()
-        .expect("ctx runs");
-    Run {
-        code: out.status.code().unwrap_or(-1),
-        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
-        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
-    }
+        .run()
 }
 
 fn mode(p: &Path) -> u32 {
@@ -276,16 +264,7 @@ fn the_parse_cache_and_the_hook_are_written_like_gits_own_files() {
     let repo = repo();
     let cfg = tempfile::tempdir().unwrap();
     let git = |args: &[&str]| {
-        let ok = Command::new("git")
-            .args(args)
-            .current_dir(repo.path())
-            .env("GIT_CONFIG_NOSYSTEM", "1")
-            .env("HOME", cfg.path())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .status()
-            .is_ok_and(|s| s.success());
-        assert!(ok, "git {args:?} (git is needed for this test)");
+        crate::support::git::git(repo.path(), args);
     };
     git(&["init", "-q"]);
     git(&["add", "-A"]);

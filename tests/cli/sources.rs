@@ -4,10 +4,10 @@
 //! file or folder ctx cannot read is reported by every command that needed it.
 
 use std::path::Path;
-use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::process::Command;
+use std::time::Duration;
 
-use crate::support::{Repo, Run, MISSION};
+use crate::support::{ctx_in, Repo, Run, MISSION};
 
 const MANIFEST: &str = r#"opencontext: "1.0"
 id: acme
@@ -46,38 +46,17 @@ fn pointer(uri: &str) -> String {
 
 /// Run ctx, killing it after `limit`: a hang is a failure, not a stuck test run.
 fn ctx_within(dir: &Path, args: &[&str], limit: Duration, as_nobody: bool) -> Run {
-    let mut cmd = if as_nobody && is_root() {
-        let mut c = Command::new("setpriv");
-        c.args(["--reuid=65534", "--regid=65534", "--clear-groups", "--"])
-            .arg(env!("CARGO_BIN_EXE_ctx"));
-        c
-    } else {
-        Command::new(env!("CARGO_BIN_EXE_ctx"))
-    };
-    let mut child = cmd
-        .args(args)
-        .current_dir(dir)
-        .env("NO_COLOR", "1")
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("ctx runs");
-    let start = Instant::now();
-    while child.try_wait().unwrap().is_none() {
-        if start.elapsed() > limit {
-            let _ = child.kill();
-            let _ = child.wait();
-            panic!("`ctx {}` did not finish within {limit:?}", args.join(" "));
-        }
-        std::thread::sleep(Duration::from_millis(20));
+    let mut cmd = ctx_in(dir).args(args);
+    if as_nobody && is_root() {
+        cmd = cmd.via(&[
+            "setpriv",
+            "--reuid=65534",
+            "--regid=65534",
+            "--clear-groups",
+            "--",
+        ]);
     }
-    let out = child.wait_with_output().unwrap();
-    Run {
-        code: out.status.code().unwrap_or(-1),
-        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
-        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
-    }
+    cmd.spawn().wait_within(limit)
 }
 
 fn is_root() -> bool {

@@ -2,6 +2,14 @@
 //!
 //! The library holds every pipeline stage as plain functions; the `ctx` binary
 //! (and every other front end) only parses arguments, calls in here and renders.
+//!
+//! The library never prints: what reaches stdout or stderr is the front end's
+//! decision, so operations return reports and findings instead. Unit tests may
+//! print (notes about skipped fixtures), hence `not(test)`.
+#![cfg_attr(
+    not(test),
+    deny(clippy::print_stdout, clippy::print_stderr, clippy::dbg_macro)
+)]
 pub mod adapters;
 pub mod audit;
 pub mod bundle;

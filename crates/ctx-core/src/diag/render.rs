@@ -6,7 +6,7 @@ use std::path::Path;
 use miette::{GraphicalReportHandler, GraphicalTheme, LabeledSpan, NamedSource, SourceSpan};
 use serde_json::{json, Map, Value};
 
-use super::{Diagnostic, Severity, Tally};
+use super::{Code, Diagnostic, Severity, Tally};
 
 /// Options for the human renderer.
 #[derive(Debug, Clone, Copy)]
@@ -115,7 +115,9 @@ pub fn human(diags: &[Diagnostic], root: &Path, style: HumanStyle) -> String {
         }
         let help = help.trim_end().to_string();
         let (source, span) = match (&d.file, d.line) {
-            (Some(file), Some(line)) => {
+            // A secret's line (or a private file's plaintext) is never quoted: the
+            // finding names the file and line only.
+            (Some(file), Some(line)) if d.code != Code::SecretDetected => {
                 let path = root.join(file);
                 // Regular files up to 1 MiB only: a code frame never waits on a FIFO.
                 let text = crate::fs::read_regular(&path, 1 << 20)
