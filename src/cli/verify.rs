@@ -72,7 +72,10 @@ pub fn run(g: &Global, p: &Printer, a: &VerifyArgs) -> Result<Exit> {
             }
         }
         for k in &report.malformed_keys {
-            s.push_str(&format!("warning: declared key `{}` is malformed: {k}\n", k.id));
+            s.push_str(&format!(
+                "warning: declared key `{}` is malformed: {k}\n",
+                k.id
+            ));
         }
         s.push_str(if report.ok() {
             "verified\n"
