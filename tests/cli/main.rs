@@ -13,6 +13,7 @@ mod ops_misc;
 mod ops_support;
 mod ops_write;
 mod private;
+mod private_checks;
 mod readme;
 mod resolve;
 mod signing;
