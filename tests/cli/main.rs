@@ -6,6 +6,7 @@ mod support;
 mod adapters;
 mod bad_input;
 mod core;
+mod evidence;
 mod examples;
 mod ops_doctor;
 mod ops_git;

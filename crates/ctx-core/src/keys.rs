@@ -289,16 +289,25 @@ pub fn signing_key(m: &Manifest, wanted: Option<&str>) -> Result<(String, Signin
             match usable.as_slice() {
                 [one] => (*one).clone(),
                 [] => {
+                    if let Some(bad) = trust.malformed.iter().find(|k| local.contains_key(&k.id)) {
+                        return Err(Error::Invalid(format!(
+                            "key `{}` is declared but malformed, so a verifier could not check its signatures: {bad}\n  help: re-declare it with the public key `ctx keys list` shows, or `ctx keys generate --id <new> --declare`",
+                            bad.id
+                        )));
+                    }
                     return Err(Error::Invalid(format!(
                         "no signing key: none of the keys declared in {} (extensions.{EXTENSION}) has a private key in {}\n  help: run `ctx keys generate --id <name> --declare`",
                         m.file,
                         key_dir()?.display()
-                    )))
+                    )));
                 }
                 many => {
                     return Err(Error::Usage(format!(
                         "several declared keys are available ({}); choose one with --key",
-                        many.iter().map(|s| s.as_str()).collect::<Vec<_>>().join(", ")
+                        many.iter()
+                            .map(|s| s.as_str())
+                            .collect::<Vec<_>>()
+                            .join(", ")
                     )))
                 }
             }
