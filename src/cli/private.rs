@@ -3,6 +3,7 @@
 //! `ctx_core::private`; this file parses, calls and renders. A missing
 //! identity exits 2, a named identity file that does not exist exits 3.
 
+mod batch;
 mod edit;
 mod status;
 
@@ -12,8 +13,7 @@ use clap::{Args, Subcommand};
 
 use ctx_core::diag::render::{self, HumanStyle};
 use ctx_core::error::{Error, Exit, Result};
-use ctx_core::private::batch::{self, Outcome};
-use ctx_core::private::scope::{find_identity, format_of, require_identity};
+use ctx_core::private::scope::{find_identity, format_of};
 use ctx_core::private::{ops, Keyring, Scope};
 
 use super::{Global, Printer};
@@ -75,10 +75,10 @@ pub enum PrivateCommand {
 
 pub fn run(g: &Global, p: &Printer, a: &PrivateArgs) -> Result<Exit> {
     match &a.command {
-        PrivateCommand::Encrypt { paths } => encrypt(g, p, paths),
+        PrivateCommand::Encrypt { paths } => batch::encrypt(g, p, paths),
         PrivateCommand::Decrypt { path, id } => decrypt(g, p, path, id),
         PrivateCommand::Edit { path, id } => edit::run(g, p, path, id),
-        PrivateCommand::Rekey { force, id } => rekey(g, p, *force, id),
+        PrivateCommand::Rekey { force, id } => batch::rekey(g, p, *force, id),
         PrivateCommand::Status { check, format, id } => {
             status::run(g, p, *check, format == "json", id)
         }
@@ -111,50 +111,6 @@ pub(crate) fn keyring(p: &Printer, a: &IdentityArgs) -> Result<Option<Keyring>> 
     Ok(ring)
 }
 
-fn encrypt(g: &Global, p: &Printer, paths: &[PathBuf]) -> Result<Exit> {
-    let scope = Scope::load(g.dir.as_deref(), &g.cwd)?;
-    if report_config(p, &scope) {
-        return Ok(Exit::Invalid);
-    }
-    if scope.cfg.is_empty() {
-        return Err(Error::Usage("this repository declares no private collections (add `extensions.ctx.private.collections` to the manifest; see docs/private.md)".into()));
-    }
-    let plan = batch::plan_encrypt(&scope.targets(&g.cwd, paths)?)?;
-    plan.apply(&scope)?;
-    let mut report = String::new();
-    for c in &plan.changes {
-        match &c.outcome {
-            Outcome::Encrypted { recipients } => report.push_str(&format!(
-                "encrypted  {}  to {recipients} recipient(s)\n",
-                c.file
-            )),
-            Outcome::AlreadyEncrypted { stale: true } => report.push_str(&format!(
-                "stale      {}  encrypted to an outdated recipient list: run `ctx private rekey`\n",
-                c.file
-            )),
-            Outcome::Failed(e) => {
-                let _ = p.err(&format!(
-                    "error: {}: {e}\n  fix: correct the file, then run `ctx private encrypt {}`\n",
-                    c.file, c.file
-                ));
-            }
-            _ => {}
-        }
-    }
-    let done = plan.count(|o| matches!(o, Outcome::Encrypted { .. }));
-    let already = plan.count(|o| matches!(o, Outcome::AlreadyEncrypted { .. }));
-    report.push_str(&format!(
-        "{done} encrypted, {already} already encrypted, {} failed\n",
-        plan.failed()
-    ));
-    super::io_result(p.out(&report))?;
-    Ok(if plan.failed() > 0 {
-        Exit::Invalid
-    } else {
-        Exit::Ok
-    })
-}
-
 fn decrypt(g: &Global, p: &Printer, path: &Path, ida: &IdentityArgs) -> Result<Exit> {
     let shown = path.display().to_string();
     let abs = g.cwd.join(path);
@@ -174,58 +130,4 @@ fn decrypt(g: &Global, p: &Printer, path: &Path, ida: &IdentityArgs) -> Result<E
     let _ = p.err(&format!("decrypted {shown} with {}\n", opened.key));
     super::io_result(p.out(&opened.plaintext))?;
     Ok(Exit::Ok)
-}
-
-fn rekey(g: &Global, p: &Printer, force: bool, ida: &IdentityArgs) -> Result<Exit> {
-    let scope = Scope::load(g.dir.as_deref(), &g.cwd)?;
-    if report_config(p, &scope) {
-        return Ok(Exit::Invalid);
-    }
-    let ring = require_identity(keyring(p, ida)?, "rekey decrypts every private file")?;
-    let plan = batch::plan_rekey(&scope, &ring, force)?;
-    plan.apply(&scope)?;
-    let mut report = String::new();
-    let mut removed_any = false;
-    for c in &plan.changes {
-        match &c.outcome {
-            Outcome::Plaintext => report.push_str(&format!(
-                "PLAINTEXT  {}  run `ctx private encrypt {}`\n",
-                c.file, c.file
-            )),
-            Outcome::Failed(e) => {
-                let _ = p.err(&format!("error: {}: {e}\n", c.file));
-            }
-            Outcome::Rekeyed {
-                recipients,
-                added,
-                removed,
-            } => {
-                report.push_str(&format!(
-                    "rekeyed    {}  {recipients} recipient(s) (+{added} −{})\n",
-                    c.file,
-                    removed.len()
-                ));
-                for k in removed {
-                    report.push_str(&format!("             removed {k}\n"));
-                }
-                removed_any |= !removed.is_empty();
-            }
-            _ => {}
-        }
-    }
-    let changed = plan.count(|o| matches!(o, Outcome::Rekeyed { .. }));
-    let current = plan.count(|o| matches!(o, Outcome::Current));
-    report.push_str(&format!(
-        "{changed} re-encrypted, {current} already current, {} failed\n",
-        plan.failed()
-    ));
-    if removed_any {
-        report.push_str("note: removed recipients can still read older versions in git history; rotate what they could see\n");
-    }
-    super::io_result(p.out(&report))?;
-    Ok(if plan.failed() > 0 {
-        Exit::Invalid
-    } else {
-        Exit::Ok
-    })
 }

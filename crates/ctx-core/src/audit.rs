@@ -232,8 +232,37 @@ impl Log {
         Log { path, head }
     }
 
+    /// The log the manifest's `audit.sink` names (or the default), whether
+    /// or not any event is enabled: what `ctx audit show|verify` read.
+    pub fn for_manifest(m: &Manifest) -> Result<Log> {
+        let sink = m
+            .raw
+            .get("audit")
+            .and_then(|a| a.get("sink"))
+            .and_then(Value::as_str);
+        Ok(Log::new(sink_path(m, sink)?))
+    }
+
     pub fn path(&self) -> &Path {
         &self.path
+    }
+
+    /// [`Log::verify`]; with `rehead`, a lost head file (the only problem
+    /// found) is re-anchored at the last entry, and a note says that
+    /// truncation before now can no longer be detected.
+    pub fn verify_and_rehead(&self, rehead: bool) -> Result<Report> {
+        let mut report = self.verify()?;
+        let only_head_missing = report.problems.len() == 1
+            && report.problems[0].contains("head file")
+            && report.problems[0].contains("missing");
+        if rehead && only_head_missing {
+            let n = self.rehead()?;
+            report.problems.clear();
+            report.notes.push(format!(
+                "head re-anchored at entry {n}; truncation before now cannot be detected"
+            ));
+        }
+        Ok(report)
     }
 
     pub fn head_path(&self) -> &Path {

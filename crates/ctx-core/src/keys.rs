@@ -16,6 +16,7 @@ use crate::manifest::Manifest;
 use crate::signing::{PublicKey, SignatureError, SigningKeyPair};
 
 mod declare;
+pub mod manage;
 
 pub use declare::{declare_text, write_manifest, Declared};
 
