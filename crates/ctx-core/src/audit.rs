@@ -24,7 +24,7 @@
 //! damaged log is never extended (fail closed).
 //!
 //! Which events are written is the manifest's `audit` block ([`Config`]);
-//! commands record through [`crate::evidence::record`], never here directly.
+//! commands record through [`crate::evidence::record()`], never here directly.
 use std::fs::{File, OpenOptions};
 use std::io::{BufRead, BufReader, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
@@ -309,12 +309,16 @@ impl Log {
     /// Why the whole chain and not just the tail against the head: an
     /// in-place edit of a middle line (same length, so every offset still
     /// matches) is only visible by hashing that line, and appending to such
-    /// a log would bury the damage under fresh, valid-looking entries. The
-    /// check streams the file once (SHA-256 per line, plus a parse that
-    /// reads only the chain link) — about 20 ms per 10 MB in release
-    /// builds — which is cheap next to resolving a bundle. Logs that grow
-    /// beyond that budget are meant to be rotated (move the log and its
-    /// head away together; the next append starts a new chain).
+    /// a log would bury the damage under fresh, valid-looking entries; a
+    /// "full check only while small" threshold would reopen exactly that
+    /// hole for large logs. The check streams the file once (SHA-256 per
+    /// line, plus a parse that materialises only the chain link), so it is
+    /// linear and holds one line in memory. Measured on the shared 2-core
+    /// machine under load (release build, `ctx resolve` with reads audited):
+    /// 25,000 events (13 MB) add about 0.18 s per command, 100,000 events
+    /// (54 MB) about 0.5 s. Logs that grow beyond that are meant to be
+    /// rotated: move the log and its head away together (and keep them);
+    /// the next append starts a new chain.
     fn check_chain(&self, file: &mut File) -> Result<(u64, Value, u64)> {
         let len = file
             .metadata()

@@ -1,7 +1,7 @@
 //! Evidence: what ctx records about what it emitted and wrote, and how
 //! that record is checked later.
 //!
-//! - [`record`]: the one recorder API every front end calls ("record a
+//! - [`mod@record`]: the one recorder API every front end calls ("record a
 //!   disclosure, a write, a decision"); the manifest's `audit` block decides
 //!   which events it appends to the hash-chained log ([`crate::audit`]).
 //! - [`bundle`]: the evidence of a compiled bundle — its audit events and,

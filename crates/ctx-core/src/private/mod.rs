@@ -4,7 +4,7 @@
 //!
 //! - [`config`]: which collections are private and to whom they are encrypted
 //!   (the manifest's `extensions.ctx.private`).
-//! - [`format`]: the on-disk layout (clear header + one ASCII-armored age block).
+//! - [`mod@format`]: the on-disk layout (clear header + one ASCII-armored age block).
 //! - [`identity`]: where the decrypting identity comes from, loaded lazily.
 //! - [`crypt`]: age encryption and decryption, with errors that name the file.
 //! - [`ops`]: sealing and opening whole files and loaded objects (no-churn rule).
