@@ -10,6 +10,7 @@ use serde_json::{Map, Value};
 use ctx_core::diag::render::{self, HumanStyle};
 use ctx_core::diag::{Diagnostic, Severity};
 use ctx_core::error::{Error, Exit, Result};
+use ctx_core::evidence::{Record, WriteKind};
 use ctx_core::fs::{confine, RepoLock};
 use ctx_core::load::Repo;
 use ctx_core::manifest::Manifest;
@@ -320,11 +321,21 @@ pub fn run(g: &Global, p: &Printer, a: &AddArgs) -> Result<Exit> {
         bytes,
         replaces: None,
     }];
-    finish(
-        p,
-        &m.root,
-        &writes,
-        a.write.dry_run,
-        &format!("added {} in {rel}", a.id),
-    )
+    let audited = (!a.write.dry_run).then(|| {
+        Record::write(
+            a.write.who.agent.as_deref(),
+            &a.write.who.role,
+            WriteKind::Write,
+            [(a.id.clone(), a.kind == "decision")],
+        )
+    });
+    ctx_core::evidence::record_after(m, audited, || {
+        finish(
+            p,
+            &m.root,
+            &writes,
+            a.write.dry_run,
+            &format!("added {} in {rel}", a.id),
+        )
+    })
 }

@@ -6,6 +6,7 @@ use std::path::PathBuf;
 use clap::Args;
 
 use ctx_core::error::{Error, Exit, Result};
+use ctx_core::evidence::{BundleEvent, Record};
 use ctx_core::export::{self, Target};
 use ctx_core::fs::{Existing, Mode};
 
@@ -182,8 +183,14 @@ pub fn run(g: &Global, p: &Printer, a: &ExportArgs) -> Result<Exit> {
     if let Some(parent) = path.parent() {
         std::fs::create_dir_all(parent).map_err(|e| Error::io(parent, &e))?;
     }
-    ctx_core::fs::write_atomic(&path, text.as_bytes(), Mode::Preserve, Existing::Replace)
-        .map_err(|e| Error::io(&path, &e))?;
+    ctx_core::evidence::record_after(
+        &repo.manifest,
+        Some(Record::bundle(BundleEvent::Bundle, &bundle)),
+        || {
+            ctx_core::fs::write_atomic(&path, text.as_bytes(), Mode::Preserve, Existing::Replace)
+                .map_err(|e| Error::io(&path, &e))
+        },
+    )?;
     super::io_result(p.out(&format!(
         "wrote {} ({} objects, {digest})\n",
         shown.display(),

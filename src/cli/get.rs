@@ -6,6 +6,7 @@ use serde_json::{Map, Value};
 
 use ctx_core::bundle::render;
 use ctx_core::error::{Error, Exit, Result};
+use ctx_core::evidence::Record;
 use ctx_core::model::{ObjectRef, Redaction};
 
 use super::view::{self, ConsumerArgs};
@@ -70,6 +71,10 @@ pub fn run(g: &Global, p: &Printer, a: &GetArgs) -> Result<Exit> {
     } else {
         render::yaml(&doc)
     };
+    ctx_core::evidence::record(
+        &repo.manifest,
+        Record::read(a.who.agent.as_deref(), &a.who.role, [o.id.clone()]),
+    )?;
     super::io_result(p.out(&text))?;
     Ok(Exit::Ok)
 }

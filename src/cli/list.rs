@@ -5,6 +5,7 @@ use serde_json::{json, Value};
 
 use ctx_core::bundle::render;
 use ctx_core::error::{Exit, Result};
+use ctx_core::evidence::Record;
 
 use super::view::{self, ConsumerArgs};
 use super::{Global, Printer};
@@ -56,6 +57,15 @@ pub fn run(g: &Global, p: &Printer, a: &ListArgs) -> Result<Exit> {
             })
         })
         .collect();
+    ctx_core::evidence::record(
+        &repo.manifest,
+        Record::read(
+            a.who.agent.as_deref(),
+            &a.who.role,
+            rows.iter()
+                .filter_map(|r| r["id"].as_str().map(str::to_string)),
+        ),
+    )?;
     let text = match a.format.as_str() {
         "json" => render::json(&Value::Array(rows)),
         "yaml" => render::yaml(&Value::Array(rows)),

@@ -8,18 +8,16 @@
 use std::path::{Path, PathBuf};
 
 use clap::{Args, Subcommand, ValueEnum};
-use serde_json::{json, Value};
+use serde_json::json;
 
-use ctx_core::bundle::render;
-use ctx_core::canonical;
 use ctx_core::error::{Error, Exit, Result};
+use ctx_core::evidence::envelope::{self, EnvelopeRequest};
 use ctx_core::keys;
 use ctx_core::manifest::Manifest;
 use ctx_core::provider::{
-    self, Binding, Content, EnvelopeInput, ProviderRef, ReceiptRef, Registration, StateDir,
-    TrustStore, WithholdReason,
+    self, Binding, ProviderRef, Registration, StateDir, TrustStore, WithholdReason,
 };
-use ctx_core::receipt::{self, Store};
+use ctx_core::receipt;
 
 use super::{Global, Printer};
 
@@ -196,51 +194,35 @@ fn repo_manifest(g: &Global) -> Result<Option<Manifest>> {
 
 fn sign(g: &Global, p: &Printer, a: &SignArgs) -> Result<Exit> {
     let m = repo_manifest(g)?;
-    let binding = binding(g, &a.binding)?;
-    let bundle = match &a.bundle {
-        Some(f) => {
-            let (_, b) = receipt::read_json(&abs(g, f)).map_err(Error::Invalid)?;
-            receipt::check_bundle(&b).map_err(|e| {
-                Error::Invalid(format!("{}: not an intact bundle: {e}", f.display()))
-            })?;
-            Some(b)
-        }
+    let created_at = match &a.created_at {
+        Some(t) => Some(ctx_core::time::parse_timestamp(t).ok_or_else(|| {
+            Error::Usage(format!("--created-at `{t}` is not an RFC 3339 instant"))
+        })?),
         None => None,
     };
-    let cited = cited_receipt(g, m.as_ref(), a, bundle.as_ref())?;
-    let content = match (&a.withhold, &bundle) {
-        (Some(code), _) => Content::Withhold(WithholdReason {
-            code: code.clone(),
+    let (bundle, receipt) = (
+        a.bundle.as_deref().map(|f| abs(g, f)),
+        a.receipt.as_deref().map(|f| abs(g, f)),
+    );
+    let envelope = envelope::sign(EnvelopeRequest {
+        manifest: m.as_ref(),
+        binding: binding(g, &a.binding)?,
+        bundle: bundle.as_deref(),
+        rendering: match a.render {
+            Rendering::Markdown => envelope::Rendering::Markdown,
+            Rendering::Json => envelope::Rendering::Json,
+        },
+        withhold: a.withhold.clone().map(|code| WithholdReason {
+            code,
             retryable: a.retryable,
         }),
-        (None, Some(b)) => Content::Inject(match a.render {
-            Rendering::Markdown => render::markdown(b),
-            Rendering::Json => render::json(b),
-        }),
-        (None, None) => {
-            return Err(Error::Usage(
-                "give --bundle FILE to inject, or --withhold CODE".into(),
-            ))
-        }
-    };
-    let receipt_ref = ReceiptRef {
-        id: cited["id"].as_str().unwrap_or("").to_string(),
-        contract_id: receipt::DOMAIN.to_string(),
-        sha256: canonical::sha256_hex(
-            &canonical::jcs(&cited).map_err(|e| Error::Invalid(e.to_string()))?,
-        ),
-    };
-    let mut input = EnvelopeInput::new(a.identity.provider_ref(), binding, content, receipt_ref);
-    input.source_refs = a.source_refs.clone();
-    input.lifetime_secs = a.lifetime;
-    if let Some(t) = &a.created_at {
-        input.created_at = ctx_core::time::parse_timestamp(t).ok_or_else(|| {
-            Error::Usage(format!("--created-at `{t}` is not an RFC 3339 instant"))
-        })?;
-    }
-    let key = keys::load(&a.key, m.as_ref().map(|m| m.root.as_path()))?;
-    let envelope =
-        provider::sign_envelope(&input, &key, &a.key).map_err(|e| Error::Invalid(e.to_string()))?;
+        receipt: receipt.as_deref(),
+        provider: a.identity.provider_ref(),
+        source_refs: a.source_refs.clone(),
+        lifetime_secs: a.lifetime,
+        created_at,
+        key_id: &a.key,
+    })?;
     let text = serde_json::to_string_pretty(&envelope).expect("JSON") + "\n";
     match super::printer::output_file(a.output.as_deref()) {
         Some(out) => {
@@ -263,66 +245,6 @@ fn sign(g: &Global, p: &Printer, a: &SignArgs) -> Result<Exit> {
         None => super::io_result(p.out(&text))?,
     }
     Ok(Exit::Ok)
-}
-
-/// The receipt the envelope cites: `--receipt FILE`, else the bundle's
-/// current receipt in the repository store. It must name the bundle and,
-/// inside a repository, verify under the manifest's keys.
-fn cited_receipt(
-    g: &Global,
-    m: Option<&Manifest>,
-    a: &SignArgs,
-    bundle: Option<&Value>,
-) -> Result<Value> {
-    let bundle_id = bundle.and_then(|b| b["bundle_id"].as_str());
-    let r = match (&a.receipt, bundle, m) {
-        (Some(f), _, _) => receipt::read_json(&abs(g, f)).map_err(Error::Invalid)?.1,
-        (None, Some(b), Some(m)) => {
-            // The newest uncorrected receipt made for exactly this bundle file.
-            let store = Store::new(receipt::default_dir(&m.root));
-            let all = store.all().map_err(Error::Invalid)?;
-            let by = receipt::store::supersessions(&all).map_err(Error::Invalid)?;
-            let newest = all
-                .into_iter()
-                .map(|(_, r)| r)
-                .filter(|r| receipt::check_link(r, b).is_ok())
-                .filter(|r| !by.contains_key(r["id"].as_str().unwrap_or("")))
-                .max_by(|x, y| x["completed_at"].as_str().cmp(&y["completed_at"].as_str()));
-            let Some(r) = newest else {
-                return Err(Error::Invalid(format!(
-                    "no receipt for bundle {} in {}\n  help: produce the bundle with `ctx bundle --sign`, or pass --receipt FILE",
-                    bundle_id.unwrap_or(""),
-                    store.dir().display()
-                )));
-            };
-            r
-        }
-        _ => {
-            return Err(Error::Usage(
-                "an envelope must cite a receipt: pass --receipt FILE (or --bundle inside a repository with a signed receipt)".into(),
-            ))
-        }
-    };
-    if r.get("type").and_then(Value::as_str) != Some("receipt") {
-        return Err(Error::Invalid(
-            "--receipt: not a ctx receipt (type is not \"receipt\")".into(),
-        ));
-    }
-    if let Some(id) = bundle_id {
-        let names = r.get("bundle_ref").and_then(Value::as_str);
-        if names != Some(id) {
-            return Err(Error::Invalid(format!(
-                "the receipt names bundle {}, not {id}",
-                names.unwrap_or("(none)")
-            )));
-        }
-    }
-    if let Some(m) = m {
-        let (trusted, _) = keys::declared(m);
-        receipt::verify(&r, &trusted)
-            .map_err(|e| Error::Invalid(format!("the cited receipt does not verify: {e}")))?;
-    }
-    Ok(r)
 }
 
 fn verify(g: &Global, p: &Printer, a: &VerifyArgs) -> Result<Exit> {

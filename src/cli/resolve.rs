@@ -11,6 +11,7 @@ use ctx_core::load::Repo;
 use ctx_core::pattern::Pattern;
 use ctx_core::resolve::{self, Consumer, Request, Resolution};
 
+use super::sign::Product;
 use super::{Global, Printer};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -144,16 +145,9 @@ pub fn resolve_bundle(
     Ok((repo, resolution, bundle))
 }
 
-/// What a resolve run emits: rendered text, or a JSON document streamed out.
-enum Product<'a> {
-    Text(String),
-    Json(&'a serde_json::Value),
-}
-
 pub fn run(g: &Global, p: &Printer, a: &ResolveArgs, always_bundle: bool) -> Result<Exit> {
     let started_at = super::sign::now();
     let (repo, resolution, bundle) = resolve_bundle(g, a)?;
-    let out = a.output.as_deref();
     let data;
     let product = match (a.explain && !always_bundle, a.format) {
         (true, None) => Product::Text(explain::text(&repo, &resolution, &bundle)),
@@ -174,17 +168,8 @@ pub fn run(g: &Global, p: &Printer, a: &ResolveArgs, always_bundle: bool) -> Res
         Product::Json(v) if super::sign::receipt_wanted(&repo, a) => Product::Text(render::json(v)),
         other => other,
     };
-    let text = match &product {
-        Product::Text(t) => t.as_str(),
-        Product::Json(_) => "",
-    };
-    // Audit event and signed receipt come first: no record, no output.
-    super::sign::record(p, &repo, a, &bundle, text, always_bundle, &started_at)?;
-    let io = match &product {
-        Product::Text(t) => p.product(t, out),
-        Product::Json(v) => p.product_json(v, out),
-    };
-    super::io_result(io)?;
+    // The product and its evidence (audit events, receipt) appear together or not at all.
+    super::sign::emit(p, &repo, a, &bundle, &product, always_bundle, &started_at)?;
     if let Some(out) = super::printer::output_file(a.output.as_deref()) {
         let _ = p.err(&format!(
             "wrote {} ({})\n",

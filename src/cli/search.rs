@@ -6,6 +6,7 @@ use serde_json::{json, Value};
 
 use ctx_core::bundle::render;
 use ctx_core::error::{Exit, Result};
+use ctx_core::evidence::Record;
 use ctx_core::resolve::rank;
 
 use super::view::{self, ConsumerArgs};
@@ -56,6 +57,14 @@ pub fn run(g: &Global, p: &Printer, a: &SearchArgs) -> Result<Exit> {
             json!({"id": o.id, "version": o.version, "score": s, "type": o.kind(), "title": o.title()})
         })
         .collect();
+    ctx_core::evidence::record(
+        &repo.manifest,
+        Record::search(
+            a.who.agent.as_deref(),
+            &a.who.role,
+            hits.iter().map(|&(i, _)| repo.objects[i].id.clone()),
+        ),
+    )?;
     let text = match a.format.as_str() {
         "json" => render::json(&Value::Array(rows)),
         "ndjson" => rows.iter().map(|r| r.to_string() + "\n").collect(),

@@ -7,6 +7,7 @@ use clap::Args;
 use serde_json::{Map, Value};
 
 use ctx_core::error::{Error, Exit, Result};
+use ctx_core::evidence::{Record, WriteKind};
 use ctx_core::manifest::Manifest;
 use ctx_core::model::{ObjectRef, Status};
 use ctx_core::object::{ContextObject, Format};
@@ -238,7 +239,23 @@ pub fn run(g: &Global, p: &Printer, a: &SupersedeArgs) -> Result<Exit> {
         want.id,
         targets.join(", ")
     );
-    add::finish(p, Path::new(&m.root), &writes, w.dry_run, &summary)
+    let audited = (!w.dry_run).then(|| {
+        Record::write(
+            w.who.agent.as_deref(),
+            &w.who.role,
+            WriteKind::Supersede,
+            [(
+                want.id.clone(),
+                planned
+                    .objects
+                    .iter()
+                    .any(|o| o.id == want.id && o.kind() == "decision"),
+            )],
+        )
+    });
+    ctx_core::evidence::record_after(m, audited, || {
+        add::finish(p, Path::new(&m.root), &writes, w.dry_run, &summary)
+    })
 }
 
 fn roles_scope(

@@ -19,6 +19,7 @@ pub mod conformance;
 pub mod diag;
 pub mod doctor;
 pub mod error;
+pub mod evidence;
 pub mod export;
 pub mod frontmatter;
 pub mod fs;

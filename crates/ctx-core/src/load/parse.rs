@@ -176,7 +176,7 @@ pub fn parse(member: &Member, bytes: &[u8], defaults: &Defaults<'_>) -> Parsed {
     };
     let mut supplied: Vec<&'static str> = Vec::new();
     // An age-encrypted member: metadata from the clear header, no content (see crate::private).
-    let sealed = match crate::private::format::take_sealed(format, &mut fields, body) {
+    let sealed = match crate::private::format::take_sealed(format, &mut fields, body, text) {
         Ok(s) => s,
         Err(message) => {
             out.diags.push(
