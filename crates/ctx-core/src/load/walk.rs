@@ -136,7 +136,8 @@ pub fn members(m: &Manifest) -> (Vec<Member>, Vec<Diagnostic>) {
     for c in &m.collections {
         let before = out.len();
         collect(m, c, &mut out, &mut diags);
-        if out.len() == before {
+        // A URI collection is one object (load::uri_entries), not a glob.
+        if out.len() == before && !is_uri(c.source.strip_prefix("file://").unwrap_or(&c.source)) {
             diags.push(
                 Diagnostic::warning(
                     Code::SourceUnavailable,
