@@ -21,7 +21,7 @@ mod trust;
 mod verify;
 
 pub use sign::{random_nonce, sign_envelope, Content, EnvelopeInput, SignEnvelopeError};
-pub use state::{StateDir, StateError};
+pub use state::{default_state_dir, StateDir, StateError};
 pub use trust::{ConfigError, Registration, TrustStore};
 pub use verify::{idempotency_key, signed_payload, verify_envelope, verify_envelope_with};
 
