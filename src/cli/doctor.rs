@@ -22,7 +22,9 @@ Clock findings (evaluated at --at, default now): stale (warning; error with \
 freshness.stale_is_error), expired (error), not-yet-valid (info), review-overdue (warning: \
 review.next_review, else review.interval after last_review or updated). Orphaned (info): an \
 active object no role or agent may read and no other object links to. Broken sources: a \
-content_uri that cannot be read offline (error), a file:// source that does not exist (warning).
+content_uri that cannot be read offline, an enabled adapter plugin that is not installed, or \
+an adapter this build lacks (error); a file:// source that does not exist (warning). Remote \
+URIs are never fetched and plugins never run here.
 
 Score:
     deduction = sum(weight[code] x occurrences) / max(objects, 1)

@@ -195,7 +195,7 @@ pub fn load(
             return Err(fail(format!("failed: {message}")));
         }
         return Err(fail(format!(
-            "exited with {}{}",
+            "failed with {}{}",
             out.status,
             stderr_quote(&out.stderr)
         )));

@@ -103,7 +103,15 @@ pub fn broken_sources(repo: &Repo, superseded: &HashSet<usize>) -> Vec<Diagnosti
             let mut out = Vec::new();
             if let Some(uri) = &o.meta.content_uri {
                 match adapters::probe(uri, m) {
-                    Ok(_) | Err(AdapterError::Offline(_) | AdapterError::RemoteDisabled(..)) => {}
+                    // Network and disabled adapters are judged when a resolution needs them;
+                    // an unknown scheme and a path outside the repository are validate's findings.
+                    Ok(_)
+                    | Err(
+                        AdapterError::Offline(_)
+                        | AdapterError::RemoteDisabled(..)
+                        | AdapterError::UnknownScheme(_)
+                        | AdapterError::PathTraversal(_),
+                    ) => {}
                     Err(e) => out.push(
                         at(
                             o,
