@@ -9,9 +9,12 @@
 //!   `${VAR}`, `changeme`, `***`), references to a secret manager
 //!   (`vault://…`, `env:X`), booleans, and prose (a value with spaces) do not.
 //!
-//! One `RegexSet` pass decides whether a file needs a closer look, so clean files
-//! (nearly all) cost a single scan. A finding never repeats the secret: it shows
-//! only its first characters.
+//! Clean files (nearly all) cost two scans that regex runs with literal
+//! prefilters: the token shapes as one `RegexSet`, and a cheap "credential word
+//! followed by `:` or `=`" pattern. Only the lines that pattern finds are parsed
+//! as assignments. (One set holding both patterns loses the prefilter and is
+//! some 40 times slower.) A finding never repeats the secret: it shows only its
+//! first characters.
 
 use std::sync::OnceLock;
 
@@ -44,6 +47,10 @@ const TOKENS: [(&str, &str); 11] = [
     ),
 ];
 
+/// Where an assignment may be: a credential word right before `:` or `=`. Every
+/// key [`ASSIGNMENT`] accepts ends with one of these words.
+const CANDIDATE: &str = r#"(?i)(?:pass(?:word|wd|phrase)|pwd|secret|key|token)["']?[ \t]*[:=]"#;
+
 /// A key named like a credential, at the start of a line (YAML, `.env`, INI,
 /// properties, a list item, a quoted JSON key) or after `{` / `,` (inline JSON),
 /// assigned with `:` or `=`. Group 1 is the key, group 2 the rest of the line.
@@ -51,30 +58,23 @@ const TOKENS: [(&str, &str); 11] = [
 const ASSIGNMENT: &str = r#"(?im)(?:^[ \t]*(?:[-*>][ \t]+)?(?:export[ \t]+)?|[{,][ \t]*)["']?([a-z0-9_.-]*(?:password|passwd|passphrase|pwd|secret|api[_-]?key|access[_-]?key|private[_-]?key|auth[_-]?token|access[_-]?token|refresh[_-]?token|bearer[_-]?token|token))["']?[ \t]*[:=][ \t]*([^\r\n]*)"#;
 
 struct Compiled {
-    /// Every token shape, then the assignment pattern last.
+    /// Every token shape.
     set: RegexSet,
     tokens: Vec<Regex>,
+    candidate: Regex,
     assignment: Regex,
 }
 
 fn compiled() -> &'static Compiled {
     static RE: OnceLock<Compiled> = OnceLock::new();
-    RE.get_or_init(|| {
-        let set = RegexSet::new(
-            TOKENS
-                .iter()
-                .map(|(_, p)| *p)
-                .chain(std::iter::once(ASSIGNMENT)),
-        )
-        .expect("valid patterns");
-        Compiled {
-            set,
-            tokens: TOKENS
-                .iter()
-                .map(|(_, p)| Regex::new(p).expect("valid pattern"))
-                .collect(),
-            assignment: Regex::new(ASSIGNMENT).expect("valid pattern"),
-        }
+    RE.get_or_init(|| Compiled {
+        set: RegexSet::new(TOKENS.iter().map(|(_, p)| *p)).expect("valid patterns"),
+        tokens: TOKENS
+            .iter()
+            .map(|(_, p)| Regex::new(p).expect("valid pattern"))
+            .collect(),
+        candidate: Regex::new(CANDIDATE).expect("valid pattern"),
+        assignment: Regex::new(ASSIGNMENT).expect("valid pattern"),
     })
 }
 
@@ -105,14 +105,11 @@ fn finding(what: &str, file: &str, id: &str, line: u32, matched: &str) -> Diagno
 /// Scan a file's text; one finding per match.
 pub fn scan(text: &str, file: &str, id: &str) -> Vec<Diagnostic> {
     let c = compiled();
-    let hits = c.set.matches(text);
-    if !hits.matched_any() {
-        return Vec::new();
-    }
     let mut out = Vec::new();
     // Lines that already hold a token shape: an assignment of that token is the same finding.
     let mut token_lines = Vec::new();
-    for i in hits.iter().filter(|&i| i < TOKENS.len()) {
+    let hits = c.set.matches(text);
+    for i in hits.iter() {
         for m in c.tokens[i].find_iter(text) {
             let line = line_of(text, m.start());
             token_lines.push(line);
@@ -125,28 +122,36 @@ pub fn scan(text: &str, file: &str, id: &str) -> Vec<Diagnostic> {
             ));
         }
     }
-    if hits.matched(TOKENS.len()) {
-        for caps in c.assignment.captures_iter(text) {
+    let mut last_line = usize::MAX;
+    for m in c.candidate.find_iter(text) {
+        let start = text[..m.start()].rfind('\n').map_or(0, |i| i + 1);
+        if start == last_line {
+            continue;
+        }
+        last_line = start;
+        let end = text[m.end()..]
+            .find('\n')
+            .map_or(text.len(), |i| m.end() + i);
+        let number = line_of(text, start);
+        if token_lines.contains(&number) {
+            continue;
+        }
+        for caps in c.assignment.captures_iter(&text[start..end]) {
             let (Some(key), Some(rest)) = (caps.get(1), caps.get(2)) else {
                 continue;
             };
             let Some(value) = literal_value(rest.as_str()) else {
                 continue;
             };
-            if !credential_key(key.as_str()) || !looks_secret(value) {
-                continue;
+            if credential_key(key.as_str()) && looks_secret(value) {
+                out.push(finding(
+                    &format!("a value for the credential key `{}`", key.as_str()),
+                    file,
+                    id,
+                    number,
+                    value,
+                ));
             }
-            let line = line_of(text, key.start());
-            if token_lines.contains(&line) {
-                continue;
-            }
-            out.push(finding(
-                &format!("a value for the credential key `{}`", key.as_str()),
-                file,
-                id,
-                line,
-                value,
-            ));
         }
     }
     out
