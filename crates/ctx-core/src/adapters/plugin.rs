@@ -200,7 +200,7 @@ pub fn load(
             stderr_quote(&out.stderr)
         )));
     }
-    let (content, content_type, declared, trust) = match doc.map_err(|why| fail(why))? {
+    let (content, content_type, declared, trust) = match doc.map_err(&fail)? {
         Response::Error(message) => return Err(fail(format!("failed: {message}"))),
         Response::Content {
             content,
