@@ -16,8 +16,8 @@ use ctx_core::error::{Error, Exit, Result};
 use ctx_core::keys;
 use ctx_core::manifest::Manifest;
 use ctx_core::provider::{
-    self, Binding, Content, EnvelopeInput, ProviderRef, ReceiptRef, Registration, StateDir,
-    TrustStore, WithholdReason,
+    self, Binding, Content, ContextFile, EnvelopeInput, ProviderRef, ReceiptRef, Registration,
+    StateDir, TrustStore, WithholdReason,
 };
 use ctx_core::receipt::{self, Store};
 
@@ -359,43 +359,6 @@ fn state_dir(g: &Global, a: &VerifyArgs) -> Result<Option<StateDir>> {
         .map_err(|e| Error::Invalid(e.to_string()))
 }
 
-/// `--context-out FILE`, claimed before verification: the file is created empty
-/// and exclusively, so an existing file is refused untouched and an unwritable
-/// folder is found before the turn is reserved. The verified bytes then replace
-/// the placeholder atomically; a rejection removes it.
-struct ContextOut(PathBuf);
-
-impl ContextOut {
-    fn claim(g: &Global, out: &Path) -> Result<ContextOut> {
-        let path = abs(g, out);
-        let mut options = std::fs::OpenOptions::new();
-        options.write(true).create_new(true);
-        #[cfg(unix)]
-        std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
-        options.open(&path).map_err(|e| match e.kind() {
-            std::io::ErrorKind::AlreadyExists => Error::Invalid(format!(
-                "{}: already exists; verified context is never written over a file (nothing was verified or reserved)",
-                path.display()
-            )),
-            _ => Error::io(&path, &e),
-        })?;
-        Ok(ContextOut(path))
-    }
-
-    fn fill(self, bytes: &[u8]) -> Result<()> {
-        let r =
-            ctx_core::fs::write_atomic(&self.0, bytes, true).map_err(|e| Error::io(&self.0, &e));
-        if r.is_err() {
-            let _ = std::fs::remove_file(&self.0);
-        }
-        r
-    }
-
-    fn release(self) {
-        let _ = std::fs::remove_file(&self.0);
-    }
-}
-
 fn verify(g: &Global, p: &Printer, a: &VerifyArgs) -> Result<Exit> {
     let bytes = read(g, &a.envelope)?;
     let trust = TrustStore::from_json_slice(&read(g, &a.trust)?, a.allow_fixture_keys)
@@ -409,8 +372,18 @@ fn verify(g: &Global, p: &Printer, a: &VerifyArgs) -> Result<Exit> {
     };
     let state = state_dir(g, a)?;
     let to_stdout = a.context_out.as_deref() == Some(Path::new("-"));
+    // Claimed before verification, so a refused file reserves nothing.
     let claimed = match &a.context_out {
-        Some(out) if !to_stdout => Some(ContextOut::claim(g, out)?),
+        Some(out) if !to_stdout => {
+            let path = abs(g, out);
+            Some(ContextFile::claim(path.clone()).map_err(|e| match e.kind() {
+                std::io::ErrorKind::AlreadyExists => Error::Invalid(format!(
+                    "{}: already exists; verified context is never written over a file (nothing was verified or reserved)",
+                    path.display()
+                )),
+                _ => Error::io(&path, &e),
+            })?)
+        }
         _ => None,
     };
     let result = provider::verify_envelope(&bytes, &trust, &binding, at, state.as_ref());
@@ -423,10 +396,14 @@ fn verify(g: &Global, p: &Printer, a: &VerifyArgs) -> Result<Exit> {
     match result {
         Ok(acc) => {
             match (claimed, &acc.context) {
-                (Some(file), Some(ctx)) => file.fill(ctx.as_bytes())?,
-                (Some(file), None) => file.release(),
+                (Some(file), Some(ctx)) => {
+                    let path = file.path().to_path_buf();
+                    file.fill(ctx.as_bytes())
+                        .map_err(|e| Error::io(&path, &e))?;
+                }
                 (None, Some(ctx)) if to_stdout => super::io_result(p.out(ctx))?,
-                (None, _) => {}
+                // A withholding has no bytes: the unfilled claim is removed when dropped.
+                _ => {}
             }
             let text = if json_out {
                 serde_json::to_string_pretty(
@@ -459,9 +436,7 @@ fn verify(g: &Global, p: &Printer, a: &VerifyArgs) -> Result<Exit> {
             Ok(Exit::Ok)
         }
         Err(f) => {
-            if let Some(file) = claimed {
-                file.release();
-            }
+            drop(claimed); // removes the placeholder
             let text = if json_out {
                 serde_json::to_string_pretty(
                     &json!({"accepted": false, "failure": f.to_json(), "state": state_json}),
