@@ -195,8 +195,20 @@ pub fn refuse_with(p: &Printer, repo: &Repo, diags: &[Diagnostic]) -> Result<()>
 
 /// Refuse if the planned repository has errors the current one does not.
 pub fn check_repository(p: &Printer, repo: &Repo, planned: &Repo) -> Result<()> {
-    let before = validate::validate(repo, ValidateOptions { strict: false });
-    let after = validate::validate(planned, ValidateOptions { strict: false });
+    let before = validate::validate(
+        repo,
+        ValidateOptions {
+            strict: false,
+            at: None,
+        },
+    );
+    let after = validate::validate(
+        planned,
+        ValidateOptions {
+            strict: false,
+            at: None,
+        },
+    );
     let new = write::new_errors(&before, &after);
     if new.is_empty() {
         return Ok(());

@@ -216,7 +216,9 @@ fn staged_repo(
             }
         }
         // The work-tree manifest does not load; the staged one may.
-        Err(Error::Invalid(_)) => format!("{file} in the work tree does not load"),
+        Err(Error::Invalid(_) | Error::Manifest { .. }) => {
+            format!("{file} in the work tree does not load")
+        }
         Err(e) => return Err(e),
     };
     let tmp = tempfile::tempdir().map_err(|e| Error::io(std::env::temp_dir(), &e))?;

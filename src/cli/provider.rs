@@ -15,7 +15,7 @@ use ctx_core::evidence::envelope::{self, EnvelopeRequest};
 use ctx_core::keys;
 use ctx_core::manifest::Manifest;
 use ctx_core::provider::{
-    self, Binding, ProviderRef, Registration, StateDir, TrustStore, WithholdReason,
+    self, Binding, ContextFile, ProviderRef, Registration, StateDir, TrustStore, WithholdReason,
 };
 use ctx_core::receipt;
 
@@ -119,10 +119,15 @@ pub struct VerifyArgs {
     /// Verification time (RFC 3339; default now).
     #[arg(long, value_name = "TIME")]
     pub at: Option<String>,
-    /// Acceptance-state folder: one result per turn, nonce and idempotency checks.
+    /// Acceptance-state folder: one result per turn, nonce and idempotency checks
+    /// (default: .ctx/provider-state in the repository, else
+    /// $XDG_STATE_HOME/ctx/provider-state).
     #[arg(long, value_name = "DIR")]
     pub state: Option<PathBuf>,
-    /// Write the verified context bytes, exactly, to this file (`-` for stdout).
+    /// Record nothing: no one-result-per-turn, nonce or replay protection.
+    #[arg(long, conflicts_with = "state")]
+    pub no_state: bool,
+    /// Write the verified context bytes, exactly, to this new file (`-` for stdout).
     #[arg(long, value_name = "FILE")]
     pub context_out: Option<PathBuf>,
     /// Accept registrations marked fixture_key_only (conformance tests only).
@@ -247,37 +252,86 @@ fn sign(g: &Global, p: &Printer, a: &SignArgs) -> Result<Exit> {
     Ok(Exit::Ok)
 }
 
+/// The acceptance state a verification records into: `--state`, else the
+/// default folder (per repository, or per user); None only with `--no-state`.
+fn state_dir(g: &Global, a: &VerifyArgs) -> Result<Option<StateDir>> {
+    if a.no_state {
+        return Ok(None);
+    }
+    let dir = match &a.state {
+        Some(d) => abs(g, d),
+        None => {
+            // Only the manifest's folder matters here, so a manifest that does not parse
+            // still places the state in its repository.
+            let repo = match ctx_core::manifest::discover::locate(g.dir.as_deref(), &g.cwd) {
+                Ok(found) => found.path.parent().map(Path::to_path_buf),
+                Err(Error::ManifestNotFound { .. }) if g.dir.is_none() => None,
+                Err(e) => return Err(e),
+            };
+            provider::default_state_dir(repo.as_deref()).ok_or_else(|| {
+                Error::Usage(
+                    "no folder for the acceptance state: pass --state DIR (or --no-state to verify without replay protection)"
+                        .into(),
+                )
+            })?
+        }
+    };
+    StateDir::open(dir)
+        .map(Some)
+        .map_err(|e| Error::Invalid(e.to_string()))
+}
+
 fn verify(g: &Global, p: &Printer, a: &VerifyArgs) -> Result<Exit> {
     let bytes = read(g, &a.envelope)?;
     let trust = TrustStore::from_json_slice(&read(g, &a.trust)?, a.allow_fixture_keys)
         .map_err(|e| Error::Invalid(format!("{}: {e}", a.trust.display())))?;
     let binding = binding(g, &a.binding)?;
-    let at = super::resolve::at_flag(a.at.as_deref())?;
-    let state = match &a.state {
-        Some(d) => Some(StateDir::open(abs(g, d)).map_err(|e| Error::Invalid(e.to_string()))?),
-        None => None,
+    // The default clock keeps full precision: truncating it would accept an
+    // envelope for up to a second after an `expires_at` with a fraction.
+    let at = match &a.at {
+        Some(t) => super::resolve::at_flag(Some(t))?,
+        None => chrono::Utc::now(),
+    };
+    let state = state_dir(g, a)?;
+    let to_stdout = a.context_out.as_deref() == Some(Path::new("-"));
+    // Claimed before verification, so a refused file reserves nothing.
+    let claimed = match &a.context_out {
+        Some(out) if !to_stdout => {
+            let path = abs(g, out);
+            Some(ContextFile::claim(path.clone()).map_err(|e| match e.kind() {
+                std::io::ErrorKind::AlreadyExists => Error::Invalid(format!(
+                    "{}: already exists; verified context is never written over a file (nothing was verified or reserved)",
+                    path.display()
+                )),
+                _ => Error::io(&path, &e),
+            })?)
+        }
+        _ => None,
     };
     let result = provider::verify_envelope(&bytes, &trust, &binding, at, state.as_ref());
     let json_out = a.format == "json";
+    let recorded = match &state {
+        Some(s) => format!(" (state {})", s.path().display()),
+        None => " (--no-state: nothing was recorded, so this turn has no one-result, nonce or replay protection)".into(),
+    };
+    let state_json = json!(state.as_ref().map(|s| s.path().display().to_string()));
     match result {
         Ok(acc) => {
-            if let (Some(out), Some(ctx)) = (&a.context_out, &acc.context) {
-                if out == Path::new("-") {
-                    super::io_result(p.out(ctx))?;
-                } else {
-                    let path = abs(g, out);
-                    ctx_core::fs::write_atomic(
-                        &path,
-                        ctx.as_bytes(),
-                        ctx_core::fs::Mode::Preserve,
-                        ctx_core::fs::Existing::Refuse,
-                    )
-                    .map_err(|e| Error::io(&path, &e))?;
+            match (claimed, &acc.context) {
+                (Some(file), Some(ctx)) => {
+                    let path = file.path().to_path_buf();
+                    file.fill(ctx.as_bytes())
+                        .map_err(|e| Error::io(&path, &e))?;
                 }
+                (None, Some(ctx)) if to_stdout => super::io_result(p.out(ctx))?,
+                // A withholding has no bytes: the unfilled claim is removed when dropped.
+                _ => {}
             }
             let text = if json_out {
-                serde_json::to_string_pretty(&json!({"accepted": true, "evidence": acc.evidence()}))
-                    .expect("JSON")
+                serde_json::to_string_pretty(
+                    &json!({"accepted": true, "evidence": acc.evidence(), "state": state_json}),
+                )
+                .expect("JSON")
                     + "\n"
             } else {
                 let what = match &acc.context_sha256 {
@@ -291,12 +345,12 @@ fn verify(g: &Global, p: &Printer, a: &VerifyArgs) -> Result<Exit> {
                     ),
                 };
                 format!(
-                    "accepted: {what}\n  provider {} {} instance {}, key {}\n  acceptance: {}\n  note: this proves the provider authorised it for this turn, not that it was delivered\n",
+                    "accepted: {what}\n  provider {} {} instance {}, key {}\n  acceptance: {}{recorded}\n  note: this proves the provider authorised it for this turn, not that it was delivered\n",
                     acc.provider.id, acc.provider.version, acc.provider.instance_id, acc.key_id, acc.acceptance.as_str()
                 )
             };
             // With --context-out -, stdout carries the exact bytes only.
-            if a.context_out.as_deref() == Some(Path::new("-")) {
+            if to_stdout {
                 let _ = p.err(&text);
             } else {
                 super::io_result(p.out(&text))?;
@@ -304,9 +358,12 @@ fn verify(g: &Global, p: &Printer, a: &VerifyArgs) -> Result<Exit> {
             Ok(Exit::Ok)
         }
         Err(f) => {
+            drop(claimed); // removes the placeholder
             let text = if json_out {
-                serde_json::to_string_pretty(&json!({"accepted": false, "failure": f.to_json()}))
-                    .expect("JSON")
+                serde_json::to_string_pretty(
+                    &json!({"accepted": false, "failure": f.to_json(), "state": state_json}),
+                )
+                .expect("JSON")
                     + "\n"
             } else {
                 format!("rejected: {f}\n")

@@ -52,13 +52,16 @@ mod info;
 mod init;
 mod list_get;
 mod piped_output;
+mod plugins;
 mod pre_commit;
 mod private;
 mod private_checks;
+mod provider_state;
 mod readme;
 mod resolve;
 mod signing;
 mod sources;
+mod spec_musts;
 mod validate;
 
 /// The shared fixtures' old module path, kept only so that test files written

@@ -279,7 +279,7 @@ fn check_resolution(repo: &Repo, r: &Value, e: &Value) -> Result<(), String> {
 fn check_validation(repo: &Repo, v: &Value) -> Result<(), String> {
     let expect_failure = v.get("expectFailure").and_then(Value::as_bool);
     let strict = expect_failure == Some(true);
-    let diags = validate::validate(repo, ValidateOptions { strict });
+    let diags = validate::validate(repo, ValidateOptions { strict, at: None });
     let codes: BTreeSet<&str> = diags.iter().map(|d| d.code.as_str()).collect();
     for code in v
         .get("expectDiagnostics")

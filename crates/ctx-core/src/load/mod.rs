@@ -4,6 +4,7 @@
 pub mod matcher;
 pub mod parse;
 pub mod secrets;
+pub mod uri_entries;
 pub mod walk;
 
 use rayon::prelude::*;
@@ -127,7 +128,7 @@ pub fn assemble(
     files: usize,
 ) -> Repo {
     let mut objects = Vec::with_capacity(results.len());
-    for r in results {
+    for r in results.into_iter().chain(uri_entries::parsed(&manifest)) {
         diags.extend(r.diags);
         objects.extend(r.object);
     }

@@ -121,52 +121,70 @@ impl Manifest {
         Ok((manifest, diags))
     }
 
-    /// Load a manifest file.
+    /// Load a manifest file. A manifest that cannot be loaded at all is an
+    /// [`Error::Manifest`] carrying one positioned `manifest-invalid` finding.
     pub fn load(path: &Path) -> Result<(Manifest, Vec<Diagnostic>)> {
-        let bytes = std::fs::read(path).map_err(|e| Error::io(path, &e))?;
+        let file = path
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        let fatal = |d: Diagnostic| Error::Manifest {
+            path: path.to_path_buf(),
+            diag: Box::new(d.file(file.clone())),
+        };
+        let bytes = std::fs::read(path).map_err(|e| {
+            fatal(
+                Diagnostic::error(
+                    Code::ManifestInvalid,
+                    format!("cannot read the manifest: {e}"),
+                )
+                .fix("check that the file exists and is readable"),
+            )
+        })?;
         let root = path
             .parent()
             .map(Path::to_path_buf)
             .unwrap_or_else(|| PathBuf::from("."));
         let root = root.canonicalize().map_err(|e| Error::io(&root, &e))?;
-        let file = path
-            .file_name()
-            .map(|n| n.to_string_lossy().into_owned())
-            .unwrap_or_default();
         let text = String::from_utf8(bytes).map_err(|e| {
-            Error::Invalid(format!(
-                "{}: the manifest is not valid UTF-8 (invalid byte at offset {})",
-                path.display(),
-                e.utf8_error().valid_up_to()
-            ))
+            let at = e.utf8_error().valid_up_to();
+            let line = e.as_bytes()[..at].iter().filter(|b| **b == b'\n').count() as u32 + 1;
+            fatal(
+                Diagnostic::error(
+                    Code::ManifestInvalid,
+                    format!("the manifest is not valid UTF-8 (invalid byte at offset {at})"),
+                )
+                .line(line)
+                .expected("UTF-8 text")
+                .fix("re-save the manifest as UTF-8"),
+            )
         })?;
         let is_json = file.ends_with(".json");
-        let raw: Value = if is_json {
-            crate::json::parse(&text).map_err(|e| {
-                Error::Invalid(format!(
-                    "{}:{}:{}: {}",
-                    path.display(),
-                    e.line,
-                    e.column,
-                    e.message
-                ))
-            })?
+        let parsed = if is_json {
+            crate::json::parse(&text).map_err(|e| (e.line, e.column, e.message))
         } else {
-            yaml::parse(&text).map_err(|e| {
-                Error::Invalid(format!(
-                    "{}:{}:{}: {}",
-                    path.display(),
-                    e.line,
-                    e.column,
-                    e.message
-                ))
-            })?
+            yaml::parse(&text).map_err(|e| (e.line, e.column, e.message))
         };
+        let raw: Value = parsed.map_err(|(line, column, message)| {
+            fatal(
+                Diagnostic::error(
+                    Code::ManifestInvalid,
+                    format!("cannot parse the manifest: {message}"),
+                )
+                .at(line, column)
+                .fix("fix the syntax at the position shown"),
+            )
+        })?;
         if !raw.is_object() {
-            return Err(Error::Invalid(format!(
-                "{}: the manifest must be a mapping with at least `opencontext` and `id`",
-                path.display()
-            )));
+            return Err(fatal(
+                Diagnostic::error(
+                    Code::ManifestInvalid,
+                    "the manifest must be a mapping with at least `opencontext` and `id`",
+                )
+                .line(1)
+                .expected("a mapping (key: value pairs)")
+                .fix("start the manifest with `opencontext: \"1.0\"` and `id: <namespace>`"),
+            ));
         }
         let spec_version = raw
             .get("opencontext")
@@ -175,12 +193,24 @@ impl Manifest {
             .to_string();
         let major = spec_version.split('.').next().unwrap_or("");
         if !spec_version.is_empty() && major != "1" {
-            return Err(Error::Invalid(format!(
-                "{}: OpenContext version {spec_version} is not supported; ctx implements major version 1 (spec {}). \
-                 Use a ctx release that supports version {major}, or declare `opencontext: \"1.0\"`.",
-                path.display(),
-                crate::SPEC_VERSION
-            )));
+            let mut d = Diagnostic::error(
+                Code::ManifestInvalid,
+                format!(
+                    "OpenContext version {spec_version} is not supported; ctx implements major version 1 (spec {})",
+                    crate::SPEC_VERSION
+                ),
+            )
+            .field("opencontext")
+            .expected("1.x")
+            .actual(spec_version.as_str())
+            .fix(format!(
+                "use a ctx release that supports version {major}, or declare `opencontext: \"1.0\"`"
+            ));
+            if let Some((l, c)) = locate_in(&text, is_json, &[PathItem::Key("opencontext".into())])
+            {
+                d = d.at(l, c);
+            }
+            return Err(fatal(d));
         }
         let mut m = Manifest {
             path: path.to_path_buf(),

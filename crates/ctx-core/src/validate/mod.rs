@@ -17,6 +17,8 @@ use crate::object::ContextObject;
 pub struct ValidateOptions {
     /// Report approval state and unknown `ctx.` extensions as findings that fail the run.
     pub strict: bool,
+    /// The instant time-dependent judgements are made at (`--at`; None: now).
+    pub at: Option<crate::time::Instant>,
 }
 
 /// Extensions ctx itself defines under its `ctx.` namespace.
@@ -445,7 +447,7 @@ fn content_uris(repo: &Repo, out: &mut Vec<Diagnostic>) {
                     );
                 }
             }
-            Some(s) if adapters::SCHEMES.contains(&s) => {}
+            Some(s) if adapters::claims(&repo.manifest, s) => {}
             Some(s) => out.push(
                 at(
                     o,
@@ -457,7 +459,7 @@ fn content_uris(repo: &Repo, out: &mut Vec<Diagnostic>) {
                 .field("content_uri")
                 .expected(serde_json::json!(adapters::SCHEMES))
                 .actual(s)
-                .fix("use a built-in scheme, or inline the content"),
+                .fix(format!("use a built-in scheme, inline the content, or install a `ctx-adapter-{s}` plugin and enable it with `adapters.{s}.enabled: true`")),
             ),
         }
     }
