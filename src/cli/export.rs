@@ -29,7 +29,9 @@ impl From<TargetArg> for Target {
     }
 }
 
-use super::resolve::ResolveArgs;
+use ctx_core::resolve::{self, ResolveOptions};
+use ctx_core::view::{output, Who};
+
 use super::{Global, Printer};
 
 #[derive(Debug, Args)]
@@ -59,6 +61,10 @@ pub struct ExportArgs {
     /// Replace a file ctx did not generate.
     #[arg(long)]
     pub force: bool,
+    /// Permit writing decrypted private content into the repository (the file is then
+    /// kept out of git; a file git tracks is still refused).
+    #[arg(long)]
+    pub allow_private_output: bool,
 }
 
 /// The command line that regenerates the file (recorded in its marker).
@@ -85,26 +91,23 @@ fn command_line(a: &ExportArgs) -> String {
     if let Some(o) = &a.output {
         c.push_str(&format!(" --output {}", quote(&o.to_string_lossy())));
     }
+    if a.allow_private_output {
+        c.push_str(" --allow-private-output");
+    }
     c
 }
 
 pub fn run(g: &Global, p: &Printer, a: &ExportArgs) -> Result<Exit> {
-    let ra = ResolveArgs {
+    let repo = super::validate::load_repo(g, ctx_core::load::DEFAULT_MAX_FILE_SIZE)?;
+    let who = Who {
         agent: a.agent.clone(),
-        role: a.role.clone(),
-        task: a.task.clone(),
-        at: a.at.clone(),
-        explain: false,
-        include_historical: false,
-        limit: None,
-        min_relevance: None,
-        include: Vec::new(),
-        format: None,
-        output: None,
-        sign: Default::default(),
-        identity: Vec::new(),
+        roles: a.role.clone(),
     };
-    let (repo, _resolution, bundle) = super::resolve::resolve_bundle(g, &ra)?;
+    let mut opts = ResolveOptions::new(who, super::resolve::at_flag(a.at.as_deref())?);
+    opts.task = a.task.clone();
+    opts.offline = g.offline;
+    let (resolution, bundle) =
+        resolve::bundle(&repo, &opts, &super::resolve::generated_at())?;
     let path = match &a.output {
         Some(o) if o.is_absolute() => o.clone(),
         Some(o) => g.cwd.join(o),
@@ -117,6 +120,11 @@ pub fn run(g: &Global, p: &Printer, a: &ExportArgs) -> Result<Exit> {
         .output
         .clone()
         .unwrap_or_else(|| PathBuf::from(Target::from(a.target).default_path()));
+    // Decrypted private content never goes into the work tree unless explicitly allowed,
+    // and never into a file git tracks; `--check` holds the file to the same rule.
+    if resolution.holds_private() {
+        output::check_private_output(&repo.manifest, &path, a.allow_private_output, !a.check)?;
+    }
     let text = export::render(a.target.into(), &bundle, &command_line(a));
     let digest = bundle["digest"].as_str().unwrap_or("").to_string();
     let existing = match std::fs::read(&path) {
