@@ -65,6 +65,10 @@ pub struct ExportArgs {
     /// kept out of git; a file git tracks is still refused).
     #[arg(long)]
     pub allow_private_output: bool,
+    /// age identity for private collections (repeatable; default: $CTX_AGE_IDENTITY,
+    /// then ~/.config/ctx/age/identity.txt).
+    #[arg(long = "identity", value_name = "FILE")]
+    pub identity: Vec<PathBuf>,
 }
 
 /// The command line that regenerates the file (recorded in its marker).
@@ -106,8 +110,8 @@ pub fn run(g: &Global, p: &Printer, a: &ExportArgs) -> Result<Exit> {
     let mut opts = ResolveOptions::new(who, super::resolve::at_flag(a.at.as_deref())?);
     opts.task = a.task.clone();
     opts.offline = g.offline;
-    let (resolution, bundle) =
-        resolve::bundle(&repo, &opts, &super::resolve::generated_at())?;
+    opts.identities = a.identity.clone();
+    let (resolution, bundle) = resolve::bundle(&repo, &opts, &super::resolve::generated_at())?;
     let path = match &a.output {
         Some(o) if o.is_absolute() => o.clone(),
         Some(o) => g.cwd.join(o),

@@ -124,7 +124,10 @@ pub fn run(g: &Global, p: &Printer, a: &ResolveArgs, always_bundle: bool) -> Res
     let started_at = super::sign::now();
     let repo = super::validate::load_repo(g, ctx_core::load::DEFAULT_MAX_FILE_SIZE)?;
     let (resolution, bundle) = resolve::bundle(&repo, &options(g, a)?, &generated_at())?;
-    let out = a.output.as_deref().filter(|o| *o != std::path::Path::new("-"));
+    let out = a
+        .output
+        .as_deref()
+        .filter(|o| *o != std::path::Path::new("-"));
     // Decrypted private content stays out of the work tree unless explicitly allowed.
     if let (Some(o), true) = (out, resolution.holds_private()) {
         ctx_core::view::output::check_private_output(

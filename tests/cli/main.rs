@@ -5,8 +5,10 @@ mod support;
 
 mod adapters;
 mod bad_input;
+mod canary;
 mod core;
 mod examples;
+mod fail_closed;
 mod ops_doctor;
 mod ops_git;
 mod ops_misc;

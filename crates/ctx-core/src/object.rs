@@ -334,10 +334,8 @@ fn is_ref(s: &str) -> bool {
 }
 
 fn string_list(v: &Value) -> bool {
-    v.as_array().is_some_and(|a| {
-        a.iter()
-            .all(|x| x.as_str().is_some_and(|s| !s.is_empty()))
-    })
+    v.as_array()
+        .is_some_and(|a| a.iter().all(|x| x.as_str().is_some_and(|s| !s.is_empty())))
 }
 
 /// The governance fields of `f` that are present but do not parse.
@@ -354,7 +352,14 @@ fn governance_faults(f: &Map<String, Value>) -> Faults {
             "authority" => v.as_str().and_then(Authority::parse).is_some(),
             "trust" => v.as_str().and_then(Trust::parse).is_some(),
             "status" if decision => v.as_str().is_some_and(|s| {
-                ["proposed", "accepted", "rejected", "superseded", "deprecated"].contains(&s)
+                [
+                    "proposed",
+                    "accepted",
+                    "rejected",
+                    "superseded",
+                    "deprecated",
+                ]
+                .contains(&s)
             }),
             "status" => v.as_str().and_then(Status::parse).is_some(),
             "created" | "updated" | "valid_from" => ts(v),

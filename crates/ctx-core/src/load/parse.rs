@@ -302,7 +302,9 @@ pub fn parse(member: &Member, bytes: &[u8], defaults: &Defaults<'_>) -> Parsed {
         let top = field.split('.').next().unwrap_or(field);
         let mut d = Diagnostic::error(
             Code::SchemaInvalid,
-            format!("`{field}` is present but invalid, so the object is withheld from every consumer"),
+            format!(
+                "`{field}` is present but invalid, so the object is withheld from every consumer"
+            ),
         )
         .file(file)
         .id(id.clone())
@@ -315,7 +317,9 @@ pub fn parse(member: &Member, bytes: &[u8], defaults: &Defaults<'_>) -> Parsed {
         let path = [PathItem::Key(top.to_string())];
         match doc {
             Some(text) if !supplied.iter().any(|s| *s == top) => {
-                if let Some((l, c)) = crate::manifest::locate_in(text, format == Format::Json, &path) {
+                if let Some((l, c)) =
+                    crate::manifest::locate_in(text, format == Format::Json, &path)
+                {
                     d = d.at(l + start_line - 1, c);
                 }
             }
@@ -377,7 +381,9 @@ fn remediation(field: &str) -> String {
             "write each rule as {{path, mode}} with a path of {}",
             crate::resolve::redact::PATH_SYNTAX
         ),
-        "permissions" => "write `permissions` as lists of role or agent names: read, write, deny".into(),
+        "permissions" => {
+            "write `permissions` as lists of role or agent names: read, write, deny".into()
+        }
         _ => format!(
             "correct `{field}` (see `ctx schema object`); custom data belongs under `extensions`"
         ),

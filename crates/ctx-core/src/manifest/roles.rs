@@ -160,7 +160,13 @@ impl Compiler<'_> {
         }
     }
 
-    fn closed_keys(&mut self, what: &str, map: &Map<String, Value>, allowed: &[&str], base: &[&str]) {
+    fn closed_keys(
+        &mut self,
+        what: &str,
+        map: &Map<String, Value>,
+        allowed: &[&str],
+        base: &[&str],
+    ) {
         for k in map.keys() {
             if allowed.contains(&k.as_str()) {
                 continue;
@@ -178,7 +184,9 @@ impl Compiler<'_> {
                 d.expected(serde_json::json!(allowed))
                     .actual(k.as_str())
                     .fix(match hint {
-                        Some(h) => format!("did you mean `{h}`? A role or agent is a closed mapping"),
+                        Some(h) => {
+                            format!("did you mean `{h}`? A role or agent is a closed mapping")
+                        }
                         None => "remove the key; custom data belongs under `extensions`".into(),
                     })
             });
@@ -268,7 +276,11 @@ impl Compiler<'_> {
             key,
             Code::InvalidPermission,
             "dotted lowercase segments, `*` only as a whole segment (e.g. `policies.*`)",
-            &|p| Pattern::parse(p).map(|_| ()).map_err(|e| e.reason.to_string()),
+            &|p| {
+                Pattern::parse(p)
+                    .map(|_| ())
+                    .map_err(|e| e.reason.to_string())
+            },
         )?;
         Some(
             texts
@@ -299,7 +311,12 @@ impl Compiler<'_> {
                     if bad_path.is_some() {
                         path.push(PathItem::Key("path".into()));
                     }
-                    self.error(Code::ManifestInvalid, path, field, format!("invalid redaction rule: {reason}"));
+                    self.error(
+                        Code::ManifestInvalid,
+                        path,
+                        field,
+                        format!("invalid redaction rule: {reason}"),
+                    );
                     self.last(|d| {
                         let d = d.expected(format!("a mapping with `path` ({PATH_SYNTAX}) and an optional `mode`: remove, mask or hash"));
                         match bad_path {
@@ -317,13 +334,20 @@ impl Compiler<'_> {
     fn role(&mut self, name: &str, v: &Value) -> Role {
         let base = ["roles", name];
         let Value::Object(map) = v else {
-            self.shape(&["roles"], name, "a mapping (include, exclude, redact, ...)", v);
+            self.shape(
+                &["roles"],
+                name,
+                "a mapping (include, exclude, redact, ...)",
+                v,
+            );
             return Role::default();
         };
         self.closed_keys(&format!("role `{name}`"), map, &ROLE_KEYS, &base);
         let max_classification = match map.get("max_classification") {
             None => None,
-            Some(Value::String(s)) if Classification::parse(s).is_some() => Classification::parse(s),
+            Some(Value::String(s)) if Classification::parse(s).is_some() => {
+                Classification::parse(s)
+            }
             Some(other) => {
                 self.error(
                     Code::ManifestInvalid,
@@ -351,14 +375,32 @@ impl Compiler<'_> {
                 .patterns(map.get("exclude"), &base, "exclude")
                 .unwrap_or_default(),
             permissions: self
-                .list(map.get("permissions"), &base, "permissions", Code::ManifestInvalid, "non-empty strings", &|_| Ok(()))
+                .list(
+                    map.get("permissions"),
+                    &base,
+                    "permissions",
+                    Code::ManifestInvalid,
+                    "non-empty strings",
+                    &|_| Ok(()),
+                )
                 .unwrap_or_default(),
             max_classification,
             redact: self.rules(map.get("redact"), &base),
             inherits: self
-                .list(map.get("inherits"), &base, "inherits", Code::ManifestInvalid, "role names", &|r| {
-                    if segment(r) { Ok(()) } else { Err(format!("`{r}` is not a role name")) }
-                })
+                .list(
+                    map.get("inherits"),
+                    &base,
+                    "inherits",
+                    Code::ManifestInvalid,
+                    "role names",
+                    &|r| {
+                        if segment(r) {
+                            Ok(())
+                        } else {
+                            Err(format!("`{r}` is not a role name"))
+                        }
+                    },
+                )
                 .unwrap_or_default(),
             ceiling: Classification::Internal,
         }
@@ -528,7 +570,11 @@ pub(crate) fn components(edges: &[Vec<usize>]) -> Vec<Vec<usize>> {
 /// Unknown parents, cycles, effective ceilings and empty scopes, in linear time.
 fn graph(c: &mut Compiler<'_>, out: &mut Compiled) {
     let names: Vec<&String> = out.roles.keys().collect();
-    let pos: HashMap<&str, usize> = names.iter().enumerate().map(|(i, n)| (n.as_str(), i)).collect();
+    let pos: HashMap<&str, usize> = names
+        .iter()
+        .enumerate()
+        .map(|(i, n)| (n.as_str(), i))
+        .collect();
     let known: Vec<&str> = names.iter().map(|s| s.as_str()).collect();
     let roles: Vec<&Role> = out.roles.values().collect();
     let mut edges: Vec<Vec<usize>> = vec![Vec::new(); roles.len()];
@@ -614,7 +660,9 @@ fn graph(c: &mut Compiler<'_>, out: &mut Compiled) {
                     format!("role `{name}` has no `include` and sees nothing (scope is opt-in)"),
                 )
                 .field(format!("roles.{name}.include"))
-                .fix("add the id patterns this role may read, e.g. `include: [mission, policies.*]`"),
+                .fix(
+                    "add the id patterns this role may read, e.g. `include: [mission, policies.*]`",
+                ),
                 &keys(&["roles", name]),
             );
             c.findings.push(d);
@@ -631,7 +679,10 @@ fn graph(c: &mut Compiler<'_>, out: &mut Compiled) {
 /// One finding per cycle, starting at its smallest role name.
 fn report_cycle(c: &mut Compiler<'_>, comp: &[usize], edges: &[Vec<usize>], names: &[&String]) {
     let members: BTreeSet<usize> = comp.iter().copied().collect();
-    let start = *members.iter().min_by_key(|&&i| names[i]).expect("non-empty");
+    let start = *members
+        .iter()
+        .min_by_key(|&&i| names[i])
+        .expect("non-empty");
     // Shortest way back to `start` inside the component (breadth first).
     let mut prev: HashMap<usize, usize> = HashMap::new();
     let mut queue = std::collections::VecDeque::from([start]);
@@ -758,7 +809,11 @@ pub(crate) fn effective_scope(m: &Manifest, roles: &[String]) -> Result<Scope, E
             let known: Vec<&str> = m.roles.keys().map(String::as_str).collect();
             return Err(Error::Usage(format!(
                 "unknown role `{requested}` (defined roles: {})",
-                if known.is_empty() { "none".into() } else { known.join(", ") }
+                if known.is_empty() {
+                    "none".into()
+                } else {
+                    known.join(", ")
+                }
             )));
         };
         // Across independently requested roles the lowest ceiling applies.
@@ -817,7 +872,9 @@ mod tests {
     fn components_of_a_long_chain_do_linear_work() {
         // 200,000 roles in a chain: recursion would overflow, quadratic work would hang.
         let n = 200_000;
-        let edges: Vec<Vec<usize>> = (0..n).map(|i| if i > 0 { vec![i - 1] } else { vec![] }).collect();
+        let edges: Vec<Vec<usize>> = (0..n)
+            .map(|i| if i > 0 { vec![i - 1] } else { vec![] })
+            .collect();
         let comps = components(&edges);
         assert_eq!(comps.len(), n);
         assert_eq!(comps[0], vec![0], "dependencies first");
@@ -826,7 +883,10 @@ mod tests {
     #[test]
     fn misspelt_keys_get_a_suggestion() {
         assert_eq!(closest("excludes", &ROLE_KEYS), Some("exclude"));
-        assert_eq!(closest("max_clasification", &ROLE_KEYS), Some("max_classification"));
+        assert_eq!(
+            closest("max_clasification", &ROLE_KEYS),
+            Some("max_classification")
+        );
         assert_eq!(closest("colour", &ROLE_KEYS), None);
     }
 }

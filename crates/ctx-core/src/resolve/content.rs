@@ -70,7 +70,15 @@ pub(super) fn select(
             Ok(opened) => Some(Box::new(opened)),
             Err(e) => {
                 let msg = format!("{}: private object not available: {e}", o.id);
-                unavailable(o, e.to_string(), "source-unavailable".into(), msg, e.severity(), excluded, warnings);
+                unavailable(
+                    o,
+                    e.to_string(),
+                    "source-unavailable".into(),
+                    msg,
+                    e.severity(),
+                    excluded,
+                    warnings,
+                );
                 return None;
             }
         },
@@ -91,7 +99,8 @@ pub(super) fn select(
         }
     };
     let mut lowered = None;
-    let shown: Result<Shown<'static>, Withheld> = match (&decrypted, inline.content.is_some(), uri) {
+    let shown: Result<Shown<'static>, Withheld> = match (&decrypted, inline.content.is_some(), uri)
+    {
         (Some(d), _, _) if d.content.is_some() => view.source_content(
             own(Some(&d.fields)).as_ref(),
             Source::Inline(d.content.as_ref()),
@@ -102,7 +111,12 @@ pub(super) fn select(
                 withhold(o, w, excluded, warnings);
                 return None;
             }
-            match adapters::load_checked(uri, adapters::declared_digest(o).as_deref(), m, &req.adapters) {
+            match adapters::load_checked(
+                uri,
+                adapters::declared_digest(o).as_deref(),
+                m,
+                &req.adapters,
+            ) {
                 Ok(loaded) => {
                     let t = adapters::more_cautious(o.meta.trust, loaded.trust);
                     lowered = (t != o.meta.trust).then_some(t);
@@ -129,7 +143,15 @@ pub(super) fn select(
                 }
                 Err(e) => {
                     let msg = format!("{}: {e}", o.id);
-                    unavailable(o, e.to_string(), e.code().as_str().to_string(), msg, Severity::Error, excluded, warnings);
+                    unavailable(
+                        o,
+                        e.to_string(),
+                        e.code().as_str().to_string(),
+                        msg,
+                        Severity::Error,
+                        excluded,
+                        warnings,
+                    );
                     return None;
                 }
             }
@@ -172,8 +194,7 @@ pub(super) fn lifecycle_warnings(
             severity: Severity::Warning,
         });
     }
-    if lowered == Some(Trust::Untrusted) && o.meta.authority == crate::model::Authority::Canonical
-    {
+    if lowered == Some(Trust::Untrusted) && o.meta.authority == crate::model::Authority::Canonical {
         warnings.push(Warning {
             id: Some(o.id.clone()),
             code: "untrusted-canonical".into(),

@@ -451,14 +451,7 @@ pub fn resolve(repo: &Repo, req: Request) -> Result<Resolution> {
     let mut included = Vec::new();
     for (i, matched, state, score, sh) in selected_raw {
         let o = &objects[i];
-        let Some(sel) = content::select(
-            &view,
-            &req,
-            o,
-            sh,
-            &mut excluded,
-            &mut warnings,
-        ) else {
+        let Some(sel) = content::select(&view, &req, o, sh, &mut excluded, &mut warnings) else {
             continue;
         };
         content::lifecycle_warnings(o, state, sel.trust, &mut warnings);

@@ -74,9 +74,8 @@ pub const PATH_SYNTAX: &str =
 impl Rule {
     /// Compile a declared rule; the error says what is wrong with its path.
     pub fn compile(r: &Redaction) -> Result<Rule, String> {
-        let steps = steps(&r.path).ok_or_else(|| {
-            format!("`{}` is not a valid redaction path ({PATH_SYNTAX})", r.path)
-        })?;
+        let steps = steps(&r.path)
+            .ok_or_else(|| format!("`{}` is not a valid redaction path ({PATH_SYNTAX})", r.path))?;
         Ok(Rule {
             path: r.path.clone(),
             steps,
@@ -354,7 +353,9 @@ mod tests {
         let applied = redact(&mut v, &[&rule("a[1].b", RedactionMode::Remove)], None).unwrap();
         assert_eq!(applied, vec!["a[1].b"]);
         assert_eq!(v, json!({"a": [{"b": 1}, {}]}));
-        for bad in ["a..b", "a[x]", "ssn[", "a]", "a[1", "a[-1]", "a[1]b", "", "."] {
+        for bad in [
+            "a..b", "a[x]", "ssn[", "a]", "a[1", "a[-1]", "a[1]b", "", ".",
+        ] {
             assert!(!valid_path(bad), "{bad}");
         }
         for good in ["a[]", "a[*]", "a[0][1]", "a.b[2].c", "[*].ssn"] {

@@ -201,7 +201,8 @@ pub(super) fn loaded(
     if rules.is_empty() {
         return Ok(unchanged(Vec::new()));
     }
-    let (rendered, applied) = match shape(src.declared_type, src.reported_type, Some(src.uri), text) {
+    let (rendered, applied) = match shape(src.declared_type, src.reported_type, Some(src.uri), text)
+    {
         Shape::Json => {
             let mut v = crate::json::parse(text).map_err(|e| unparseable("JSON", e.message))?;
             let applied = apply(view, &mut v, rules)?;
@@ -219,8 +220,8 @@ pub(super) fn loaded(
             (crate::bundle::render::yaml(&v), applied)
         }
         Shape::Markdown => {
-            let split = crate::frontmatter::split(text)
-                .map_err(|e| unparseable("Markdown", e.message))?;
+            let split =
+                crate::frontmatter::split(text).map_err(|e| unparseable("Markdown", e.message))?;
             let Some(fm) = split.yaml else {
                 return if own {
                     Err(prose_with_rules())
@@ -231,12 +232,7 @@ pub(super) fn loaded(
             let mut map = match crate::yaml::parse(fm) {
                 Ok(Value::Object(m)) => m,
                 Ok(Value::Null) => Map::new(),
-                Ok(_) => {
-                    return Err(unparseable(
-                        "Markdown",
-                        "the front matter is not a mapping",
-                    ))
-                }
+                Ok(_) => return Err(unparseable("Markdown", "the front matter is not a mapping")),
                 Err(e) => return Err(unparseable("Markdown", e.message)),
             };
             let applied = redact::redact_map(&mut map, rules, view.key().ok())
@@ -263,12 +259,40 @@ mod tests {
 
     #[test]
     fn shapes_by_declared_type_then_reported_then_extension() {
-        assert_eq!(shape(Some("application/json"), Some("text/plain"), Some("a.md"), ""), Shape::Json);
-        assert_eq!(shape(None, Some("application/yaml; charset=utf-8"), Some("a.md"), ""), Shape::Yaml);
-        assert_eq!(shape(None, None, Some("file://data/c.json?x=1"), ""), Shape::Json);
+        assert_eq!(
+            shape(
+                Some("application/json"),
+                Some("text/plain"),
+                Some("a.md"),
+                ""
+            ),
+            Shape::Json
+        );
+        assert_eq!(
+            shape(
+                None,
+                Some("application/yaml; charset=utf-8"),
+                Some("a.md"),
+                ""
+            ),
+            Shape::Yaml
+        );
+        assert_eq!(
+            shape(None, None, Some("file://data/c.json?x=1"), ""),
+            Shape::Json
+        );
         assert_eq!(shape(None, None, Some("notes.txt"), ""), Shape::Prose);
-        assert_eq!(shape(None, None, Some("sqlite://d.db?table=t"), " {\"a\": 1}"), Shape::Json);
-        assert_eq!(shape(None, None, None, "---\nssn: 1\n---\n"), Shape::Markdown);
-        assert_eq!(shape(None, Some("application/vnd.api+json"), None, ""), Shape::Json);
+        assert_eq!(
+            shape(None, None, Some("sqlite://d.db?table=t"), " {\"a\": 1}"),
+            Shape::Json
+        );
+        assert_eq!(
+            shape(None, None, None, "---\nssn: 1\n---\n"),
+            Shape::Markdown
+        );
+        assert_eq!(
+            shape(None, Some("application/vnd.api+json"), None, ""),
+            Shape::Json
+        );
     }
 }

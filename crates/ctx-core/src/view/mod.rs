@@ -295,11 +295,16 @@ impl View<'_> {
     /// One object as this consumer may see it. A denied object and a missing one are
     /// reported alike; the author is told why an object is withheld.
     pub fn get(&self, r: &ObjectRef) -> Result<Document> {
-        let not_found = || crate::error::Error::NotFound(format!("no object `{r}` is visible here"));
+        let not_found =
+            || crate::error::Error::NotFound(format!("no object `{r}` is visible here"));
         let Some(i) = self.find(r, None) else {
             if self.consumer.is_none() {
                 let idx = Index::new(&self.repo.objects);
-                if let Some(d) = idx.resolve(r).into_iter().find_map(|i| self.authorize(i).err()) {
+                if let Some(d) = idx
+                    .resolve(r)
+                    .into_iter()
+                    .find_map(|i| self.authorize(i).err())
+                {
                     return Err(crate::error::Error::Invalid(format!(
                         "`{r}` is withheld: {}",
                         d.detail().unwrap_or_default()
@@ -308,9 +313,8 @@ impl View<'_> {
             }
             return Err(not_found());
         };
-        self.document(i).map_err(|w| {
-            crate::error::Error::Invalid(format!("`{r}` is withheld: {}", w.detail))
-        })
+        self.document(i)
+            .map_err(|w| crate::error::Error::Invalid(format!("`{r}` is withheld: {}", w.detail)))
     }
 }
 

@@ -24,11 +24,9 @@ pub fn key_file(m: &Manifest) -> std::result::Result<String, String> {
     let rel = match declared {
         None => DEFAULT_KEY_FILE.to_string(),
         Some(Value::String(s)) => s.trim_start_matches("./").to_string(),
-        Some(_) => {
-            return Err(format!(
-                "`extensions.{REDACTION_EXTENSION}.hash_key` must be a file path inside the repository"
-            ))
-        }
+        Some(_) => return Err(format!(
+            "`extensions.{REDACTION_EXTENSION}.hash_key` must be a file path inside the repository"
+        )),
     };
     if rel.is_empty() || !crate::adapters::file::lexically_inside(Path::new(&rel)) {
         return Err(format!(
@@ -101,7 +99,11 @@ pub fn check_private_output(
     let Some(rel) = inside(&m.root, target) else {
         return Ok(());
     };
-    let shown = if rel.is_empty() { ".".to_string() } else { rel.clone() };
+    let shown = if rel.is_empty() {
+        ".".to_string()
+    } else {
+        rel.clone()
+    };
     if !allow_in_tree {
         return Err(Error::Invalid(format!(
             "refusing to write {shown}: the output holds decrypted private content, and private \
