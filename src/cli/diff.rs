@@ -1,12 +1,10 @@
 //! `ctx diff <id>@<v1> <id>@<v2>`: two objects, field by field.
 //! `ctx diff --rev A..B`: the repository at two git revisions (or one and the work tree).
 
-use std::fmt::Write as _;
-
 use clap::Args;
-use serde_json::{json, Value};
+use serde_json::json;
 
-use ctx_core::changes::{self, Highlight, RepoDiff};
+use ctx_core::changes;
 use ctx_core::error::{Error, Exit, Result};
 use ctx_core::git::Git;
 use ctx_core::load::Repo;
@@ -171,91 +169,12 @@ fn revisions(g: &Global, p: &Printer, a: &DiffArgs, rev: &str) -> Result<bool> {
         to.as_deref().unwrap_or("work tree")
     );
     let text = if a.format == "json" {
-        ctx_core::bundle::render::json(&rev_json(&d, &from, &bname, to.as_deref(), &aname))
+        ctx_core::bundle::render::json(&d.json(&from, &bname, to.as_deref(), &aname))
     } else {
-        rev_text(&d, &label, &after.manifest.id)
+        d.text(&label, &after.manifest.id)
     };
     super::io_result(p.out(&text))?;
     Ok(!d.is_empty())
-}
-
-fn highlight_text(h: &Highlight) -> String {
-    match h {
-        Highlight::Promotion { key, from, to } => {
-            format!("⚠ authority promoted: {key}  {from} → {to}")
-        }
-        Highlight::Classification {
-            key,
-            from,
-            to,
-            lowered,
-        } => format!(
-            "⚠ classification {}: {key}  {from} → {to}",
-            if *lowered { "lowered" } else { "raised" }
-        ),
-    }
-}
-
-fn rev_text(d: &RepoDiff, label: &str, ns: &str) -> String {
-    let mut out = format!("Context changes in {ns}: {label}\n\n");
-    if !d.highlights.is_empty() {
-        out.push_str("Governance:\n");
-        for h in &d.highlights {
-            let _ = writeln!(out, "  {}", highlight_text(h));
-        }
-        out.push('\n');
-    }
-    for (key, file) in &d.added {
-        let _ = writeln!(out, "+ {key}  (added)  {file}");
-    }
-    for (key, file) in &d.removed {
-        let _ = writeln!(out, "- {key}  (removed)  {file}");
-    }
-    for (key, changes) in &d.changed {
-        let _ = writeln!(out, "~ {key}  (changed)");
-        out.push_str(&changes::render_changes(changes, "    "));
-    }
-    let promotions = d
-        .highlights
-        .iter()
-        .filter(|h| matches!(h, Highlight::Promotion { .. }))
-        .count();
-    let _ = writeln!(
-        out,
-        "\n{} added, {} removed, {} changed; {} authority promotion(s), {} classification change(s)",
-        d.added.len(),
-        d.removed.len(),
-        d.changed.len(),
-        promotions,
-        d.highlights.len() - promotions
-    );
-    out
-}
-
-fn rev_json(d: &RepoDiff, from: &str, bname: &str, to: Option<&str>, aname: &str) -> Value {
-    let highlights: Vec<Value> = d
-        .highlights
-        .iter()
-        .map(|h| match h {
-            Highlight::Promotion { key, from, to } => {
-                json!({"kind": "authority-promotion", "id": key, "from": from, "to": to})
-            }
-            Highlight::Classification {
-                key,
-                from,
-                to,
-                lowered,
-            } => json!({"kind": "classification-change", "id": key, "from": from, "to": to, "lowered": lowered}),
-        })
-        .collect();
-    json!({
-        "from": {"rev": from, "commit": bname},
-        "to": {"rev": to, "commit": if to.is_some() { Value::from(aname) } else { Value::Null }},
-        "added": d.added.iter().map(|(k, f)| json!({"id": k, "file": f})).collect::<Vec<_>>(),
-        "removed": d.removed.iter().map(|(k, f)| json!({"id": k, "file": f})).collect::<Vec<_>>(),
-        "changed": d.changed.iter().map(|(k, c)| json!({"id": k, "changes": changes::changes_json(c)})).collect::<Vec<_>>(),
-        "highlights": highlights,
-    })
 }
 
 #[cfg(test)]

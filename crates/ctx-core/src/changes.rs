@@ -302,6 +302,95 @@ pub fn repo_diff(before_view: &View<'_>, after_view: &View<'_>) -> RepoDiff {
     d
 }
 
+impl Highlight {
+    /// One line for people.
+    pub fn text(&self) -> String {
+        let h = self;
+        match h {
+            Highlight::Promotion { key, from, to } => {
+                format!("⚠ authority promoted: {key}  {from} → {to}")
+            }
+            Highlight::Classification {
+                key,
+                from,
+                to,
+                lowered,
+            } => format!(
+                "⚠ classification {}: {key}  {from} → {to}",
+                if *lowered { "lowered" } else { "raised" }
+            ),
+        }
+    }
+}
+
+impl RepoDiff {
+    /// The report for people: governance headlines, then added, removed and changed objects.
+    pub fn text(&self, label: &str, ns: &str) -> String {
+        let d = self;
+        let mut out = format!("Context changes in {ns}: {label}\n\n");
+        if !d.highlights.is_empty() {
+            out.push_str("Governance:\n");
+            for h in &d.highlights {
+                let _ = writeln!(out, "  {}", h.text());
+            }
+            out.push('\n');
+        }
+        for (key, file) in &d.added {
+            let _ = writeln!(out, "+ {key}  (added)  {file}");
+        }
+        for (key, file) in &d.removed {
+            let _ = writeln!(out, "- {key}  (removed)  {file}");
+        }
+        for (key, changes) in &d.changed {
+            let _ = writeln!(out, "~ {key}  (changed)");
+            out.push_str(&render_changes(changes, "    "));
+        }
+        let promotions = d
+            .highlights
+            .iter()
+            .filter(|h| matches!(h, Highlight::Promotion { .. }))
+            .count();
+        let _ = writeln!(
+        out,
+        "\n{} added, {} removed, {} changed; {} authority promotion(s), {} classification change(s)",
+        d.added.len(),
+        d.removed.len(),
+        d.changed.len(),
+        promotions,
+        d.highlights.len() - promotions
+    );
+        out
+    }
+
+    /// The report for machines; `from`/`to` are the revisions as given, `bname`/`aname` what they resolved to.
+    pub fn json(&self, from: &str, bname: &str, to: Option<&str>, aname: &str) -> Value {
+        let d = self;
+        let highlights: Vec<Value> = d
+        .highlights
+        .iter()
+        .map(|h| match h {
+            Highlight::Promotion { key, from, to } => {
+                json!({"kind": "authority-promotion", "id": key, "from": from, "to": to})
+            }
+            Highlight::Classification {
+                key,
+                from,
+                to,
+                lowered,
+            } => json!({"kind": "classification-change", "id": key, "from": from, "to": to, "lowered": lowered}),
+        })
+        .collect();
+        json!({
+            "from": {"rev": from, "commit": bname},
+            "to": {"rev": to, "commit": if to.is_some() { Value::from(aname) } else { Value::Null }},
+            "added": d.added.iter().map(|(k, f)| json!({"id": k, "file": f})).collect::<Vec<_>>(),
+            "removed": d.removed.iter().map(|(k, f)| json!({"id": k, "file": f})).collect::<Vec<_>>(),
+            "changed": d.changed.iter().map(|(k, c)| json!({"id": k, "changes": changes_json(c)})).collect::<Vec<_>>(),
+            "highlights": highlights,
+        })
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -880,6 +880,95 @@ mod tests {
         assert_eq!(comps[0], vec![0], "dependencies first");
     }
 
+    fn manifest(roles: &str) -> (Manifest, Vec<Diagnostic>) {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("opencontext.yaml");
+        std::fs::write(&path, format!("opencontext: \"1.0\"\nid: t\n{roles}")).unwrap();
+        Manifest::load(&path).unwrap()
+    }
+
+    #[test]
+    fn a_deep_inheritance_dag_compiles_in_linear_time() {
+        // Every role inherits the previous two: any walk that follows paths instead
+        // of settling each role once is exponential here (2^n paths).
+        let mut text = String::from("roles:\n");
+        let n = 3_000;
+        for k in 0..n {
+            text.push_str(&format!("  r{k}:\n    include: [p{}]\n", k % 7));
+            if k >= 2 {
+                text.push_str(&format!("    inherits: [r{}, r{}]\n", k - 1, k - 2));
+            }
+        }
+        let (m, diags) = manifest(&text);
+        assert!(
+            m.policy_findings
+                .iter()
+                .all(|d| d.severity != Severity::Error),
+            "{diags:?}"
+        );
+        let top = format!("r{}", n - 1);
+        let s = scope(&m, std::slice::from_ref(&top)).unwrap();
+        assert_eq!(s.principals.len(), n);
+        assert_eq!(s.include.len(), 7);
+        assert_eq!(s.ceiling, Classification::Internal);
+    }
+
+    #[test]
+    fn broken_definitions_are_kept_by_name_and_gate_every_consumer() {
+        let (m, _) = manifest(
+            "roles:\n  support:\n    include: [c.*]\n    exclude: [\"c.hidden*\"]\n    max_classification: Internal\n    excludes: [x]\n",
+        );
+        assert!(
+            m.roles.contains_key("support"),
+            "a broken role keeps its name"
+        );
+        let fields: Vec<&str> = m
+            .policy_findings
+            .iter()
+            .filter_map(|d| d.field.as_deref())
+            .collect();
+        for f in [
+            "roles.support.exclude",
+            "roles.support.max_classification",
+            "roles.support.excludes",
+        ] {
+            assert!(fields.contains(&f), "{f} missing from {fields:?}");
+        }
+        let err = scope(&m, &["support".into()]).unwrap_err();
+        assert!(matches!(err, Error::Invalid(_)), "{err}");
+        assert!(err.to_string().contains("roles.support"), "{err}");
+        assert!(
+            effective_scope(&m, &["support".into()]).is_ok(),
+            "doctor may still look"
+        );
+    }
+
+    #[test]
+    fn cycles_and_unknown_parents_are_reported_once() {
+        let (m, _) = manifest(
+            "roles:\n  a:\n    include: [x]\n    inherits: [b]\n  b:\n    include: [y]\n    inherits: [a]\n  c:\n    include: [z]\n    inherits: [ghost, c]\n",
+        );
+        let cycles: Vec<&str> = m
+            .policy_findings
+            .iter()
+            .filter(|d| d.code == Code::RoleCycle)
+            .map(|d| d.message.as_str())
+            .collect();
+        assert_eq!(
+            cycles,
+            vec![
+                "role inheritance cycle: a → b → a",
+                "role inheritance cycle: c → c"
+            ]
+        );
+        assert!(m
+            .policy_findings
+            .iter()
+            .any(|d| d.code == Code::UnknownRole && d.message.contains("ghost")));
+        // A broken chain grants the lowest ceiling.
+        assert_eq!(m.roles["c"].ceiling, Classification::Public);
+    }
+
     #[test]
     fn misspelt_keys_get_a_suggestion() {
         assert_eq!(closest("excludes", &ROLE_KEYS), Some("exclude"));

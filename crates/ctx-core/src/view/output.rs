@@ -24,9 +24,11 @@ pub fn key_file(m: &Manifest) -> std::result::Result<String, String> {
     let rel = match declared {
         None => DEFAULT_KEY_FILE.to_string(),
         Some(Value::String(s)) => s.trim_start_matches("./").to_string(),
-        Some(_) => return Err(format!(
+        Some(_) => {
+            return Err(format!(
             "`extensions.{REDACTION_EXTENSION}.hash_key` must be a file path inside the repository"
-        )),
+        ))
+        }
     };
     if rel.is_empty() || !crate::adapters::file::lexically_inside(Path::new(&rel)) {
         return Err(format!(
