@@ -316,7 +316,7 @@ pub fn parse(member: &Member, bytes: &[u8], defaults: &Defaults<'_>) -> Parsed {
         }
         let path = [PathItem::Key(top.to_string())];
         match doc {
-            Some(text) if !supplied.iter().any(|s| *s == top) => {
+            Some(text) if !supplied.contains(&top) => {
                 if let Some((l, c)) =
                     crate::manifest::locate_in(text, format == Format::Json, &path)
                 {
