@@ -171,7 +171,7 @@ impl HashKey {
 /// Why redaction could not be applied (the content must then be withheld).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum RedactError {
-    #[error("the rule `{0}` hashes values, and this repository has no redaction key (create one with `ctx redaction-key`)")]
+    #[error("the redaction rule `{0}` hashes values and needs the repository's redaction key")]
     NoKey(String),
 }
 

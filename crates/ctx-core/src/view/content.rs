@@ -131,7 +131,7 @@ fn apply(view: &View<'_>, v: &mut Value, rules: &[&Rule]) -> Result<Vec<String>,
 
 fn no_key(view: &View<'_>, e: RedactError) -> Withheld {
     match view.key() {
-        Err(why) => Withheld::policy(format!("{e}; {why}")),
+        Err(why) => Withheld::policy(format!("{e}: {why}")),
         Ok(_) => Withheld::policy(e),
     }
 }
@@ -180,9 +180,11 @@ fn prose_with_rules() -> Withheld {
     )
 }
 
-fn unparseable(what: &str, why: impl std::fmt::Display) -> Withheld {
+/// The parser's position only: its message could quote the content.
+fn unparseable(what: &str, line: u32, column: u32) -> Withheld {
     Withheld::policy(format!(
-        "redaction rules are in force and its {what} content cannot be parsed to apply them ({why})"
+        "redaction rules apply and its {what} content cannot be parsed to apply them \
+         (syntax error at line {line}, column {column})"
     ))
 }
 
@@ -201,52 +203,57 @@ pub(super) fn loaded(
     if rules.is_empty() {
         return Ok(unchanged(Vec::new()));
     }
-    let (rendered, applied) = match shape(src.declared_type, src.reported_type, Some(src.uri), text)
-    {
-        Shape::Json => {
-            let mut v = crate::json::parse(text).map_err(|e| unparseable("JSON", e.message))?;
-            let applied = apply(view, &mut v, rules)?;
-            if applied.is_empty() {
-                return Ok(unchanged(applied));
+    let (rendered, applied) =
+        match shape(src.declared_type, src.reported_type, Some(src.uri), text) {
+            Shape::Json => {
+                let mut v =
+                    crate::json::parse(text).map_err(|e| unparseable("JSON", e.line, e.column))?;
+                let applied = apply(view, &mut v, rules)?;
+                if applied.is_empty() {
+                    return Ok(unchanged(applied));
+                }
+                (crate::bundle::render::json(&v), applied)
             }
-            (crate::bundle::render::json(&v), applied)
-        }
-        Shape::Yaml => {
-            let mut v = crate::yaml::parse(text).map_err(|e| unparseable("YAML", e.message))?;
-            let applied = apply(view, &mut v, rules)?;
-            if applied.is_empty() {
-                return Ok(unchanged(applied));
+            Shape::Yaml => {
+                let mut v =
+                    crate::yaml::parse(text).map_err(|e| unparseable("YAML", e.line, e.column))?;
+                let applied = apply(view, &mut v, rules)?;
+                if applied.is_empty() {
+                    return Ok(unchanged(applied));
+                }
+                (crate::bundle::render::yaml(&v), applied)
             }
-            (crate::bundle::render::yaml(&v), applied)
-        }
-        Shape::Markdown => {
-            let split =
-                crate::frontmatter::split(text).map_err(|e| unparseable("Markdown", e.message))?;
-            let Some(fm) = split.yaml else {
-                return if own {
-                    Err(prose_with_rules())
-                } else {
-                    Ok(unchanged(Vec::new()))
+            Shape::Markdown => {
+                let split = crate::frontmatter::split(text)
+                    .map_err(|e| unparseable("Markdown", e.line, 1))?;
+                let Some(fm) = split.yaml else {
+                    return if own {
+                        Err(prose_with_rules())
+                    } else {
+                        Ok(unchanged(Vec::new()))
+                    };
                 };
-            };
-            let mut map = match crate::yaml::parse(fm) {
-                Ok(Value::Object(m)) => m,
-                Ok(Value::Null) => Map::new(),
-                Ok(_) => return Err(unparseable("Markdown", "the front matter is not a mapping")),
-                Err(e) => return Err(unparseable("Markdown", e.message)),
-            };
-            let applied = redact::redact_map(&mut map, rules, view.key().ok())
-                .map_err(|e| no_key(view, e))?;
-            if applied.is_empty() {
-                return Ok(unchanged(applied));
+                let mut map =
+                    match crate::yaml::parse(fm) {
+                        Ok(Value::Object(m)) => m,
+                        Ok(Value::Null) => Map::new(),
+                        Ok(_) => return Err(Withheld::policy(
+                            "redaction rules apply and its Markdown front matter is not a mapping",
+                        )),
+                        Err(e) => return Err(unparseable("Markdown", e.line + 1, e.column)),
+                    };
+                let applied = redact::redact_map(&mut map, rules, view.key().ok())
+                    .map_err(|e| no_key(view, e))?;
+                if applied.is_empty() {
+                    return Ok(unchanged(applied));
+                }
+                let mut out = format!("---\n{}---\n", crate::write::emit::yaml_map(&map));
+                out.push_str(split.body);
+                (out, applied)
             }
-            let mut out = format!("---\n{}---\n", crate::write::emit::yaml_map(&map));
-            out.push_str(split.body);
-            (out, applied)
-        }
-        Shape::Prose if own => return Err(prose_with_rules()),
-        Shape::Prose => return Ok(unchanged(Vec::new())),
-    };
+            Shape::Prose if own => return Err(prose_with_rules()),
+            Shape::Prose => return Ok(unchanged(Vec::new())),
+        };
     Ok(Shown {
         content: Some(Cow::Owned(Value::String(rendered))),
         redacted: applied,
