@@ -180,8 +180,13 @@ fn invalid_governance_is_withheld_with_a_reason_and_reported_by_validate() {
             assert!(!detail.contains(value), "{id}: the value leaked: {detail}");
         }
     }
-    // Without a valid id an object is in nobody's scope: counted, never listed.
+    // Without a valid id an object is in nobody's scope: counted and warned about, never named.
     assert!(!r.stdout.contains("\"42\""), "{}", r.stdout);
+    assert!(b["warnings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|w| w["code"] == "invalid-governance" && w.get("id").is_none()));
 
     for args in [
         &["list", "--role", "support", "--format", "json"][..],

@@ -284,6 +284,7 @@ pub fn resolve(repo: &Repo, req: Request) -> Result<Resolution> {
     let mut excluded = Vec::new();
     let mut warnings = Vec::new();
     let mut not_in_scope = 0usize;
+    let mut without_id = 0usize;
 
     // 1. Authorize (and 2. narrow by --include): nothing below sees a denied object.
     let mut candidates: Vec<(usize, String)> = Vec::new();
@@ -302,7 +303,11 @@ pub fn resolve(repo: &Repo, req: Request) -> Result<Resolution> {
                     .unwrap_or_default();
                 candidates.push((i, matched));
             }
-            Err(Denial::NotInScope) => not_in_scope += 1,
+            Err(Denial::NotInScope) => {
+                not_in_scope += 1;
+                // No valid id: in nobody's scope, yet said so (without naming anything).
+                without_id += usize::from(o.meta.faults.contains("id"));
+            }
             Err(d) => {
                 if let Denial::InvalidGovernance(_) = d {
                     warnings.push(Warning {
@@ -315,6 +320,17 @@ pub fn resolve(repo: &Repo, req: Request) -> Result<Resolution> {
                 excluded.push(excl(o, d.reason(), d.detail(), None));
             }
         }
+    }
+
+    if without_id > 0 {
+        warnings.push(Warning {
+            id: None,
+            code: "invalid-governance".into(),
+            message: format!(
+                "{without_id} object(s) without a valid `id` withheld from every consumer; run `ctx validate`"
+            ),
+            severity: Severity::Error,
+        });
     }
 
     // 3. Freshness and approval.
