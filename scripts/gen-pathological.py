@@ -23,7 +23,7 @@ def write(path, text):
 def roles(n, out):
     lines = [
         'opencontext: "1.0"',
-        "id: bench.roles",
+        "id: bench-roles",
         "collections:",
         "  policies: ./context/**",
         "roles:",
@@ -45,7 +45,7 @@ def roles(n, out):
 def chain(n, out):
     write(
         os.path.join(out, "opencontext.yaml"),
-        'opencontext: "1.0"\nid: bench.chain\ncollections:\n  chain: ./context/**\n'
+        'opencontext: "1.0"\nid: bench-chain\ncollections:\n  chain: ./context/**\n'
         "roles:\n  reader:\n    include: [chain.*]\n",
     )
     for v in range(1, n + 2):

@@ -4,9 +4,9 @@
 //! (`content_uri`, whatever the adapter) is parsed by its media type — declared
 //! `content_type`, else what the adapter reports, else the file extension, else a
 //! JSON sniff — and redacted exactly like inline content: JSON and YAML documents
-//! and Markdown front matter. Prose has no paths, so role and manifest rules pass
-//! over it; an object that declares rules of its own on prose, or whose structured
-//! content cannot be parsed while rules are in force, is withheld, never served raw.
+//! and Markdown front matter. Prose (a Markdown body, plain text) has no paths, so a
+//! rule matches nothing in it. Content that claims a structure but cannot be parsed
+//! while rules apply to it is withheld, never served raw.
 
 use std::borrow::Cow;
 
@@ -137,26 +137,15 @@ fn no_key(view: &View<'_>, e: RedactError) -> Withheld {
 }
 
 /// Inline content (the Markdown body, or a structured `content` field).
-/// `own` says whether the object declares rules of its own.
 pub(super) fn inline<'a>(
     view: &View<'_>,
     content: Option<&'a Value>,
     rules: &[&Rule],
-    own: bool,
 ) -> Result<Shown<'a>, Withheld> {
     let Some(c) = content else {
         return Ok(Shown::default());
     };
-    if rules.is_empty() {
-        return Ok(Shown {
-            content: Some(Cow::Borrowed(c)),
-            redacted: Vec::new(),
-        });
-    }
-    if c.is_string() {
-        if own {
-            return Err(prose_with_rules());
-        }
+    if rules.is_empty() || c.is_string() {
         return Ok(Shown {
             content: Some(Cow::Borrowed(c)),
             redacted: Vec::new(),
@@ -174,12 +163,6 @@ pub(super) fn inline<'a>(
     })
 }
 
-fn prose_with_rules() -> Withheld {
-    Withheld::policy(
-        "the object declares redaction rules, and its content is prose they cannot address",
-    )
-}
-
 /// The parser's position only: its message could quote the content.
 fn unparseable(what: &str, line: u32, column: u32) -> Withheld {
     Withheld::policy(format!(
@@ -193,7 +176,6 @@ pub(super) fn loaded(
     view: &View<'_>,
     src: &SourceText<'_>,
     rules: &[&Rule],
-    own: bool,
 ) -> Result<Shown<'static>, Withheld> {
     let text = src.text;
     let unchanged = |redacted| Shown {
@@ -227,11 +209,7 @@ pub(super) fn loaded(
                 let split = crate::frontmatter::split(text)
                     .map_err(|e| unparseable("Markdown", e.line, 1))?;
                 let Some(fm) = split.yaml else {
-                    return if own {
-                        Err(prose_with_rules())
-                    } else {
-                        Ok(unchanged(Vec::new()))
-                    };
+                    return Ok(unchanged(Vec::new()));
                 };
                 let mut map =
                     match crate::yaml::parse(fm) {
@@ -251,7 +229,6 @@ pub(super) fn loaded(
                 out.push_str(split.body);
                 (out, applied)
             }
-            Shape::Prose if own => return Err(prose_with_rules()),
             Shape::Prose => return Ok(unchanged(Vec::new())),
         };
     Ok(Shown {

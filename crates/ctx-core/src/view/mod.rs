@@ -211,7 +211,7 @@ impl<'r> View<'r> {
         } else {
             Vec::new()
         };
-        content::inline(self, o.content.as_ref(), &self.rules(&own), !own.is_empty())
+        content::inline(self, o.content.as_ref(), &self.rules(&own))
     }
 
     /// Content an object's source produced — `content_uri` text, or a decrypted private
@@ -228,10 +228,8 @@ impl<'r> View<'r> {
         };
         let rules = self.rules(&own);
         match source {
-            Source::Inline(c) => {
-                content::inline(self, c, &rules, !own.is_empty()).map(Shown::into_owned)
-            }
-            Source::Text(t) => content::loaded(self, &t, &rules, !own.is_empty()),
+            Source::Inline(c) => content::inline(self, c, &rules).map(Shown::into_owned),
+            Source::Text(t) => content::loaded(self, &t, &rules),
         }
     }
 
