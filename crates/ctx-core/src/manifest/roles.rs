@@ -487,7 +487,7 @@ pub(super) fn compile(m: &Manifest, raw: &Value) -> Compiled {
     let mut out = Compiled::default();
     for (top, _) in [("roles", ()), ("agents", ())] {
         match raw.get(top) {
-            None | Some(Value::Null) => {}
+            None => {}
             Some(Value::Object(map)) => c.names(top, map),
             Some(other) => c.shape(&[], top, "a mapping of names to definitions", other),
         }
