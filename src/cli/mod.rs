@@ -21,6 +21,7 @@ pub mod printer;
 pub mod private;
 pub mod progress;
 pub mod provider;
+pub mod redaction;
 pub mod resolve;
 pub mod schema;
 pub mod search;
@@ -110,6 +111,8 @@ pub enum Command {
     Supersede(supersede::SupersedeArgs),
     /// Write the resolved context as AGENTS.md, CLAUDE.md or Cursor rules (with --check for CI).
     Export(export::ExportArgs),
+    /// Create the repository's redaction key (the secret that keys `mode: hash`).
+    RedactionKey(redaction::RedactionKeyArgs),
     /// Print a shell completion script.
     Completions(completions::CompletionsArgs),
     /// Write the man pages into a folder (how man/ is regenerated).
@@ -169,6 +172,7 @@ pub fn run(cli: Cli) -> Result<Exit> {
         Command::Add(a) => add::run(&g, &p, a),
         Command::Supersede(a) => supersede::run(&g, &p, a),
         Command::Export(a) => export::run(&g, &p, a),
+        Command::RedactionKey(a) => redaction::run(&g, &p, a),
         Command::Completions(a) => completions::run(&p, a),
         Command::GenerateMan(a) => completions::generate_man(&p, a),
     }

@@ -41,6 +41,7 @@ pub mod schema;
 pub mod signing;
 pub mod time;
 pub mod validate;
+pub mod view;
 pub mod write;
 pub mod yaml;
 
