@@ -10,6 +10,7 @@ pub mod diff;
 pub mod doctor;
 pub mod export;
 pub mod findings;
+pub mod fmt;
 pub mod get;
 pub mod graph;
 pub mod history;
@@ -110,6 +111,9 @@ pub enum Command {
     Supersede(supersede::SupersedeArgs),
     /// Write the resolved context as AGENTS.md, CLAUDE.md or Cursor rules (with --check for CI).
     Export(export::ExportArgs),
+    /// Rewrite object files into canonical form (key order, RFC 3339 timestamps, quoting).
+    #[command(long_about = fmt::long_about())]
+    Fmt(fmt::FmtArgs),
     /// Print a shell completion script.
     Completions(completions::CompletionsArgs),
     /// Write the man pages into a folder (how man/ is regenerated).
@@ -169,6 +173,7 @@ pub fn run(cli: Cli) -> Result<Exit> {
         Command::Add(a) => add::run(&g, &p, a),
         Command::Supersede(a) => supersede::run(&g, &p, a),
         Command::Export(a) => export::run(&g, &p, a),
+        Command::Fmt(a) => fmt::run(&g, &p, a),
         Command::Completions(a) => completions::run(&p, a),
         Command::GenerateMan(a) => completions::generate_man(&p, a),
     }

@@ -27,6 +27,7 @@ pub mod pattern;
 pub mod private;
 pub mod provider;
 pub mod receipt;
+pub mod reformat;
 pub mod resolve;
 pub mod schema;
 pub mod signing;
