@@ -7,6 +7,7 @@ mod adapters;
 mod bad_input;
 mod core;
 mod examples;
+mod fmt;
 mod ops_doctor;
 mod ops_git;
 mod ops_misc;

@@ -274,8 +274,9 @@ fn reorder(
     let blank = |l: usize| line(l).trim().is_empty() && !is_protected(l);
     // Each block starts at its key line, or at the comment lines directly above it.
     let mut starts: Vec<usize> = top.iter().map(|k| k.line).collect();
-    for i in 1..starts.len() {
-        while starts[i] - 1 > top[i - 1].line && comment(starts[i] - 1) {
+    for i in 0..starts.len() {
+        let floor = if i == 0 { 0 } else { top[i - 1].line };
+        while starts[i] - 1 > floor && comment(starts[i] - 1) {
             starts[i] -= 1;
         }
     }
@@ -319,10 +320,10 @@ mod tests {
 
     #[test]
     fn reorders_blocks_with_their_comments() {
-        let src = "# header stays\ntitle: T  # inline\n\n# about the id\nid: a\ntags:\n  - x\n# trailing\n";
+        let src = "# header stays\n\n# about the title\ntitle: T  # inline\n\n# about the id\nid: a\ntags:\n  - x\n# trailing\n";
         assert_eq!(
             fmt(src),
-            "# header stays\n# about the id\nid: a\ntitle: T  # inline\n\ntags:\n  - x\n# trailing\n"
+            "# header stays\n\n# about the id\nid: a\n# about the title\ntitle: T  # inline\n\ntags:\n  - x\n# trailing\n"
         );
     }
 
