@@ -41,11 +41,29 @@ fn check_lists_files_writes_nothing_and_exits_1() {
     let r = repo.ctx(&["fmt", "--check"]);
     assert_eq!(r.code, 1, "{}{}", r.stdout, r.stderr);
     assert!(r.stdout.contains("would reformat context/notes/refunds.md (key order; `updated` 2026-08-01 → 2026-08-01T00:00:00Z; `tags[1]` quoted \"no\"; `extensions.com.acme.flags.escalate` quoted \"on\")"), "{}", r.stdout);
-    assert!(r.stdout.contains("would reformat context/notes/plan.yaml"), "{}", r.stdout);
-    assert!(r.stdout.contains("would reformat context/notes/limits.json"), "{}", r.stdout);
+    assert!(
+        r.stdout.contains("would reformat context/notes/plan.yaml"),
+        "{}",
+        r.stdout
+    );
+    assert!(
+        r.stdout
+            .contains("would reformat context/notes/limits.json"),
+        "{}",
+        r.stdout
+    );
     assert!(!r.stdout.contains("done.md"), "{}", r.stdout);
-    assert!(r.stderr.contains("3 of 4 object files would be reformatted"), "{}", r.stderr);
-    assert_eq!(read(&repo, "context/notes/refunds.md"), MESSY_MD, "--check wrote");
+    assert!(
+        r.stderr
+            .contains("3 of 4 object files would be reformatted"),
+        "{}",
+        r.stderr
+    );
+    assert_eq!(
+        read(&repo, "context/notes/refunds.md"),
+        MESSY_MD,
+        "--check wrote"
+    );
 }
 
 #[test]
@@ -57,7 +75,11 @@ fn formats_in_place_keeping_comments_and_body_and_validates_after() {
     assert!(v.stdout.contains("updated"), "{}", v.stdout);
     let r = repo.ctx(&["fmt"]);
     assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
-    assert!(r.stderr.contains("3 of 4 object files reformatted"), "{}", r.stderr);
+    assert!(
+        r.stderr.contains("3 of 4 object files reformatted"),
+        "{}",
+        r.stderr
+    );
     assert_eq!(read(&repo, "context/notes/refunds.md"), MESSY_MD_FORMATTED);
     assert_eq!(
         read(&repo, "context/notes/plan.yaml"),
@@ -85,12 +107,17 @@ fn paths_limit_the_run_and_unknown_paths_fail() {
     assert!(r.stdout.contains("reformatted context/notes/plan.yaml"));
     assert!(!r.stdout.contains("refunds.md"), "{}", r.stdout);
     assert!(
-        r.stderr.contains("README.md holds no object file this repository loads"),
+        r.stderr
+            .contains("README.md holds no object file this repository loads"),
         "{}",
         r.stderr
     );
     assert_eq!(read(&repo, "context/notes/refunds.md"), MESSY_MD);
-    assert_eq!(read(&repo, "README.md"), "title: T\nid: x\n", "a non-member is never touched");
+    assert_eq!(
+        read(&repo, "README.md"),
+        "title: T\nid: x\n",
+        "a non-member is never touched"
+    );
     assert_eq!(repo.ctx(&["fmt", "context/missing.md"]).code, 3);
     // A folder selects the members under it.
     let r = repo.ctx(&["fmt", "--check", "context/notes"]);
@@ -105,8 +132,7 @@ fn unparsable_files_are_refused_with_position_and_hint() {
     let r = repo.ctx(&["fmt"]);
     assert_eq!(r.code, 1, "{}{}", r.stdout, r.stderr);
     assert!(
-        r.stderr
-            .contains("error: context/notes/bad.md:4:"),
+        r.stderr.contains("error: context/notes/bad.md:4:"),
         "{}",
         r.stderr
     );
@@ -189,7 +215,11 @@ fn assert_idempotent(dir: &Path, role: &str, at: &str) -> usize {
     assert_eq!(check.code, 0, "not idempotent:\n{}", check.stdout);
     let second = ctx(dir, &["fmt"]);
     assert!(second.stdout.is_empty(), "{}", second.stdout);
-    assert_eq!(meaning(dir, role, at), before, "fmt changed what the repository means");
+    assert_eq!(
+        meaning(dir, role, at),
+        before,
+        "fmt changed what the repository means"
+    );
     first.stdout.lines().count()
 }
 
@@ -197,7 +227,11 @@ fn assert_idempotent(dir: &Path, role: &str, at: &str) -> usize {
 fn idempotent_on_the_projects_own_repository() {
     let tmp = tempfile::tempdir().unwrap();
     let root = project_root();
-    std::fs::copy(root.join("opencontext.yaml"), tmp.path().join("opencontext.yaml")).unwrap();
+    std::fs::copy(
+        root.join("opencontext.yaml"),
+        tmp.path().join("opencontext.yaml"),
+    )
+    .unwrap();
     copy_tree(&root.join("context"), &tmp.path().join("context"));
     assert_idempotent(tmp.path(), "maintainer", "2026-12-01T00:00:00Z");
     // And the checked-in repository is already formatted.

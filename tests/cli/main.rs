@@ -6,6 +6,7 @@ mod support;
 mod adapters;
 mod bad_input;
 mod core;
+mod docs_guide;
 mod examples;
 mod fmt;
 mod ops_doctor;
