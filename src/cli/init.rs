@@ -118,7 +118,7 @@ provenance:
                extra: &str,
                body: &str| {
         format!(
-            "---\nid: {id}\ntype: {ty}\nlayer: {layer}\ntitle: {title}\nauthority: canonical\nowner: {owner}\nupdated: {today}T00:00:00Z\nclassification: internal\ncanonical_source: true\n{extra}---\n\n{body}\n"
+            "---\nid: {id}\ntype: {ty}\nlayer: {layer}\ntitle: {title}\nauthority: canonical\nowner: {owner}\nclassification: internal\nupdated: {today}T00:00:00Z\ncanonical_source: true\n{extra}---\n\n{body}\n"
         )
     };
     vec![
@@ -133,12 +133,12 @@ provenance:
         ),
         (
             "context/policies/internal/escalation.md",
-            obj("policies.internal.escalation", "policy", "L3", "Escalation thresholds", "leads", "classification: confidential\n", "Refunds above 1,000 need a lead's approval.")
-                .replacen("classification: internal\n", "", 1),
+            obj("policies.internal.escalation", "policy", "L3", "Escalation thresholds", "leads", "", "Refunds above 1,000 need a lead's approval.")
+                .replacen("classification: internal\n", "classification: confidential\n", 1),
         ),
         (
             "context/procedures/refund.md",
-            obj("procedures.refund", "procedure", "L4", "How to process a refund", "support", "tags: [refunds]\nreferences: [policies.refunds]\n", "1. Check the purchase date.\n2. Apply the refund policy.\n3. Record the outcome on the ticket."),
+            obj("procedures.refund", "procedure", "L4", "How to process a refund", "support", "references: [policies.refunds]\ntags: [refunds]\n", "1. Check the purchase date.\n2. Apply the refund policy.\n3. Record the outcome on the ticket."),
         ),
     ]
 }

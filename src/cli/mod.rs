@@ -18,6 +18,7 @@ pub mod hook;
 pub mod init;
 pub mod keys;
 pub mod list;
+mod manual;
 pub mod printer;
 pub mod private;
 pub mod progress;

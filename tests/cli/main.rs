@@ -9,6 +9,7 @@ mod core;
 mod docs_guide;
 mod examples;
 mod fmt;
+mod manual;
 mod ops_doctor;
 mod ops_git;
 mod ops_misc;
