@@ -26,6 +26,15 @@ pub struct InitArgs {
     /// Overwrite files that already exist.
     #[arg(long)]
     pub force: bool,
+    /// Also write a CI workflow that checks the repository with a released ctx binary.
+    #[arg(long, value_enum, value_name = "SYSTEM")]
+    pub ci: Option<CiSystem>,
+}
+
+#[derive(Debug, Clone, Copy, clap::ValueEnum)]
+pub enum CiSystem {
+    /// GitHub Actions: .github/workflows/context.yml using ctx's action.yml.
+    Github,
 }
 
 fn slug(s: &str) -> String {
@@ -190,6 +199,19 @@ pub fn run(g: &Global, p: &Printer, args: &InitArgs) -> Result<Exit> {
             "  {}  {rel}\n",
             if exists { "replaced" } else { "created " }
         ));
+    }
+    if let Some(CiSystem::Github) = args.ci {
+        let (path, text) = ctx_core::ci::github_workflow_file(&dir, env!("CARGO_PKG_VERSION"));
+        let rel = display(&path, &g.cwd);
+        if path.exists() && !args.force {
+            report.push_str(&format!("  kept     {rel} (exists; --force replaces it)\n"));
+        } else {
+            std::fs::create_dir_all(path.parent().expect("a workflow folder"))
+                .map_err(|e| Error::io(&path, &e))?;
+            ctx_core::fs::write_atomic(&path, text.as_bytes(), true)
+                .map_err(|e| Error::io(&path, &e))?;
+            report.push_str(&format!("  created   {rel}\n"));
+        }
     }
     let shown = display(&dir, &g.cwd);
     report.push_str(&format!(

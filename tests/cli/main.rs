@@ -17,5 +17,6 @@ mod ops_support;
 mod ops_write;
 mod private;
 mod readme;
+mod release;
 mod resolve;
 mod signing;

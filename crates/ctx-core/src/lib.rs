@@ -7,6 +7,7 @@ pub mod audit;
 pub mod bundle;
 pub mod canonical;
 pub mod changes;
+pub mod ci;
 pub mod conformance;
 pub mod diag;
 pub mod doctor;
