@@ -106,6 +106,9 @@ fn format_yaml(src: &str, offset: u32) -> std::result::Result<Outcome, Refusal> 
             "encrypted member of a private collection (`ctx private edit` rewrites it)".into(),
         ));
     }
+    if already_canonical(&original) {
+        return Ok(Outcome::Unchanged);
+    }
     let (text, changes) = yaml_text::format(src).map_err(|m| Refusal {
         message: format!("cannot parse: {m}"),
         line: None,
@@ -120,6 +123,32 @@ fn format_yaml(src: &str, offset: u32) -> std::result::Result<Outcome, Refusal> 
         return Err(meaning_changed());
     }
     Ok(Outcome::Changed { text, changes })
+}
+
+/// Can the YAML text need no rewrite? True when the parsed document already has
+/// canonical key order, canonical timestamps and no YAML 1.1 boolean word among
+/// its strings: then none of the three rewrites applies, and the (much slower)
+/// positional scan is skipped. A quoted `"no"` makes this false; the scan then
+/// finds nothing to do.
+fn already_canonical(doc: &Value) -> bool {
+    fn has_bool_word(v: &Value) -> bool {
+        match v {
+            Value::String(s) => value::yaml11_bool_word(s),
+            Value::Array(a) => a.iter().any(has_bool_word),
+            Value::Object(m) => m.values().any(has_bool_word),
+            _ => false,
+        }
+    }
+    let Some(map) = doc.as_object() else {
+        return false;
+    };
+    let keys: Vec<&String> = map.keys().collect();
+    order::sorted_indices(&keys)
+        .iter()
+        .enumerate()
+        .all(|(n, &i)| n == i)
+        && value::normalize(doc) == *doc
+        && !has_bool_word(doc)
 }
 
 fn meaning_changed() -> Refusal {
@@ -303,7 +332,7 @@ fn requested(m: &Manifest, paths: &[PathBuf]) -> Result<Vec<PathBuf>> {
 /// The bytes a file had when read, and the text to replace them with.
 type Rewrite = Option<(Vec<u8>, String)>;
 
-fn format_member(m: &Member) -> (FileResult, Rewrite) {
+fn format_member(m: &Member, keep_text: bool) -> (FileResult, Rewrite) {
     let meta = match std::fs::symlink_metadata(&m.abs) {
         Ok(meta) => meta,
         Err(e) => return (FileResult::Skipped(format!("cannot read: {e}")), None),
@@ -341,9 +370,10 @@ fn format_member(m: &Member) -> (FileResult, Rewrite) {
     match format_text(format, src) {
         Ok(Outcome::Unchanged) => (FileResult::Unchanged, None),
         Ok(Outcome::Skipped(why)) => (FileResult::Skipped(why), None),
-        Ok(Outcome::Changed { text, changes }) => {
-            (FileResult::Reformatted(changes), Some((bytes, text)))
-        }
+        Ok(Outcome::Changed { text, changes }) => (
+            FileResult::Reformatted(changes),
+            keep_text.then_some((bytes, text)),
+        ),
         Err(r) => (FileResult::Refused(r), None),
     }
 }
@@ -387,7 +417,10 @@ pub fn run(m: &Manifest, opts: &FmtOptions) -> Result<FmtReport> {
             any
         })
         .collect();
-    let results: Vec<(FileResult, Rewrite)> = members.par_iter().map(format_member).collect();
+    let results: Vec<(FileResult, Rewrite)> = members
+        .par_iter()
+        .map(|m| format_member(m, !opts.check))
+        .collect();
     let mut report = FmtReport {
         unmatched: opts
             .paths
@@ -469,6 +502,19 @@ mod tests {
         .unwrap_err();
         assert_eq!(r.line, Some(3));
         assert!(r.fix.unwrap().contains("must be quoted"));
+    }
+
+    #[test]
+    fn bom_and_dot_fence_are_kept() {
+        let src = "\u{feff}---\ntitle: T\nid: a\n...\nbody\n";
+        assert_eq!(
+            changed(Format::Markdown, src),
+            "\u{feff}---\nid: a\ntitle: T\n...\nbody\n"
+        );
+        assert_eq!(
+            format_text(Format::Markdown, "no front matter\n").unwrap(),
+            Outcome::Unchanged
+        );
     }
 
     #[test]

@@ -376,6 +376,14 @@ mod tests {
     }
 
     #[test]
+    fn comments_after_rewritten_scalars_stay() {
+        assert_eq!(
+            fmt("id: a\nupdated: 2026-08-01  # day only\ntags:\n  - no # really\n"),
+            "id: a\nupdated: 2026-08-01T00:00:00Z  # day only\ntags:\n  - \"no\" # really\n"
+        );
+    }
+
+    #[test]
     fn keys_and_tagged_scalars_are_not_quoted() {
         assert_eq!(fmt("id: a\nno: !!str no\n"), "id: a\nno: !!str no\n");
     }
