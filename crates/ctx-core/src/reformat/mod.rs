@@ -436,18 +436,27 @@ pub fn run(m: &Manifest, opts: &FmtOptions) -> Result<FmtReport> {
     } else {
         None
     };
-    for (mem, (mut result, rewrite)) in members.iter().zip(results) {
-        if let (Some((read, text)), false) = (rewrite, opts.check) {
-            match replace(&mem.abs, &read, &text) {
-                Ok(true) => {}
-                Ok(false) => {
-                    result = FileResult::Skipped(
-                        "changed on disk while formatting; run `ctx fmt` again".into(),
-                    )
-                }
-                Err(e) => return Err(Error::io(&mem.abs, &e)),
-            }
-        }
+    // Each replace ends in an fsync; doing them in parallel overlaps that wait.
+    let results: Vec<FileResult> = members
+        .par_iter()
+        .zip(results)
+        .map(|(mem, (result, rewrite))| match rewrite {
+            Some((read, text)) if !opts.check => match replace(&mem.abs, &read, &text) {
+                Ok(true) => result,
+                Ok(false) => FileResult::Skipped(
+                    "changed on disk while formatting; run `ctx fmt` again".into(),
+                ),
+                Err(e) => FileResult::Refused(Refusal {
+                    message: format!("cannot write the formatted file: {e}"),
+                    line: None,
+                    column: None,
+                    fix: Some("check the file's and its folder's permissions".into()),
+                }),
+            },
+            _ => result,
+        })
+        .collect();
+    for (mem, result) in members.iter().zip(results) {
         report.files.push(FileReport {
             file: mem.rel.clone(),
             result,
