@@ -186,6 +186,25 @@ pub fn render(target: Target, bundle: &Value, command: &str) -> String {
             facts.push(format!("updated {v}"));
         }
         let _ = writeln!(out, "_{}_\n", facts.join(" · "));
+        // Provenance travels with the content (§12.4): where it came from, or that it
+        // is its own origin.
+        let uris: Vec<&str> = o["sources"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|s| s["uri"].as_str())
+            .collect();
+        if !uris.is_empty() {
+            let _ = writeln!(out, "Sources: {}\n", uris.join(", "));
+        }
+        let canonical_source = bundle["provenance"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .any(|p| p["id"] == o["id"] && p["canonical_source"] == Value::Bool(true));
+        if canonical_source {
+            out.push_str("Canonical source: this object is the origin of its content.\n\n");
+        }
         let untrusted = o["trust"].as_str() == Some("untrusted");
         match &o["content"] {
             Value::Null => {}

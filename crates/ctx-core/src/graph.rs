@@ -114,7 +114,6 @@ pub fn build(view: &View<'_>, opts: Options) -> Graph {
         .collect();
     let keep = |i: usize| visible[i];
     let idx = Index::new(&repo.objects);
-    let sup = view.supersession();
     let mut g = Graph::default();
     for (i, o) in repo.objects.iter().enumerate() {
         if keep(i) {
@@ -145,7 +144,7 @@ pub fn build(view: &View<'_>, opts: Options) -> Graph {
         let active = hits
             .iter()
             .copied()
-            .filter(|t| !sup.superseded.contains(t))
+            .filter(|&t| view.lifecycle(t) != crate::model::Lifecycle::Superseded)
             .max_by_key(|&t| repo.objects[t].version)
             .unwrap_or(hits[hits.len() - 1]);
         vec![repo.objects[active].key()]
