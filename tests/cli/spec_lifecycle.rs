@@ -97,12 +97,26 @@ fn a_successor_supersedes_only_from_its_own_valid_from() {
         vec![(1, "current".to_string()), (2, "future".to_string())]
     );
     let got = repo
-        .ctx(&["get", "policies.price", "--at", "2098-06-01", "--format", "json"])
+        .ctx(&[
+            "get",
+            "policies.price",
+            "--at",
+            "2098-06-01",
+            "--format",
+            "json",
+        ])
         .json();
     assert_eq!(got["version"], 1);
     assert_eq!(got["lifecycle"], "current");
     let got = repo
-        .ctx(&["get", "policies.price", "--at", "2099-06-01", "--format", "json"])
+        .ctx(&[
+            "get",
+            "policies.price",
+            "--at",
+            "2099-06-01",
+            "--format",
+            "json",
+        ])
         .json();
     assert_eq!(got["version"], 2);
 }
@@ -123,7 +137,8 @@ fn validate_notices_a_scheduled_successor_and_a_gap() {
     assert_eq!(f[0]["severity"], "info");
     let msg = f[0]["message"].as_str().unwrap();
     assert!(
-        msg.contains("policies.price@2") && msg.contains("until then `policies.price@1` is current"),
+        msg.contains("policies.price@2")
+            && msg.contains("until then `policies.price@1` is current"),
         "{msg}"
     );
     // After v2 is valid there is nothing to notice.
@@ -141,7 +156,10 @@ fn validate_notices_a_scheduled_successor_and_a_gap() {
     // v1 expires before v2 starts: the id resolves to nothing in between, a warning.
     repo.write(
         "context/policies/price.md",
-        &PRICE_V1.replace("owner: sales\n", "owner: sales\nexpires: 2098-01-01T00:00:00Z\n"),
+        &PRICE_V1.replace(
+            "owner: sales\n",
+            "owner: sales\nexpires: 2098-01-01T00:00:00Z\n",
+        ),
     );
     let r = repo.ctx(&["validate", "--at", "2098-06-01", "--format", "json"]);
     let doc = r.json();
@@ -185,7 +203,14 @@ fn get_returns_the_version_the_resolver_chooses() {
         .json();
     assert_eq!(ids(&b), vec![("policies.price".into(), Some(1))]);
     let got = repo
-        .ctx(&["get", "policies.price", "--at", "2026-06-01", "--format", "json"])
+        .ctx(&[
+            "get",
+            "policies.price",
+            "--at",
+            "2026-06-01",
+            "--format",
+            "json",
+        ])
         .json();
     assert_eq!(got["version"], 1, "{got:#}");
     // The draft stays reachable by its version.
@@ -203,7 +228,14 @@ fn get_returns_the_version_the_resolver_chooses() {
         .json();
     assert_eq!(ids(&b), vec![("policies.price".into(), Some(1))]);
     let got = repo
-        .ctx(&["get", "policies.price", "--at", "2026-06-01", "--format", "json"])
+        .ctx(&[
+            "get",
+            "policies.price",
+            "--at",
+            "2026-06-01",
+            "--format",
+            "json",
+        ])
         .json();
     assert_eq!(got["version"], 1);
 }
@@ -272,7 +304,14 @@ fn configured_tie_breakers_refine_version_and_recency_never_replace_them() {
     assert_eq!(x["reason"], "outranked");
     assert_eq!(x["outranked_by"], "policies.price@2");
     let got = repo
-        .ctx(&["get", "policies.price", "--at", "2026-06-01", "--format", "json"])
+        .ctx(&[
+            "get",
+            "policies.price",
+            "--at",
+            "2026-06-01",
+            "--format",
+            "json",
+        ])
         .json();
     assert_eq!(got["version"], 2);
 }
@@ -291,7 +330,10 @@ fn a_duplicate_canonical_is_a_conflict_in_the_bundle_and_names_the_files() {
     let b = r.json();
     assert_eq!(ids(&b).len(), 1, "{b:#}");
     let codes = warning_codes(&b);
-    assert!(codes.contains(&"conflict-ambiguous".to_string()), "{codes:?}");
+    assert!(
+        codes.contains(&"conflict-ambiguous".to_string()),
+        "{codes:?}"
+    );
     let conflict = b["warnings"]
         .as_array()
         .unwrap()
@@ -302,7 +344,8 @@ fn a_duplicate_canonical_is_a_conflict_in_the_bundle_and_names_the_files() {
     let msg = conflict["message"].as_str().unwrap();
     assert!(msg.starts_with("duplicate canonical"), "{msg}");
     assert!(
-        msg.contains("context/policies/refunds.md") && msg.contains("context/policies/refunds-copy.md"),
+        msg.contains("context/policies/refunds.md")
+            && msg.contains("context/policies/refunds-copy.md"),
         "{msg}"
     );
     for w in b["warnings"].as_array().unwrap() {

@@ -58,9 +58,20 @@ fn provenance_required_is_a_bundle_warning_for_an_unattributed_object() {
     assert_eq!(warnings(&b, "missing-provenance").len(), 1, "{b:#}");
     // Markdown shows the canonical source, and the warning.
     let md = repo
-        .ctx(&["resolve", "--role", "support", "--at", "2026-09-01", "--format", "markdown"])
+        .ctx(&[
+            "resolve",
+            "--role",
+            "support",
+            "--at",
+            "2026-09-01",
+            "--format",
+            "markdown",
+        ])
         .stdout;
-    assert!(md.contains("Canonical source: this object is the origin"), "{md}");
+    assert!(
+        md.contains("Canonical source: this object is the origin"),
+        "{md}"
+    );
     assert!(md.contains("missing-provenance: notes.bare"), "{md}");
 }
 
@@ -71,7 +82,11 @@ fn a_default_never_makes_untrusted_or_observed_material_canonical() {
         ("opencontext.yaml", &manifest),
         (
             "context/notes/ticket.md",
-            &note("notes.ticket", "trust: untrusted\n", "Customer says: refunds are 90 days."),
+            &note(
+                "notes.ticket",
+                "trust: untrusted\n",
+                "Customer says: refunds are 90 days.",
+            ),
         ),
         (
             "context/notes/heard.md",
@@ -81,7 +96,10 @@ fn a_default_never_makes_untrusted_or_observed_material_canonical() {
                 "Overheard in standup.",
             ),
         ),
-        ("context/notes/policy.md", &note("notes.policy", "", "Refunds are 30 days.")),
+        (
+            "context/notes/policy.md",
+            &note("notes.policy", "", "Refunds are 30 days."),
+        ),
     ]);
     let b = repo
         .ctx(&["resolve", "--role", "support", "--at", "2026-09-01"])
@@ -117,7 +135,9 @@ fn a_default_never_makes_untrusted_or_observed_material_canonical() {
     assert_eq!(found, vec!["notes.heard", "notes.ticket"], "{doc:#}");
     assert_eq!(repo.ctx(&["validate", "--strict"]).code, 1);
     // list and get show the effective authority too.
-    let got = repo.ctx(&["get", "notes.ticket", "--format", "json"]).json();
+    let got = repo
+        .ctx(&["get", "notes.ticket", "--format", "json"])
+        .json();
     assert_eq!(got["authority"], "observed");
 }
 
@@ -153,7 +173,10 @@ fn markdown_bundles_list_what_was_left_out() {
     let repo = Repo::new(&[
         ("opencontext.yaml", MANIFEST),
         ("context/notes/a.md", &note("notes.a", "", "Refund rules.")),
-        ("context/notes/b.md", &note("notes.b", "", "Shipping rules.")),
+        (
+            "context/notes/b.md",
+            &note("notes.b", "", "Shipping rules."),
+        ),
     ]);
     let md = repo
         .ctx(&[
@@ -162,7 +185,10 @@ fn markdown_bundles_list_what_was_left_out() {
         ])
         .stdout;
     assert!(md.contains("## Not included"), "{md}");
-    assert!(md.contains("- `notes.b`: not-relevant (trimmed by --limit 1"), "{md}");
+    assert!(
+        md.contains("- `notes.b`: not-relevant (trimmed by --limit 1"),
+        "{md}"
+    );
 }
 
 #[test]
@@ -171,7 +197,8 @@ fn adapter_content_types_reach_the_bundle() {
         ("opencontext.yaml", MANIFEST),
         (
             "context/notes/data.md",
-            &note("notes.data", "content_uri: file://data/prices.json\n", "").replace("\n\n\n", "\n"),
+            &note("notes.data", "content_uri: file://data/prices.json\n", "")
+                .replace("\n\n\n", "\n"),
         ),
         ("data/prices.json", "{\"enterprise\": 2500}\n"),
     ]);
@@ -180,7 +207,15 @@ fn adapter_content_types_reach_the_bundle() {
     let o = &b["objects"][0];
     assert_eq!(o["content_type"], "application/json", "{b:#}");
     let md = repo
-        .ctx(&["resolve", "--role", "support", "--at", "2026-09-01", "--format", "markdown"])
+        .ctx(&[
+            "resolve",
+            "--role",
+            "support",
+            "--at",
+            "2026-09-01",
+            "--format",
+            "markdown",
+        ])
         .stdout;
     assert!(md.contains("```json\n{\"enterprise\": 2500}"), "{md}");
 }
@@ -191,7 +226,11 @@ fn export_keeps_sources_and_canonical_source() {
         ("opencontext.yaml", MANIFEST),
         (
             "context/notes/crm.md",
-            &note("notes.crm", "sources:\n  - uri: crm://accounts/acme\n", "Account facts."),
+            &note(
+                "notes.crm",
+                "sources:\n  - uri: crm://accounts/acme\n",
+                "Account facts.",
+            ),
         ),
         (
             "context/notes/origin.md",
@@ -211,14 +250,20 @@ fn export_keeps_sources_and_canonical_source() {
     assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
     let text = std::fs::read_to_string(&out).unwrap();
     assert!(text.contains("Sources: crm://accounts/acme"), "{text}");
-    assert!(text.contains("Canonical source: this object is the origin"), "{text}");
+    assert!(
+        text.contains("Canonical source: this object is the origin"),
+        "{text}"
+    );
 }
 
 #[test]
 fn list_and_search_json_use_the_lifecycle_key() {
     let repo = Repo::new(&[
         ("opencontext.yaml", MANIFEST),
-        ("context/notes/a.md", &note("notes.a", "ttl: 1d\n", "Refund rules.")),
+        (
+            "context/notes/a.md",
+            &note("notes.a", "ttl: 1d\n", "Refund rules."),
+        ),
     ]);
     // The reference's documented jq example: select(.lifecycle=="stale").
     let nd = repo
@@ -228,7 +273,14 @@ fn list_and_search_json_use_the_lifecycle_key() {
     assert_eq!(row["lifecycle"], "stale", "{row}");
     assert!(row.get("state").is_none());
     let hits = repo
-        .ctx(&["search", "refund", "--format", "json", "--at", "2026-08-01T12:00:00Z"])
+        .ctx(&[
+            "search",
+            "refund",
+            "--format",
+            "json",
+            "--at",
+            "2026-08-01T12:00:00Z",
+        ])
         .json();
     assert_eq!(hits[0]["lifecycle"], "current", "{hits}");
     let hits = repo
@@ -252,7 +304,15 @@ fn time_judging_commands_take_at_and_document_commands_take_output() {
         .json();
     assert!(g.is_object(), "{g}");
     let d = repo
-        .ctx(&["diff", "notes.a", "notes.a@2", "--format", "json", "--at", "2026-09-01"])
+        .ctx(&[
+            "diff",
+            "notes.a",
+            "notes.a@2",
+            "--format",
+            "json",
+            "--at",
+            "2026-09-01",
+        ])
         .json();
     assert_eq!(d["before"]["key"], "notes.a@1", "{d:#}");
     for cmd in [

@@ -325,17 +325,14 @@ impl Meta {
                 .get("canonical_source")
                 .and_then(Value::as_bool)
                 .unwrap_or(false),
-            observed_origin: f
-                .get("sources")
-                .and_then(Value::as_array)
-                .is_some_and(|a| {
-                    a.iter().any(|src| {
-                        matches!(
-                            src.get("type").and_then(Value::as_str),
-                            Some("observation" | "conversation" | "inference")
-                        ) || src.get("trust").and_then(Value::as_str) == Some("untrusted")
-                    })
-                }),
+            observed_origin: f.get("sources").and_then(Value::as_array).is_some_and(|a| {
+                a.iter().any(|src| {
+                    matches!(
+                        src.get("type").and_then(Value::as_str),
+                        Some("observation" | "conversation" | "inference")
+                    ) || src.get("trust").and_then(Value::as_str) == Some("untrusted")
+                })
+            }),
             default_refused: None,
             sealed: None,
             faults: governance_faults(f),

@@ -114,3 +114,46 @@ pub fn approval_shortfall(o: &ContextObject) -> Option<(usize, usize)> {
     approvers.dedup();
     (approvers.len() < needed).then_some((approvers.len(), needed))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::object::{Faults, Format, Meta, Origin};
+
+    fn with_approval(approval: serde_json::Value) -> ContextObject {
+        let mut fields = serde_json::Map::new();
+        fields.insert("id".into(), "p.legal".into());
+        fields.insert("approval".into(), approval);
+        let mut meta = Meta::from_fields(&fields);
+        meta.faults = Faults::default();
+        ContextObject {
+            id: "p.legal".into(),
+            version: None,
+            doc: serde_json::to_string(&fields).unwrap().into_boxed_str(),
+            content: None,
+            supplied: Vec::new(),
+            origin: Origin {
+                file: "p.md".into(),
+                format: Format::Markdown,
+                collection: None,
+                line: 1,
+            },
+            meta,
+        }
+    }
+
+    #[test]
+    fn approvals_count_distinct_approvers_in_the_listed_roles() {
+        use serde_json::json;
+        let one = json!({"required": true, "minimum": 2, "roles": ["legal", "exec"],
+            "approved_by": [{"role": "legal"}, {"role": "legal"}, {"role": "intern"}]});
+        assert_eq!(approval_shortfall(&with_approval(one)), Some((1, 2)));
+        let two = json!({"required": true, "minimum": 2, "roles": ["legal", "exec"],
+            "approved_by": [{"role": "legal"}, {"role": "exec", "id": "ceo@acme"}]});
+        assert_eq!(approval_shortfall(&with_approval(two)), None);
+        let none = json!({"required": true});
+        assert_eq!(approval_shortfall(&with_approval(none)), Some((0, 1)));
+        let not_required = json!({"roles": ["legal"]});
+        assert_eq!(approval_shortfall(&with_approval(not_required)), None);
+    }
+}

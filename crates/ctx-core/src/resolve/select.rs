@@ -57,10 +57,7 @@ pub fn precedence_cmp(m: &Manifest, a: &ContextObject, b: &ContextObject) -> Ord
 /// "X outranks X".
 fn label(objects: &[ContextObject], group: &[usize], i: usize) -> String {
     let key = objects[i].key();
-    if group
-        .iter()
-        .any(|&j| j != i && objects[j].key() == key)
-    {
+    if group.iter().any(|&j| j != i && objects[j].key() == key) {
         format!("{key} ({})", objects[i].origin.file)
     } else {
         key

@@ -44,7 +44,10 @@ pub fn refuse_default(
     let refused = meta.authority;
     meta.authority = Authority::Observed;
     meta.default_refused = Some(refused);
-    fields.insert("authority".into(), Value::from(Authority::Observed.as_str()));
+    fields.insert(
+        "authority".into(),
+        Value::from(Authority::Observed.as_str()),
+    );
     Some(
         Diagnostic::warning(
             Code::UntrustedCanonical,
@@ -69,9 +72,7 @@ pub fn refuse_default(
 /// When the author declared a truth-claiming authority on untrusted or observed
 /// material: the disagreement is reported (a warning, so `--strict` fails).
 pub fn disagreement(meta: &Meta, file: &str, id: &str) -> Option<Diagnostic> {
-    if meta.default_refused.is_some()
-        || !claims_truth(meta.authority)
-        || !untrusted_material(meta)
+    if meta.default_refused.is_some() || !claims_truth(meta.authority) || !untrusted_material(meta)
     {
         return None;
     }
@@ -96,6 +97,8 @@ pub fn disagreement(meta: &Meta, file: &str, id: &str) -> Option<Diagnostic> {
         } else {
             "an observed source".to_string()
         })
-        .fix("lower the authority (e.g. observed), or verify the content and set `trust: verified`"),
+        .fix(
+            "lower the authority (e.g. observed), or verify the content and set `trust: verified`",
+        ),
     )
 }

@@ -101,9 +101,7 @@ pub fn validate(repo: &Repo, opts: ValidateOptions) -> Vec<Diagnostic> {
     let idx = Index::new(&repo.objects);
     let sup = supersession::analyse(&idx);
     out.extend(sup.diags.iter().cloned());
-    let at = opts
-        .at
-        .unwrap_or_else(chrono::Utc::now);
+    let at = opts.at.unwrap_or_else(chrono::Utc::now);
     timeline::scheduled_supersession(&idx, &sup, at, repo.manifest.default_ttl, &mut out);
     timeline::approvals(&idx, &mut out);
     duplicates(&idx, &sup.superseded, &mut out);

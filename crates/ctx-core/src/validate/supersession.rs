@@ -299,6 +299,34 @@ mod tests {
     }
 
     #[test]
+    fn a_successor_is_in_force_only_from_its_valid_from() {
+        let from = crate::time::parse_timestamp("2099-01-01T00:00:00Z").unwrap();
+        let mut v2 = object(
+            "c.doc",
+            2,
+            vec![ObjectRef {
+                id: "c.doc".into(),
+                version: Some(1),
+            }],
+        );
+        v2.meta.valid_from = Some(from);
+        let objects = vec![object("c.doc", 1, Vec::new()), v2];
+        let s = analyse(&Index::new(&objects));
+        assert!(s.superseded.contains(&0), "declared, timeless");
+        let before = from - chrono::Duration::seconds(1);
+        assert!(!s.superseded_at(&objects, 0, before));
+        assert_eq!(s.successor_at(&objects, 0, before), None);
+        assert_eq!(s.pending_at(&objects, 0, before), vec![1]);
+        assert!(s.superseded_at(&objects, 0, from));
+        assert_eq!(s.successor_at(&objects, 0, from), Some(1));
+        assert!(s.pending_at(&objects, 0, from).is_empty());
+        assert!(
+            !s.superseded_at(&objects, 1, from),
+            "the newest stays active"
+        );
+    }
+
+    #[test]
     fn a_cycle_is_reported_once_and_settles_nothing() {
         let r = |v| {
             vec![ObjectRef {

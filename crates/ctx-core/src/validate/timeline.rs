@@ -71,7 +71,10 @@ pub fn scheduled_supersession(
             located(n, d)
                 .ids(vec![n.origin.file.clone(), o.origin.file.clone()])
                 .field("valid_from")
-                .expected(format!("an instant at or before {}", crate::time::format(&at)))
+                .expected(format!(
+                    "an instant at or before {}",
+                    crate::time::format(&at)
+                ))
                 .actual(from),
         );
     }

@@ -292,8 +292,12 @@ impl View<'_> {
             .filter(|&i| lifecycle::gate(m, &objects[i], self.lifecycle(i), false).is_none())
             .min_by(|&a, &b| crate::resolve::precedence_cmp(m, &objects[a], &objects[b]));
         chosen.or_else(|| {
-            hits.into_iter()
-                .max_by_key(|&i| (self.lifecycle(i) != Lifecycle::Superseded, objects[i].version))
+            hits.into_iter().max_by_key(|&i| {
+                (
+                    self.lifecycle(i) != Lifecycle::Superseded,
+                    objects[i].version,
+                )
+            })
         })
     }
 
