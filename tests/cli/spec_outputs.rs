@@ -236,6 +236,12 @@ fn export_keeps_sources_and_canonical_source() {
             "context/notes/origin.md",
             &note("notes.origin", "canonical_source: true\n", "Written here."),
         ),
+        (
+            "context/notes/data.md",
+            &note("notes.data", "content_uri: file://data/prices.json\n", "")
+                .replace("\n\n\n", "\n"),
+        ),
+        ("data/prices.json", "{\"enterprise\": 2500}\n"),
     ]);
     let out = repo.path().join("out").join("AGENTS.md");
     let r = repo.ctx(&[
