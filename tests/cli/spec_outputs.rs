@@ -304,11 +304,25 @@ fn time_judging_commands_take_at_and_document_commands_take_output() {
         ("context/notes/a.md", v1),
         ("context/notes/a.v2.md", v2),
     ]);
-    // graph: at 2026 the bare link target is v1 (v2 not yet in force).
-    let g = repo
-        .ctx(&["graph", "--format", "json", "--at", "2026-09-01"])
-        .json();
-    assert!(g.is_object(), "{g}");
+    // graph: an unpinned reference points at the version current at --at.
+    repo.write(
+        "context/notes/b.md",
+        "---\nid: notes.b\ntype: note\nowner: support\nreferences: [notes.a]\n---\n\nSee A.\n",
+    );
+    let target = |at: &str| {
+        let g = repo.ctx(&["graph", "--format", "json", "--at", at]).json();
+        g["edges"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|e| e["kind"] == "references")
+            .unwrap_or_else(|| panic!("{g:#}"))["to"]
+            .as_str()
+            .unwrap()
+            .to_string()
+    };
+    assert_eq!(target("2026-09-01"), "notes.a@1");
+    assert_eq!(target("2027-09-01"), "notes.a@2");
     let d = repo
         .ctx(&[
             "diff",
@@ -340,7 +354,7 @@ fn time_judging_commands_take_at_and_document_commands_take_output() {
     for (n, cmd) in [
         vec!["get", "notes.a"],
         vec!["list"],
-        vec!["search", "one"],
+        vec!["search", "see"],
         vec!["graph"],
         vec!["diff", "notes.a@1", "notes.a@2"],
         vec!["history", "notes.a"],
