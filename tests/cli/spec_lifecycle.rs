@@ -357,6 +357,8 @@ fn a_duplicate_canonical_is_a_conflict_in_the_bundle_and_names_the_files() {
     }
     assert_eq!(
         reasons(&b),
-        vec![("policies.refunds".into(), "conflict".into())]
+        vec![("policies.refunds".into(), "outranked".into())]
     );
+    let detail = b["excluded"][0]["detail"].as_str().unwrap();
+    assert!(detail.starts_with("duplicate canonical"), "{detail}");
 }

@@ -131,16 +131,20 @@ pub fn one_per_id(
                     severity: Severity::Error,
                 });
             }
+            // Losers are `outranked` (as the reference reports them); the detail says
+            // when it is a duplicate canonical rather than a version question.
             for &i in &members[1..] {
-                let conflict = canonical.len() > 1 && canonical.contains(&i) && canonical[0] == win;
+                let duplicate =
+                    canonical.len() > 1 && canonical.contains(&i) && canonical[0] == win;
+                let detail = if duplicate {
+                    format!("duplicate canonical: {} is used instead", named(win))
+                } else {
+                    format!("another active version ranks higher: {}", named(win))
+                };
                 excluded.push(excl(
                     &objects[i],
-                    if conflict { "conflict" } else { "outranked" },
-                    Some(if conflict {
-                        format!("duplicate canonical: {} is used instead", named(win))
-                    } else {
-                        format!("another active version ranks higher: {}", named(win))
-                    }),
+                    "outranked",
+                    Some(detail),
                     Some(winner.clone()),
                 ));
             }
