@@ -70,7 +70,7 @@ pub fn gate(
 
 /// An approval requirement the object does not meet: (approvals counted, needed).
 ///
-/// `approval.required: true` (or a `minimum`) asks for `minimum` approvals (default 1);
+/// `approval.required: true` (or a `minimum` without `required: false`) asks for `minimum` approvals (default 1);
 /// each distinct approver in `approved_by` counts once, and when `roles` is given only
 /// approvers holding one of those roles count. Fewer leaves the object unapproved,
 /// whatever its `status` says.
@@ -81,9 +81,13 @@ pub fn approval_shortfall(o: &ContextObject) -> Option<(usize, usize)> {
         return None;
     }
     let a = o.field("approval")?;
-    let required = a.get("required").and_then(Value::as_bool) == Some(true);
     let minimum = a.get("minimum").and_then(Value::as_u64);
-    if !required && minimum.is_none() {
+    // An explicit `required: false` wins; otherwise a `minimum` is a requirement.
+    let required = a
+        .get("required")
+        .and_then(Value::as_bool)
+        .unwrap_or(minimum.is_some());
+    if !required {
         return None;
     }
     let needed = minimum.unwrap_or(1).max(1) as usize;
@@ -155,5 +159,9 @@ mod tests {
         assert_eq!(approval_shortfall(&with_approval(none)), Some((0, 1)));
         let not_required = json!({"roles": ["legal"]});
         assert_eq!(approval_shortfall(&with_approval(not_required)), None);
+        let off = json!({"required": false, "minimum": 2});
+        assert_eq!(approval_shortfall(&with_approval(off)), None);
+        let implied = json!({"minimum": 2, "approved_by": [{"id": "a"}]});
+        assert_eq!(approval_shortfall(&with_approval(implied)), Some((1, 2)));
     }
 }
