@@ -359,6 +359,9 @@ fn time_judging_commands_take_at_and_document_commands_take_output() {
         vec!["diff", "notes.a@1", "notes.a@2"],
         vec!["history", "notes.a"],
         vec!["schema", "object"],
+        vec!["audit", "show"],
+        vec!["audit", "verify"],
+        vec!["keys", "list"],
     ]
     .into_iter()
     .enumerate()
