@@ -1,0 +1,87 @@
+//! The output gate: consumer output (`resolve`, `bundle`, `export`, and the MCP and
+//! HTTP front ends) refuses to hand out objects that error-level findings concern —
+//! a detected secret, an invalid object, an id that slips past an exclude — unless
+//! the caller explicitly allows it. `validate` failing in CI is not enough: the same
+//! repository must not flow silently into an agent's instructions on a laptop.
+
+use std::collections::HashSet;
+use std::fmt::Write as _;
+
+use crate::diag::{Diagnostic, Severity};
+use crate::error::{Error, Result};
+use crate::load::Repo;
+use crate::resolve::Resolution;
+use crate::validate::{self, ValidateOptions};
+
+/// Error-level findings about the objects `resolution` would hand out: findings that
+/// name one of them by id, or point at the file it was loaded from.
+pub fn blocking_findings(repo: &Repo, resolution: &Resolution) -> Vec<Diagnostic> {
+    let mut ids: HashSet<&str> = HashSet::new();
+    let mut files: HashSet<&str> = HashSet::new();
+    for s in &resolution.included {
+        let o = &repo.objects[s.index];
+        ids.insert(o.id.as_str());
+        files.insert(o.origin.file.as_str());
+    }
+    if ids.is_empty() {
+        return Vec::new();
+    }
+    let concerns = |d: &Diagnostic| {
+        d.id.as_deref().is_some_and(|i| ids.contains(i))
+            || d.file.as_deref().is_some_and(|f| files.contains(f))
+            || d
+                .ids
+                .iter()
+                .any(|x| ids.contains(x.as_str()) || files.contains(x.as_str()))
+    };
+    validate::validate(
+        repo,
+        ValidateOptions {
+            strict: false,
+            at: Some(resolution.request.at),
+        },
+    )
+    .into_iter()
+    .filter(|d| d.severity == Severity::Error && concerns(d))
+    .collect()
+}
+
+/// THE gate every consumer front end calls between resolving and emitting: `Ok` with
+/// the findings that were let through (empty when there were none; the caller should
+/// say so on stderr), or a refusal naming each finding (file, line, code, message;
+/// never object content) and the way out.
+pub fn output_gate(
+    repo: &Repo,
+    resolution: &Resolution,
+    allow_findings: bool,
+) -> Result<Vec<Diagnostic>> {
+    let blocking = blocking_findings(repo, resolution);
+    if blocking.is_empty() || allow_findings {
+        return Ok(blocking);
+    }
+    Err(Error::Invalid(refusal(&blocking)))
+}
+
+/// One line per finding, as the refusal and the allowed-anyway note print them.
+pub fn describe(findings: &[Diagnostic]) -> String {
+    let mut out = String::new();
+    for d in findings {
+        let place = match (&d.file, d.line) {
+            (Some(f), Some(l)) => format!("{f}:{l}: "),
+            (Some(f), None) => format!("{f}: "),
+            _ => String::new(),
+        };
+        let id = d.id.as_deref().map(|i| format!("{i}: ")).unwrap_or_default();
+        let _ = writeln!(out, "  {place}{} {id}{}", d.code, d.message);
+    }
+    out
+}
+
+fn refusal(findings: &[Diagnostic]) -> String {
+    format!(
+        "refusing to hand out this context: {} error-level finding(s) concern objects it would contain\n{}\
+         fix them (`ctx validate` shows each with its fix), or pass --allow-findings to hand it out anyway",
+        findings.len(),
+        describe(findings)
+    )
+}
