@@ -136,8 +136,7 @@ pub fn run(g: &Global, p: &Printer, args: &ValidateArgs) -> Result<Exit> {
 /// `--fix`: repair, then say what was repaired (stderr; the report stays on stdout).
 /// An unloadable manifest is left to the report that follows.
 fn fix(g: &Global, p: &Printer) -> Result<()> {
-    let Ok((manifest, _)) = ctx_core::manifest::Manifest::discover(g.dir.as_deref(), &g.cwd)
-    else {
+    let Ok((manifest, _)) = ctx_core::manifest::Manifest::discover(g.dir.as_deref(), &g.cwd) else {
         return Ok(());
     };
     let fixed = ctx_core::lint::fix::run(&manifest, false)?;

@@ -28,7 +28,10 @@ fn a_value_containing_colon_space_must_be_quoted() {
     let f = first(&r);
     assert_eq!(f["line"], 3, "{f:#}");
     assert_eq!(f["field"], "title");
-    assert!(f["message"].as_str().unwrap().contains("contains `: `"), "{f:#}");
+    assert!(
+        f["message"].as_str().unwrap().contains("contains `: `"),
+        "{f:#}"
+    );
     assert_eq!(
         f["remediation"],
         "quote the value: title: \"Refunds: the policy\""
@@ -81,8 +84,14 @@ fn a_manifest_parse_error_is_a_record_in_every_format() {
     r.assert_code(1);
     let f = first(&r);
     assert_eq!(f["code"], "manifest-invalid");
-    assert_eq!((f["file"].as_str(), f["line"].as_u64()), (Some("opencontext.yaml"), Some(3)));
-    assert_eq!(f["remediation"], "quote the value: name: \"Acme: support team\"");
+    assert_eq!(
+        (f["file"].as_str(), f["line"].as_u64()),
+        (Some("opencontext.yaml"), Some(3))
+    );
+    assert_eq!(
+        f["remediation"],
+        "quote the value: name: \"Acme: support team\""
+    );
 
     let r = repo.ctx(&["validate", "--format", "github"]);
     r.assert_code(1)
@@ -106,7 +115,8 @@ fn a_manifest_parse_error_is_a_record_in_every_format() {
 
 #[test]
 fn validate_fix_turns_a_date_into_the_start_of_that_day() {
-    let dated = "---\ntype: policy\nowner: support\n# reviewed by legal\nupdated: 2026-08-01\n---\nText.\n";
+    let dated =
+        "---\ntype: policy\nowner: support\n# reviewed by legal\nupdated: 2026-08-01\n---\nText.\n";
     let repo = Repo::new(&[
         ("opencontext.yaml", MANIFEST),
         ("context/policies/refunds.md", dated),
@@ -123,7 +133,10 @@ fn validate_fix_turns_a_date_into_the_start_of_that_day() {
         .assert_stderr_contains("2026-08-01T00:00:00Z");
     let text = std::fs::read_to_string(repo.path().join("context/policies/refunds.md")).unwrap();
     assert!(text.contains("updated: 2026-08-01T00:00:00Z"), "{text}");
-    assert!(text.contains("# reviewed by legal") && text.ends_with("Text.\n"), "{text}");
+    assert!(
+        text.contains("# reviewed by legal") && text.ends_with("Text.\n"),
+        "{text}"
+    );
     // Nothing left to fix: a second run writes nothing.
     let r = repo.ctx(&["validate", "--fix"]);
     r.assert_ok();

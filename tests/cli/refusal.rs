@@ -34,7 +34,11 @@ fn export_refuses_a_detected_secret_and_writes_nothing() {
         .assert_stderr_contains("context/policies/billing.md:5: secret-detected")
         .assert_stderr_contains("--allow-findings");
     assert!(!repo.path().join("AGENTS.md").exists());
-    assert!(!r.stderr.contains("4eC39HqLyjWDarjtT1zdp7dc"), "{}", r.describe());
+    assert!(
+        !r.stderr.contains("4eC39HqLyjWDarjtT1zdp7dc"),
+        "{}",
+        r.describe()
+    );
 
     let r = repo.ctx(&[
         "export",
@@ -54,8 +58,7 @@ fn resolve_and_bundle_refuse_unless_allowed() {
     let repo = repo_with_secret();
     for cmd in ["resolve", "bundle"] {
         let r = repo.ctx(&[cmd, "--role", "support"]);
-        r.assert_code(1)
-            .assert_stderr_contains("secret-detected");
+        r.assert_code(1).assert_stderr_contains("secret-detected");
         assert!(r.stdout.is_empty(), "{}", r.describe());
         let r = repo.ctx(&[cmd, "--role", "support", "--allow-findings"]);
         r.assert_ok();
@@ -65,7 +68,10 @@ fn resolve_and_bundle_refuse_unless_allowed() {
 
 #[test]
 fn findings_about_objects_the_consumer_never_gets_do_not_block() {
-    let hidden = leaked().replace("type: policy", "type: policy\nid: policies.internal.billing");
+    let hidden = leaked().replace(
+        "type: policy",
+        "type: policy\nid: policies.internal.billing",
+    );
     let repo = Repo::new(&[
         ("opencontext.yaml", MANIFEST),
         ("context/policies/refunds.md", REFUNDS),

@@ -53,7 +53,10 @@ pub fn run(m: &Manifest, dry_run: bool) -> Result<Vec<Fixed>> {
     let done = reformat::run(
         m,
         &FmtOptions {
-            paths: wanted.iter().map(|f| m.root.join(&f.file)).collect::<Vec<PathBuf>>(),
+            paths: wanted
+                .iter()
+                .map(|f| m.root.join(&f.file))
+                .collect::<Vec<PathBuf>>(),
             check: false,
         },
     )?;

@@ -7,11 +7,23 @@
 use std::collections::HashSet;
 use std::fmt::Write as _;
 
-use crate::diag::{Diagnostic, Severity};
+use crate::diag::{Code, Diagnostic, Severity};
 use crate::error::{Error, Result};
 use crate::load::Repo;
 use crate::resolve::Resolution;
 use crate::validate::{self, ValidateOptions};
+
+/// Findings that make an object itself unfit to hand out: a credential in it, an
+/// invalid document, an id that slips past a scope, an id two files claim. Others
+/// (an unknown scheme, an unreadable source, an ambiguous conflict, a broken link)
+/// are settled or reported by resolution itself and stay `validate`'s business.
+pub const BLOCKING: [Code; 5] = [
+    Code::SecretDetected,
+    Code::SchemaInvalid,
+    Code::InvalidPermission,
+    Code::DuplicateId,
+    Code::DuplicateCanonical,
+];
 
 /// Error-level findings about the objects `resolution` would hand out: findings that
 /// name one of them by id, or point at the file it was loaded from.
@@ -29,8 +41,7 @@ pub fn blocking_findings(repo: &Repo, resolution: &Resolution) -> Vec<Diagnostic
     let concerns = |d: &Diagnostic| {
         d.id.as_deref().is_some_and(|i| ids.contains(i))
             || d.file.as_deref().is_some_and(|f| files.contains(f))
-            || d
-                .ids
+            || d.ids
                 .iter()
                 .any(|x| ids.contains(x.as_str()) || files.contains(x.as_str()))
     };
@@ -42,7 +53,7 @@ pub fn blocking_findings(repo: &Repo, resolution: &Resolution) -> Vec<Diagnostic
         },
     )
     .into_iter()
-    .filter(|d| d.severity == Severity::Error && concerns(d))
+    .filter(|d| d.severity == Severity::Error && BLOCKING.contains(&d.code) && concerns(d))
     .collect()
 }
 
@@ -71,7 +82,10 @@ pub fn describe(findings: &[Diagnostic]) -> String {
             (Some(f), None) => format!("{f}: "),
             _ => String::new(),
         };
-        let id = d.id.as_deref().map(|i| format!("{i}: ")).unwrap_or_default();
+        let id =
+            d.id.as_deref()
+                .map(|i| format!("{i}: "))
+                .unwrap_or_default();
         let _ = writeln!(out, "  {place}{} {id}{}", d.code, d.message);
     }
     out

@@ -136,6 +136,9 @@ mod tests {
             Some(3)
         );
         assert_eq!(missing_opening_fence("# Title\n\ntext\n---\n"), None);
-        assert_eq!(missing_opening_fence("Note: text\nmore prose here.\n---\n"), None);
+        assert_eq!(
+            missing_opening_fence("Note: text\nmore prose here.\n---\n"),
+            None
+        );
     }
 }

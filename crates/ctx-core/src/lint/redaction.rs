@@ -207,7 +207,7 @@ pub fn check(repo: &Repo, out: &mut Vec<Diagnostic>) {
             )
             .field("redact")
             .fix(fix);
-            out.push(super::at_field(repo, o, "redact", d));
+            out.push(super::at_field(o, "redact", d));
         }
     }
 }

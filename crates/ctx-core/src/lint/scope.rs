@@ -1,4 +1,4 @@
-//! Role patterns that match no object. `exclude: [policy.internal.*]` when the ids
+//! Role patterns that match no object but are a typo away from ones that do. `exclude: [policy.internal.*]` when the ids
 //! are `policies.internal.*` excludes nothing, and nothing says so: the role simply
 //! sees the internal policies.
 
@@ -35,7 +35,12 @@ pub fn check(repo: &Repo, out: &mut Vec<Diagnostic>) {
                 if repo.objects.iter().any(|o| p.covers(&o.id)) {
                     continue;
                 }
-                let hint = closest_pattern(repo, p.as_str());
+                // A pattern with no near match is taken as deliberate (an exclude
+                // kept for ids that do not exist yet); one a typo away from ids that
+                // do exist is almost certainly a mistake.
+                let Some(hint) = closest_pattern(repo, p.as_str()) else {
+                    continue;
+                };
                 let effect = if list == "include" {
                     "adds nothing to what the role sees"
                 } else {
@@ -58,13 +63,10 @@ pub fn check(repo: &Repo, out: &mut Vec<Diagnostic>) {
                 .field(format!("roles.{name}.{list}[{i}]"))
                 .expected("a pattern that matches at least one object id")
                 .actual(p.as_str())
-                .fix(match &hint {
-                    Some(h) => format!(
-                        "{}ids here look like `{h}` (`ctx list` shows every id)",
-                        suggest::did_you_mean(Some(h))
-                    ),
-                    None => "correct the pattern (`ctx list` shows every id), or remove it".into(),
-                });
+                .fix(format!(
+                    "{}ids here look like `{hint}` (`ctx list` shows every id)",
+                    suggest::did_you_mean(Some(&hint))
+                ));
                 if let Some((l, c)) = m.locate(&path) {
                     d = d.at(l, c);
                 }
@@ -94,5 +96,23 @@ fn closest_pattern(repo: &Repo, text: &str) -> Option<String> {
             .collect();
         candidates.insert(candidate.join("."));
     }
-    suggest::closest(text, candidates.iter().map(String::as_str)).map(str::to_string)
+    // Segment by segment: every segment must be a near spelling of the candidate's
+    // (`policy` ~ `policies`), so `policies.internal.*` never suggests `policies.expired.*`.
+    let similarity = |c: &str| -> Option<f64> {
+        let mut total = 0.0;
+        for (a, b) in shape.iter().zip(c.split('.')) {
+            let sim = strsim::jaro_winkler(a, b);
+            if sim < 0.85 {
+                return None;
+            }
+            total += sim;
+        }
+        Some(total)
+    };
+    candidates
+        .iter()
+        .filter(|c| c.as_str() != text)
+        .filter_map(|c| similarity(c).map(|s| (s, c)))
+        .max_by(|a, b| a.0.total_cmp(&b.0).then_with(|| b.1.cmp(a.1)))
+        .map(|(_, c)| c.clone())
 }

@@ -23,6 +23,15 @@ pub fn did_you_mean(hint: Option<&str>) -> String {
     }
 }
 
+/// The top-level fields a schema defines (error path only: parses the schema text).
+pub fn schema_fields(kind: crate::schema::Kind) -> Vec<String> {
+    serde_json::from_str::<serde_json::Value>(kind.text())
+        .ok()
+        .and_then(|s| s.get("properties").and_then(|p| p.as_object()).cloned())
+        .map(|p| p.keys().cloned().collect())
+        .unwrap_or_default()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -37,13 +46,4 @@ mod tests {
         assert_eq!(closest("zzz", ["owner", "type"]), None);
         assert_eq!(closest("ab", ["ba", "ab"]), Some("ba"));
     }
-}
-
-/// The top-level fields a schema defines (error path only: parses the schema text).
-pub fn schema_fields(kind: crate::schema::Kind) -> Vec<String> {
-    serde_json::from_str::<serde_json::Value>(kind.text())
-        .ok()
-        .and_then(|s| s.get("properties").and_then(|p| p.as_object()).cloned())
-        .map(|p| p.keys().cloned().collect())
-        .unwrap_or_default()
 }

@@ -42,10 +42,13 @@ pub fn apply(m: &mut Manifest) -> Vec<Diagnostic> {
     let Value::Object(map) = ext else {
         out.push(finding(
             m,
-            Diagnostic::error(Code::ManifestInvalid, format!("`{field}` must be a mapping of collection names"))
-                .field(field)
-                .expected("{<collection>: {exclude: [<glob>, ...]}}")
-                .fix("write one entry per collection, e.g. `customers: {exclude: [README.md]}`"),
+            Diagnostic::error(
+                Code::ManifestInvalid,
+                format!("`{field}` must be a mapping of collection names"),
+            )
+            .field(field)
+            .expected("{<collection>: {exclude: [<glob>, ...]}}")
+            .fix("write one entry per collection, e.g. `customers: {exclude: [README.md]}`"),
             &[],
         ));
         return out;
@@ -57,11 +60,17 @@ pub fn apply(m: &mut Manifest) -> Vec<Diagnostic> {
             let hint = crate::lint::suggest::closest(&name, names.iter().copied());
             out.push(finding(
                 m,
-                Diagnostic::warning(Code::ManifestInvalid, format!("`{here}` names no collection, so it excludes nothing"))
-                    .field(here.clone())
-                    .expected(Value::from(names.clone()))
-                    .actual(name.as_str())
-                    .fix(format!("{}name a collection under `collections:`", crate::lint::suggest::did_you_mean(hint))),
+                Diagnostic::warning(
+                    Code::ManifestInvalid,
+                    format!("`{here}` names no collection, so it excludes nothing"),
+                )
+                .field(here.clone())
+                .expected(Value::from(names.clone()))
+                .actual(name.as_str())
+                .fix(format!(
+                    "{}name a collection under `collections:`",
+                    crate::lint::suggest::did_you_mean(hint)
+                )),
                 &[&name],
             ));
             continue;
@@ -69,9 +78,12 @@ pub fn apply(m: &mut Manifest) -> Vec<Diagnostic> {
         let Value::Object(spec) = spec else {
             out.push(finding(
                 m,
-                Diagnostic::error(Code::ManifestInvalid, format!("`{here}` must be a mapping with `exclude`"))
-                    .field(here.clone())
-                    .fix("write `exclude: [<glob>, ...]`"),
+                Diagnostic::error(
+                    Code::ManifestInvalid,
+                    format!("`{here}` must be a mapping with `exclude`"),
+                )
+                .field(here.clone())
+                .fix("write `exclude: [<glob>, ...]`"),
                 &[&name],
             ));
             continue;
@@ -80,17 +92,26 @@ pub fn apply(m: &mut Manifest) -> Vec<Diagnostic> {
             let hint = crate::lint::suggest::closest(key, ["exclude"]);
             out.push(finding(
                 m,
-                Diagnostic::error(Code::ManifestInvalid, format!("unknown key `{key}` in `{here}`"))
-                    .field(format!("{here}.{key}"))
-                    .expected(serde_json::json!(["exclude"]))
-                    .actual(key.as_str())
-                    .fix(format!("{}the only setting is `exclude`", crate::lint::suggest::did_you_mean(hint))),
+                Diagnostic::error(
+                    Code::ManifestInvalid,
+                    format!("unknown key `{key}` in `{here}`"),
+                )
+                .field(format!("{here}.{key}"))
+                .expected(serde_json::json!(["exclude"]))
+                .actual(key.as_str())
+                .fix(format!(
+                    "{}the only setting is `exclude`",
+                    crate::lint::suggest::did_you_mean(hint)
+                )),
                 &[&name, key],
             ));
         }
         let globs: Option<Vec<String>> = match spec.get("exclude") {
             None => Some(Vec::new()),
-            Some(Value::Array(items)) => items.iter().map(|v| v.as_str().map(str::to_string)).collect(),
+            Some(Value::Array(items)) => items
+                .iter()
+                .map(|v| v.as_str().map(str::to_string))
+                .collect(),
             Some(_) => None,
         };
         let result = match globs {

@@ -17,10 +17,13 @@ use super::walk::Member;
 pub const CONTEXT_FOLDER: &str = "context";
 
 fn locals(m: &Manifest) -> impl Iterator<Item = (&str, &Local)> {
-    m.members.collections.iter().filter_map(|c| match &c.source {
-        Source::Local(l) => Some((c.name.as_str(), l)),
-        _ => None,
-    })
+    m.members
+        .collections
+        .iter()
+        .filter_map(|c| match &c.source {
+            Source::Local(l) => Some((c.name.as_str(), l)),
+            _ => None,
+        })
 }
 
 /// Object files under `context/` outside every collection folder (which the walk
@@ -34,7 +37,10 @@ fn context_files(m: &Manifest) -> Vec<RelPath> {
         .filter(|(_, l)| l.glob.is_some() || m.root.join(l.base.as_str()).is_dir())
         .map(|(_, l)| l.base.clone())
         .collect();
-    if walked.iter().any(|b| b.as_str().is_empty() || b.as_str() == CONTEXT_FOLDER) {
+    if walked
+        .iter()
+        .any(|b| b.as_str().is_empty() || b.as_str() == CONTEXT_FOLDER)
+    {
         return Vec::new();
     }
     let root_path = m.root.clone();
@@ -72,7 +78,8 @@ pub fn findings(m: &Manifest, members: &[Member], candidates: Vec<RelPath>) -> V
         if loaded.contains(rel.as_str()) || m.members.entry_of(&rel).is_some() {
             continue;
         }
-        let mut holders = locals(m).filter(|(_, l)| rel.is_within(&l.base) && !l.base.as_str().is_empty());
+        let mut holders =
+            locals(m).filter(|(_, l)| rel.is_within(&l.base) && !l.base.as_str().is_empty());
         let first = holders.next();
         if first.is_some_and(|(_, l)| l.excludes(&rel)) || holders.any(|(_, l)| l.excludes(&rel)) {
             continue;
