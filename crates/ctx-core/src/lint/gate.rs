@@ -11,7 +11,7 @@ use crate::diag::{Code, Diagnostic, Severity};
 use crate::error::{Error, Result};
 use crate::load::Repo;
 use crate::resolve::Resolution;
-use crate::validate::{self, ValidateOptions};
+use crate::validate::{self, supersession, Index};
 
 /// Findings that make an object itself unfit to hand out: a credential in it, an
 /// invalid document, an id that slips past a scope, an id two files claim. Others
@@ -45,16 +45,23 @@ pub fn blocking_findings(repo: &Repo, resolution: &Resolution) -> Vec<Diagnostic
                 .iter()
                 .any(|x| ids.contains(x.as_str()) || files.contains(x.as_str()))
     };
-    validate::validate(
-        repo,
-        ValidateOptions {
-            strict: false,
-            at: Some(resolution.request.at),
-        },
-    )
-    .into_iter()
-    .filter(|d| d.severity == Severity::Error && BLOCKING.contains(&d.code) && concerns(d))
-    .collect()
+    // Only the checks that can produce a blocking code: the loader's (schema, secrets),
+    // duplicate ids, and ids that slip past a scope. The rest of `validate` is not
+    // paid for on every resolution.
+    let mut found: Vec<Diagnostic> = repo
+        .diags
+        .iter()
+        .filter(|d| d.severity == Severity::Error)
+        .cloned()
+        .collect();
+    let idx = Index::new(&repo.objects);
+    let sup = supersession::analyse(&idx);
+    validate::duplicates(&idx, &sup.superseded, &mut found);
+    super::ids::check(repo, &mut found);
+    found
+        .into_iter()
+        .filter(|d| d.severity == Severity::Error && BLOCKING.contains(&d.code) && concerns(d))
+        .collect()
 }
 
 /// THE gate every consumer front end calls between resolving and emitting: `Ok` with

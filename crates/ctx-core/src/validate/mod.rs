@@ -125,7 +125,7 @@ pub fn failed(diags: &[Diagnostic], strict: bool) -> bool {
         .any(|d| d.severity == Severity::Error || (strict && d.severity == Severity::Warning))
 }
 
-fn duplicates(idx: &Index<'_>, superseded: &HashSet<usize>, out: &mut Vec<Diagnostic>) {
+pub(crate) fn duplicates(idx: &Index<'_>, superseded: &HashSet<usize>, out: &mut Vec<Diagnostic>) {
     let objs = idx.objects;
     let mut i = 0;
     while i < objs.len() {
