@@ -126,6 +126,12 @@ fn validate_fix_turns_a_date_into_the_start_of_that_day() {
     let f = first(&r);
     assert_eq!(f["field"], "updated");
     assert_eq!(f["line"], 5);
+    assert!(
+        f["remediation"].as_str().unwrap().contains(
+            "`2026-08-01T00:00:00Z` (the start of that day, UTC), or run `ctx validate --fix`"
+        ),
+        "{f:#}"
+    );
 
     let r = repo.ctx(&["validate", "--fix"]);
     r.assert_ok()

@@ -290,7 +290,7 @@ pub fn parse(member: &Member, bytes: &[u8], defaults: &Defaults<'_>) -> Parsed {
         }
     }
     for v in violations {
-        let hint = unknown_field_hint(&v);
+        let hint = unknown_field_hint(&v).or_else(|| date_only_hint(&v));
         let mut d = Diagnostic::error(Code::SchemaInvalid, v.message)
             .file(file)
             .id(id.clone());
@@ -415,6 +415,16 @@ fn unknown_field_hint(v: &schema::Violation) -> Option<String> {
     let hint = crate::lint::suggest::closest(name, known.iter().map(String::as_str))?;
     Some(format!(
         "did you mean `{hint}`? `{name}` is not an object field, so whatever it was meant to set is not set (custom data belongs under `extensions`)"
+    ))
+}
+
+/// A date alone where an instant belongs: name the instant it will become.
+fn date_only_hint(v: &schema::Violation) -> Option<String> {
+    let text = v.actual.as_ref()?.as_str()?;
+    let fixed = crate::reformat::value::canonical_timestamp(text)?;
+    crate::time::parse_date(text)?;
+    Some(format!(
+        "a date alone is not an instant: write `{fixed}` (the start of that day, UTC), or run `ctx validate --fix`"
     ))
 }
 
