@@ -81,8 +81,20 @@ pub fn check(repo: &Repo, out: &mut Vec<Diagnostic>) {
 fn closest_pattern(repo: &Repo, text: &str) -> Option<String> {
     let shape: Vec<&str> = text.split('.').collect();
     let mut candidates = BTreeSet::new();
-    for o in &repo.objects {
-        let parts: Vec<&str> = o.id.split('.').collect();
+    // Ids as declared, and as their paths give them: a folder people see in the tree
+    // is what a pattern is often written after.
+    let path_ids: Vec<String> = repo
+        .objects
+        .iter()
+        .filter_map(|o| super::ids::path_id(repo, o))
+        .collect();
+    let ids = repo
+        .objects
+        .iter()
+        .map(|o| o.id.as_str())
+        .chain(path_ids.iter().map(String::as_str));
+    for id in ids {
+        let parts: Vec<&str> = id.split('.').collect();
         if parts.len() + usize::from(shape.last() == Some(&"*")) < shape.len() {
             continue;
         }
