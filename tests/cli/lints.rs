@@ -264,3 +264,17 @@ fn an_unknown_field_close_to_a_known_one_comes_before_its_consequences() {
         .assert_code(1)
         .assert_stdout_contains("did you mean `owner`?");
 }
+
+#[test]
+fn a_collection_rooted_at_the_repository_does_not_report_every_markdown_file() {
+    let manifest = "opencontext: \"1.0\"\nid: acme\ncollections:\n  notes: ./note-*.yaml\n";
+    let repo = Repo::new(&[
+        ("opencontext.yaml", manifest),
+        ("note-welcome.yaml", "type: note\nowner: support\n"),
+        ("README.md", "# Project\n"),
+        ("docs/guide.md", "# Guide\n"),
+    ]);
+    let r = validate(&repo);
+    r.assert_ok();
+    none(&r, "orphaned");
+}

@@ -254,7 +254,9 @@ fn collect(
             continue;
         }
         if !local.matches(&rel) {
-            if ft.is_file() && !local.excludes(&rel) {
+            // A collection rooted at the repository itself does not make every
+            // Markdown file there (README, docs) look like lost context.
+            if ft.is_file() && !local.base.as_str().is_empty() && !local.excludes(&rel) {
                 candidates.push(rel);
             }
             continue;
