@@ -40,6 +40,13 @@ pub const CLEAR_FIELDS: [&str; 16] = [
     "superseded_by",
 ];
 
+/// Fields kept in clear by default when present, because validation and `doctor` need
+/// them in CI, where no key is available: provenance (`canonical_source`, `sources`,
+/// for `provenance_required` and `require_digest`) and the review and approval
+/// governance. Unlike [`CLEAR_FIELDS`], a file sealed before they were kept in clear
+/// (with them only in the ciphertext) stays consistent.
+pub const DEFAULT_CLEAR: [&str; 4] = ["canonical_source", "sources", "review", "approval"];
+
 /// Is `s` (give or take surrounding whitespace) exactly one armored age block?
 pub fn is_armor(s: &str) -> bool {
     let t = s.trim();
@@ -265,7 +272,11 @@ pub fn strip_marker(fields: &mut Map<String, Value>) {
 pub fn clear_header(plain: &Map<String, Value>, extra: &[String]) -> Map<String, Value> {
     plain
         .iter()
-        .filter(|(k, _)| CLEAR_FIELDS.contains(&k.as_str()) || extra.iter().any(|e| e == *k))
+        .filter(|(k, _)| {
+            CLEAR_FIELDS.contains(&k.as_str())
+                || DEFAULT_CLEAR.contains(&k.as_str())
+                || extra.iter().any(|e| e == *k)
+        })
         .map(|(k, v)| (k.clone(), v.clone()))
         .collect()
 }
