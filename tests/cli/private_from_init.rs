@@ -224,3 +224,27 @@ fn get_with_an_identity_decrypts_what_the_consumer_may_read() {
     assert_eq!(r.code, 3, "{}", r.describe());
     assert!(!r.stdout.contains("1,000"), "{}", r.stdout);
 }
+
+#[test]
+fn a_file_sealed_with_provenance_only_inside_is_named_and_rekey_fixes_it() {
+    let keys = tempfile::tempdir().unwrap();
+    let key = keygen(keys.path(), "me");
+    let repo = tempfile::tempdir().unwrap();
+    init_private(repo.path(), &key);
+    ctx(repo.path(), &["private", "encrypt"]).assert_ok();
+    // What an older ctx wrote: the provenance only in the ciphertext.
+    let path = repo.path().join("context/policies/refunds.md");
+    let text = std::fs::read_to_string(&path).unwrap();
+    std::fs::write(&path, text.replace("canonical_source: true\n", "")).unwrap();
+    let r = ctx(repo.path(), &["validate"]);
+    assert_eq!(r.code, 1, "{}", r.describe());
+    assert!(r.stdout.contains("ctx private rekey --force"), "{}", r.stdout);
+    // Still consistent: the object opens, so rekey can rewrite its header.
+    let id = key.path.to_str().unwrap();
+    ctx(repo.path(), &["private", "rekey", "--force", "--identity", id]).assert_ok();
+    assert!(std::fs::read_to_string(&path)
+        .unwrap()
+        .contains("canonical_source: true"));
+    let r = ctx(repo.path(), &["validate", "--strict"]);
+    assert_eq!(r.code, 0, "{}", r.describe());
+}

@@ -397,7 +397,8 @@ type Redacted = (
 /// content, or — when the content is not readable here — the rules in force.
 fn redaction_of(view: &View<'_>, i: usize) -> Redacted {
     let o = &view.repo().objects[i];
-    let own = match o.field("redact") {
+    // Cheap test before parsing the document: most objects declare no rules.
+    let own = match o.doc.contains("\"redact\"").then(|| o.field("redact")).flatten() {
         Some(v) => crate::resolve::redact::Rule::list(&v).unwrap_or_default(),
         None => Vec::new(),
     };

@@ -479,6 +479,17 @@ mod tests {
     }
 
     #[test]
+    fn provenance_and_review_stay_in_clear_by_default() {
+        let plain = json!({"id": "a", "title": "T", "canonical_source": true, "sources": [{"uri": "https://x.test"}], "review": {"interval": "90d"}, "approval": {"required": true}, "references": ["b"]});
+        let h = clear_header(plain.as_object().unwrap(), &[]);
+        let kept: Vec<&str> = h.keys().map(String::as_str).collect();
+        assert_eq!(
+            kept,
+            ["id", "canonical_source", "sources", "review", "approval"]
+        );
+    }
+
+    #[test]
     fn take_sealed_errors() {
         let mut f = json!({"extensions": {"ctx.private": {"encrypted": true}}})
             .as_object()
