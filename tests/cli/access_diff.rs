@@ -84,6 +84,22 @@ fn pattern_change_reveals_an_excluded_object_to_the_role_and_its_agent() {
     assert_eq!(consumer(&doc, "leads")["changed"], false);
     // --exit-code: differences exit 1.
     assert_eq!(access(&repo, &["--exit-code"]).code, 1);
+    // A revision against the work tree: an uncommitted classification change.
+    repo.write(
+        "context/policies/refunds.md",
+        &REFUNDS.replace(
+            "owner: support\n",
+            "owner: support\nclassification: confidential\n",
+        ),
+    );
+    let r = repo.ctx(&["diff", "--rev", "HEAD", "--access", "--role", "support"]);
+    r.assert_ok();
+    assert!(r.stdout.contains(".. work tree"), "{}", r.stdout);
+    assert!(
+        r.stdout.contains("- policies.refunds  hidden  (was: in scope via `policies.*`; now: classification-denied"),
+        "{}",
+        r.stdout
+    );
 }
 
 #[test]

@@ -238,10 +238,18 @@ fn a_file_sealed_with_provenance_only_inside_is_named_and_rekey_fixes_it() {
     std::fs::write(&path, text.replace("canonical_source: true\n", "")).unwrap();
     let r = ctx(repo.path(), &["validate"]);
     assert_eq!(r.code, 1, "{}", r.describe());
-    assert!(r.stdout.contains("ctx private rekey --force"), "{}", r.stdout);
+    assert!(
+        r.stdout.contains("ctx private rekey --force"),
+        "{}",
+        r.stdout
+    );
     // Still consistent: the object opens, so rekey can rewrite its header.
     let id = key.path.to_str().unwrap();
-    ctx(repo.path(), &["private", "rekey", "--force", "--identity", id]).assert_ok();
+    ctx(
+        repo.path(),
+        &["private", "rekey", "--force", "--identity", id],
+    )
+    .assert_ok();
     assert!(std::fs::read_to_string(&path)
         .unwrap()
         .contains("canonical_source: true"));

@@ -398,7 +398,12 @@ type Redacted = (
 fn redaction_of(view: &View<'_>, i: usize) -> Redacted {
     let o = &view.repo().objects[i];
     // Cheap test before parsing the document: most objects declare no rules.
-    let own = match o.doc.contains("\"redact\"").then(|| o.field("redact")).flatten() {
+    let own = match o
+        .doc
+        .contains("\"redact\"")
+        .then(|| o.field("redact"))
+        .flatten()
+    {
         Some(v) => crate::resolve::redact::Rule::list(&v).unwrap_or_default(),
         None => Vec::new(),
     };
