@@ -98,7 +98,7 @@ pub fn examples(path: &[&str]) -> &'static [Example] {
             ("ctx get policies.refunds", "Print an object as stored."),
             ("ctx get policies.refunds --role support", "Print it as the support role may see it (redactions applied)."),
             ("ctx get policies.refunds --format json", "The same, as JSON."),
-            ("ctx get vault.passport --role owner --identity ~/.config/ctx/age/identity.txt", "Decrypt a private object the role may read (redactions applied)."),
+            ("ctx get policies.refunds --role support --identity ~/.config/ctx/age/identity.txt", "Decrypt it first when it is private and the role may read it (redactions applied)."),
         ],
         ["list"] => &[
             ("ctx list --role support", "The objects a role may see."),
