@@ -292,14 +292,14 @@ pub fn github(d: &AccessDiff, label_text: &str) -> String {
         for v in &c.visible {
             let _ = writeln!(
                 out,
-                "- 🔓 `{}`",
+                "- 🔓 `{}",
                 cell(&visibility_line(v, true)).replacen("  ", "`  ", 1)
             );
         }
         for v in &c.invisible {
             let _ = writeln!(
                 out,
-                "- 🔒 `{}`",
+                "- 🔒 `{}",
                 cell(&visibility_line(v, false)).replacen("  ", "`  ", 1)
             );
         }
