@@ -314,6 +314,16 @@ pub fn run(g: &Global, p: &Printer, a: &AddArgs) -> Result<Exit> {
     );
     let content = content_text(&a.write)?.map(Value::from);
     let bytes = emit::document(format, &fields, content.as_ref()).into_bytes();
+    // Into a private collection: sealed in memory, and checked as it will be on disk.
+    let bytes = match write::seal::seal_if_private(m, &rel, format, &bytes) {
+        Ok(Some(sealed)) => sealed,
+        Ok(None) => bytes,
+        Err(e) => {
+            return Err(Error::Invalid(format!(
+                "refusing to write: {e} (nothing was written)"
+            )))
+        }
+    };
     let obj = planned_object(p, &repo, &rel, &bytes)?;
     if write::is_promotion(m, obj.meta.authority, None) && !a.write.promote {
         return Err(Error::Invalid(format!(

@@ -9,6 +9,7 @@ use ctx_core::error::{Error, Exit, Result};
 use ctx_core::git::Git;
 use ctx_core::load::Repo;
 use ctx_core::model::ObjectRef;
+use ctx_core::resolve::ConsumerKind;
 
 use super::view::{self, ConsumerArgs};
 use super::{Global, Printer};
@@ -24,11 +25,16 @@ pub struct DiffArgs {
     pub rev: Option<String>,
     #[command(flatten)]
     pub who: ConsumerArgs,
+    /// With --rev: what the change lets each role and agent see (objects that become
+    /// visible or hidden, fields newly redacted or unredacted, ceilings), by id and field
+    /// path only. With --role/--agent: that consumer only.
+    #[arg(long, requires = "rev")]
+    pub access: bool,
     /// Exit 1 when there are differences (like `git diff --exit-code`).
     #[arg(long)]
     pub exit_code: bool,
-    /// Output format.
-    #[arg(long, default_value = "text", value_parser = ["text", "json"])]
+    /// Output format (`github`, a pull-request comment in Markdown, needs --access).
+    #[arg(long, default_value = "text", value_parser = ["text", "json", "github"])]
     pub format: String,
     /// Evaluate lifecycle at this RFC 3339 instant or date (default: now).
     #[arg(long)]
@@ -39,6 +45,11 @@ pub struct DiffArgs {
 }
 
 pub fn run(g: &Global, p: &Printer, a: &DiffArgs) -> Result<Exit> {
+    if a.format == "github" && !a.access {
+        return Err(Error::Usage(
+            "--format github is the pull-request comment of --access; use text or json".into(),
+        ));
+    }
     let differs =
         match (&a.rev, a.objects.as_slice()) {
             (Some(rev), []) => revisions(g, p, a, rev)?,
@@ -135,40 +146,43 @@ fn revisions(g: &Global, p: &Printer, a: &DiffArgs, rev: &str) -> Result<bool> {
         ))
     })?;
     let (from, to) = split_range(rev)?;
-    let tmp = tempfile::tempdir().map_err(|e| Error::io(std::env::temp_dir(), &e))?;
-    let load_rev = |r: &str, n: usize| -> Result<(Repo, String)> {
-        let commit = git
-            .resolve_rev(r)
-            .map_err(|_| Error::NotFound(format!("`{r}` is not a commit in this repository")))?;
-        let dest = tmp.path().join(format!("rev{n}"));
-        let root = git
-            .materialize_rev(&commit, &dest, &tmp.path().join(format!("index{n}")))
-            .map_err(|e| Error::Invalid(e.to_string()))?;
-        if !root.join(&manifest.file).is_file() {
-            return Err(Error::NotFound(format!(
-                "{} does not exist at {r}",
-                manifest.file
-            )));
+    let opts = ctx_core::load::LoadOptions::default();
+    let before = ctx_core::git::revision::load_at(&git, &from, &manifest.file, &opts)?;
+    let (bname, after_rev) = (
+        before.short().to_string(),
+        match &to {
+            Some(t) => Some(ctx_core::git::revision::load_at(
+                &git,
+                t,
+                &manifest.file,
+                &opts,
+            )?),
+            None => None,
+        },
+    );
+    let work_tree;
+    let (after, aname) = match &after_rev {
+        Some(r) => (&r.repo, r.short().to_string()),
+        None => {
+            work_tree = super::validate::load_repo(g, ctx_core::load::DEFAULT_MAX_FILE_SIZE)?;
+            (&work_tree, "work tree".to_string())
         }
-        let g2 = Global {
-            dir: Some(root),
-            ..g.clone()
-        };
-        let repo = super::validate::load_repo(&g2, ctx_core::load::DEFAULT_MAX_FILE_SIZE)?;
-        Ok((repo, commit[..commit.len().min(8)].to_string()))
     };
-    let (before, bname) = load_rev(&from, 0)?;
-    let (after, aname) = match &to {
-        Some(t) => load_rev(t, 1)?,
-        None => (
-            super::validate::load_repo(g, ctx_core::load::DEFAULT_MAX_FILE_SIZE)?,
-            "work tree".to_string(),
-        ),
-    };
+    let before = &before.repo;
+    if a.access {
+        return access(
+            p,
+            a,
+            before,
+            after,
+            (&from, &bname),
+            (to.as_deref(), &aname),
+        );
+    }
     let now = super::resolve::at_flag(a.at.as_deref())?;
     let d = changes::repo_diff(
-        &view::open(&before, &a.who, now)?,
-        &view::open(&after, &a.who, now)?,
+        &view::open(before, &a.who, now)?,
+        &view::open(after, &a.who, now)?,
     );
     let label = format!(
         "{from} ({bname}) .. {} ({aname})",
@@ -178,6 +192,54 @@ fn revisions(g: &Global, p: &Printer, a: &DiffArgs, rev: &str) -> Result<bool> {
         ctx_core::bundle::render::json(&d.json(&from, &bname, to.as_deref(), &aname))
     } else {
         d.text(&label, &after.manifest.id)
+    };
+    super::io_result(p.product(&text, a.output.as_deref()))?;
+    Ok(!d.is_empty())
+}
+
+/// `--rev A..B --access`: every role and agent (or the one --role/--agent names).
+fn access(
+    p: &Printer,
+    a: &DiffArgs,
+    before: &Repo,
+    after: &Repo,
+    (from, bname): (&str, &str),
+    (to, aname): (Option<&str>, &str),
+) -> Result<bool> {
+    let now = super::resolve::at_flag(a.at.as_deref())?;
+    let mut d = ctx_core::access::diff(before, after, now);
+    let who = a.who.who();
+    if !who.is_author() {
+        let wanted = |c: &ctx_core::access::ConsumerDiff| match c.kind {
+            ConsumerKind::Agent => who.agent.as_deref() == Some(c.name.as_str()),
+            ConsumerKind::Role => who.roles.contains(&c.name),
+        };
+        let missing: Vec<String> = who
+            .agent
+            .iter()
+            .chain(who.roles.iter())
+            .filter(|n| !d.consumers.iter().any(|c| &c.name == *n && wanted(c)))
+            .cloned()
+            .collect();
+        if let Some(n) = missing.first() {
+            return Err(Error::Usage(format!(
+                "`{n}` is not defined at either revision"
+            )));
+        }
+        d.consumers.retain(wanted);
+    }
+    let label = format!(
+        "{from} ({bname}) .. {} ({aname})",
+        to.unwrap_or("work tree")
+    );
+    let text = match a.format.as_str() {
+        "json" => ctx_core::bundle::render::json(&ctx_core::access::render::json(
+            &d,
+            json!({"rev": from, "commit": bname}),
+            json!({"rev": to, "commit": to.map(|_| aname)}),
+        )),
+        "github" => ctx_core::access::render::github(&d, &label),
+        _ => ctx_core::access::render::text(&d, &label),
     };
     super::io_result(p.product(&text, a.output.as_deref()))?;
     Ok(!d.is_empty())

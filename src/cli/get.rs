@@ -5,9 +5,11 @@ use clap::Args;
 use serde_json::Value;
 
 use ctx_core::bundle::render;
-use ctx_core::error::{Exit, Result};
+use ctx_core::error::{Error, Exit, Result};
 use ctx_core::evidence::Record;
 use ctx_core::model::ObjectRef;
+use ctx_core::private::Keyring;
+use ctx_core::view::Opening;
 
 use super::view::{self, ConsumerArgs};
 use super::{Global, Printer};
@@ -21,6 +23,10 @@ pub struct GetArgs {
     /// Evaluate lifecycle at this instant or date (default: now).
     #[arg(long)]
     pub at: Option<String>,
+    /// age identity that opens a private object (repeatable; default: $CTX_AGE_IDENTITY,
+    /// then ~/.config/ctx/age/identity.txt). Decrypted only when the consumer may read it.
+    #[arg(long = "identity", value_name = "FILE")]
+    pub identity: Vec<std::path::PathBuf>,
     /// `yaml` (default) or `json`.
     #[arg(long, default_value = "yaml", value_parser = ["yaml", "json"])]
     pub format: String,
@@ -34,6 +40,20 @@ pub fn run(g: &Global, p: &Printer, a: &GetArgs) -> Result<Exit> {
     let at = super::resolve::at_flag(a.at.as_deref())?;
     let v = view::open(&repo, &a.who, at)?;
     let d = v.get(&ObjectRef::parse(&a.id))?;
+    // A private object is decrypted only now: found, authorized, in memory.
+    let d = if repo.objects[d.index].meta.sealed.is_some() {
+        let ring = Keyring::discover(&a.identity).map_err(Error::Usage)?;
+        let (d, opening) = v.document_opened(d.index, ring.as_ref())?;
+        if let Opening::Unavailable(why) = opening {
+            super::io_result(p.err(&format!(
+                "note: `{}` is private and its encrypted fields are not shown: {why}\n",
+                a.id
+            )))?;
+        }
+        d
+    } else {
+        d
+    };
     let mut fields = d.fields;
     fields.insert("lifecycle".into(), Value::from(d.lifecycle.as_str()));
     fields.insert(

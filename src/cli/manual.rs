@@ -87,6 +87,7 @@ pub fn examples(path: &[&str]) -> &'static [Example] {
             ("ctx resolve --role support --task \"refund request\" --explain", "Why each object is included, excluded or outranked."),
             ("ctx resolve --agent support-agent --task \"refund\" --format markdown", "The context as Markdown, ready for a prompt."),
             ("ctx resolve --role support --at 2026-01-31 --explain", "What the role saw at the end of a past day."),
+            ("ctx resolve --role support --explain --show-out-of-scope", "Also list (ids only) the objects outside the role's scope."),
             ("ctx resolve --role leads --include policies.* --limit 5", "Narrow to one subtree and keep the five most relevant objects."),
         ],
         ["bundle"] => &[
@@ -97,6 +98,7 @@ pub fn examples(path: &[&str]) -> &'static [Example] {
             ("ctx get policies.refunds", "Print an object as stored."),
             ("ctx get policies.refunds --role support", "Print it as the support role may see it (redactions applied)."),
             ("ctx get policies.refunds --format json", "The same, as JSON."),
+            ("ctx get policies.refunds --role support --identity ~/.config/ctx/age/identity.txt", "Decrypt it first when it is private and the role may read it (redactions applied)."),
         ],
         ["list"] => &[
             ("ctx list --role support", "The objects a role may see."),
@@ -170,6 +172,8 @@ pub fn examples(path: &[&str]) -> &'static [Example] {
             ("ctx diff pricing.enterprise@1 pricing.enterprise@2", "Compare two versions of an object."),
             ("ctx diff --rev main..HEAD", "Objects added, removed and changed on a branch; promotions highlighted."),
             ("ctx diff --rev v1.0 --exit-code", "Exit 1 when the work tree differs from a tag."),
+            ("ctx diff --rev main..HEAD --access", "What the branch lets each role and agent see: objects, redacted fields, ceilings."),
+            ("ctx diff --rev origin/main..HEAD --access --format github", "The same as a pull-request comment (Markdown)."),
         ],
         ["graph"] => &[
             ("ctx graph --root policies.refunds --depth 2", "The objects within two links of one."),

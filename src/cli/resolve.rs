@@ -36,6 +36,10 @@ pub struct ResolveArgs {
     /// Explain why each object was included, excluded or outranked.
     #[arg(long)]
     pub explain: bool,
+    /// With --explain: list the objects outside the consumer's scope (ids only)
+    /// instead of counting them. For repository owners.
+    #[arg(long, requires = "explain")]
+    pub show_out_of_scope: bool,
     /// Include superseded and expired context.
     #[arg(long)]
     pub include_historical: bool,
@@ -134,16 +138,22 @@ pub fn run(g: &Global, p: &Printer, a: &ResolveArgs, always_bundle: bool) -> Res
             true,
         )?;
     }
+    let xo = explain::ExplainOptions {
+        show_out_of_scope: a.show_out_of_scope,
+    };
     let data;
     let product = match (a.explain && !always_bundle, a.format) {
-        (true, None) => Product::Text(explain::text(&repo, &resolution, &bundle)),
+        (true, None) => Product::Text(explain::text(&repo, &resolution, &bundle, &xo)),
         (true, Some(BundleFormat::Json)) => {
-            data = explain::data(&repo, &resolution, &bundle);
+            data = explain::data(&repo, &resolution, &bundle, &xo);
             Product::Json(&data)
         }
-        (true, Some(BundleFormat::Yaml)) => {
-            Product::Text(render::yaml(&explain::data(&repo, &resolution, &bundle)))
-        }
+        (true, Some(BundleFormat::Yaml)) => Product::Text(render::yaml(&explain::data(
+            &repo,
+            &resolution,
+            &bundle,
+            &xo,
+        ))),
         (_, Some(BundleFormat::Markdown)) => Product::Text(render::markdown(&bundle)),
         (false, Some(BundleFormat::Yaml)) => Product::Text(render::yaml(&bundle)),
         (false, Some(BundleFormat::Json)) | (false, None) => Product::Json(&bundle),

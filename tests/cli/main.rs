@@ -37,6 +37,7 @@
 #[allow(dead_code, unused_imports)]
 mod support;
 
+mod access_diff;
 mod adapters;
 mod add_supersede;
 mod bad_input;
@@ -46,6 +47,7 @@ mod docs_guide;
 mod error_hints;
 mod evidence;
 mod examples;
+mod explain_causes;
 mod export;
 mod fail_closed;
 mod files;
@@ -63,6 +65,7 @@ mod plugins;
 mod pre_commit;
 mod private;
 mod private_checks;
+mod private_from_init;
 mod provider_state;
 mod readme;
 mod refusal;

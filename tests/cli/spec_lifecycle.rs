@@ -326,7 +326,23 @@ fn a_duplicate_canonical_is_a_conflict_in_the_bundle_and_names_the_files() {
         ("context/policies/refunds.md", a),
         ("context/policies/refunds-copy.md", &b_text),
     ]);
-    let r = repo.ctx(&["resolve", "--role", "support", "--at", "2026-06-01"]);
+    // Two files claiming one id refuse to resolve (the output gate) ...
+    let refused = repo.ctx(&["resolve", "--role", "support", "--at", "2026-06-01"]);
+    assert_eq!(refused.code, 1, "{}", refused.stderr);
+    assert!(
+        refused.stderr.contains("refunds-copy.md"),
+        "{}",
+        refused.stderr
+    );
+    // ... and, handed out anyway, the bundle carries the conflict.
+    let r = repo.ctx(&[
+        "resolve",
+        "--role",
+        "support",
+        "--at",
+        "2026-06-01",
+        "--allow-findings",
+    ]);
     let b = r.json();
     assert_eq!(ids(&b).len(), 1, "{b:#}");
     let codes = warning_codes(&b);

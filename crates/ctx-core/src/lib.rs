@@ -10,6 +10,7 @@
     not(test),
     deny(clippy::print_stdout, clippy::print_stderr, clippy::dbg_macro)
 )]
+pub mod access;
 pub mod adapters;
 pub mod audit;
 pub mod bundle;

@@ -5,11 +5,39 @@ use std::fmt::Write as _;
 
 use serde_json::{json, Value};
 
+use crate::access::causes::Causes;
 use crate::load::Repo;
 use crate::resolve::Resolution;
 
+/// What an explanation shows beyond the default.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct ExplainOptions {
+    /// List the objects outside the consumer's scope (ids only) instead of counting
+    /// them: for repository owners, never for the consumer.
+    pub show_out_of_scope: bool,
+}
+
+/// Each exclusion record with its cause beside it (pattern, ceiling and source).
+fn excluded_with_causes(bundle: &Value, causes: Option<&Causes>) -> Value {
+    let mut excluded = bundle["excluded"].clone();
+    if let (Some(c), Some(list)) = (causes, excluded.as_array_mut()) {
+        for e in list {
+            let cause = c.of_record(
+                e["id"].as_str().unwrap_or_default(),
+                e["reason"].as_str().unwrap_or_default(),
+                e["detail"].as_str(),
+            );
+            if let (Some(w), Some(map)) = (cause, e.as_object_mut()) {
+                map.insert("cause".into(), w.json());
+            }
+        }
+    }
+    excluded
+}
+
 /// The explanation as data (the `--explain --format json` document).
-pub fn data(repo: &Repo, r: &Resolution, bundle: &Value) -> Value {
+pub fn data(repo: &Repo, r: &Resolution, bundle: &Value, opts: &ExplainOptions) -> Value {
+    let causes = Causes::of(repo, r, opts.show_out_of_scope);
     let included: Vec<Value> = r
         .included
         .iter()
@@ -37,24 +65,30 @@ pub fn data(repo: &Repo, r: &Resolution, bundle: &Value) -> Value {
             })
         })
         .collect();
-    json!({
+    let mut doc = json!({
         "bundle_id": bundle["bundle_id"],
         "digest": bundle["digest"],
         "consumer": bundle["consumer"],
         "task": bundle.get("task"),
         "as_of": bundle["as_of"],
         "ceiling": r.ceiling.as_str(),
+        "ceiling_source": causes.as_ref().map(|c| c.ceiling.source()),
         "included": included,
-        "excluded": bundle["excluded"],
+        "excluded": excluded_with_causes(bundle, causes.as_ref()),
         "warnings": bundle["warnings"],
         "not_in_scope": r.not_in_scope,
         "considered": r.considered,
         "identity": identity_line(repo, r),
-    })
+    });
+    if let (true, Some(c)) = (opts.show_out_of_scope, &causes) {
+        doc["out_of_scope"] = json!(c.out_of_scope);
+    }
+    doc
 }
 
 /// The explanation for people.
-pub fn text(repo: &Repo, r: &Resolution, bundle: &Value) -> String {
+pub fn text(repo: &Repo, r: &Resolution, bundle: &Value, opts: &ExplainOptions) -> String {
+    let causes = Causes::of(repo, r, opts.show_out_of_scope);
     let mut out = String::new();
     let c = &r.request.consumer;
     let _ = write!(out, "Resolved for {} `{}`", c.kind.as_str(), c.id);
@@ -70,9 +104,13 @@ pub fn text(repo: &Repo, r: &Resolution, bundle: &Value) -> String {
     }
     let _ = writeln!(
         out,
-        "\nas of {} · classification ceiling {}\n",
+        "\nas of {} · classification ceiling {}{}\n",
         bundle["as_of"].as_str().unwrap_or(""),
-        r.ceiling
+        r.ceiling,
+        causes
+            .as_ref()
+            .map(|c| format!(", set by {}", c.ceiling.source()))
+            .unwrap_or_default()
     );
     if let Some(id) = identity_line(repo, r) {
         let _ = writeln!(out, "Identity: {id}\n");
@@ -119,6 +157,12 @@ pub fn text(repo: &Repo, r: &Resolution, bundle: &Value) -> String {
             let _ = write!(line, " ({d})");
         }
         let _ = writeln!(out, "{line}");
+        if let Some(w) = causes
+            .as_ref()
+            .and_then(|c| c.of_record(&e.id, e.reason, e.detail.as_deref()))
+        {
+            let _ = writeln!(out, "      {}", w.detail());
+        }
     }
     if !r.warnings.is_empty() {
         let _ = writeln!(out, "\nWarnings ({}):", r.warnings.len());
@@ -132,11 +176,25 @@ pub fn text(repo: &Repo, r: &Resolution, bundle: &Value) -> String {
             );
         }
     }
-    let _ = writeln!(
-        out,
-        "\nOut of scope: {} of {} objects (not listed; the consumer's roles do not include them)",
-        r.not_in_scope, r.considered
-    );
+    match (&causes, opts.show_out_of_scope) {
+        (Some(c), true) => {
+            let _ = writeln!(
+                out,
+                "\nOut of scope: {} of {} objects (the consumer's roles or --include do not cover them):",
+                r.not_in_scope, r.considered
+            );
+            for key in &c.out_of_scope {
+                let _ = writeln!(out, "  - {key}");
+            }
+        }
+        _ => {
+            let _ = writeln!(
+                out,
+                "\nOut of scope: {} of {} objects (not listed; the consumer's roles do not include them)",
+                r.not_in_scope, r.considered
+            );
+        }
+    }
     let _ = writeln!(
         out,
         "Digest: {}  bundle {}",

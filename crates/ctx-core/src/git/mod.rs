@@ -4,6 +4,7 @@
 
 pub mod cache;
 mod entry;
+pub mod revision;
 pub mod staged;
 
 use std::collections::HashMap;

@@ -16,13 +16,14 @@ use crate::validate::{self, supersession, Index};
 /// Findings that make an object itself unfit to hand out: a credential in it, an
 /// invalid document, an id that slips past a scope, an id two files claim. Others
 /// (an unknown scheme, an unreadable source, an ambiguous conflict, a broken link)
-/// are settled or reported by resolution itself and stay `validate`'s business.
-pub const BLOCKING: [Code; 5] = [
+/// are settled or reported by resolution itself and stay `validate`'s business; so
+/// is a duplicate canonical object, which the bundle itself carries as a conflict
+/// (`conflict-ambiguous`, seed 003 §10.5) for its reader to weigh.
+pub const BLOCKING: [Code; 4] = [
     Code::SecretDetected,
     Code::SchemaInvalid,
     Code::InvalidPermission,
     Code::DuplicateId,
-    Code::DuplicateCanonical,
 ];
 
 /// Error-level findings about the objects `resolution` would hand out: findings that

@@ -37,6 +37,23 @@ fn versioned_name(expected: &str, o: &ContextObject) -> bool {
         .is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
 }
 
+/// `customers/amer/acme.json` declaring `customers.acme`: the declared id is the
+/// path's id with grouping folders left out (same first and last segment, the rest
+/// a subsequence). A common way to organise files: not reported unless it widens
+/// a scope (then it is an error like any other mismatch).
+fn grouping_folders_left_out(expected: &str, declared: &str) -> bool {
+    let want: Vec<&str> = expected.split('.').collect();
+    let have: Vec<&str> = declared.split('.').collect();
+    if have.len() < 2 || have.len() >= want.len() || have[0] != want[0] {
+        return false;
+    }
+    if have.last() != want.last() {
+        return false;
+    }
+    let mut rest = want.iter();
+    have.iter().all(|seg| rest.any(|w| w == seg))
+}
+
 fn in_scope(s: &Scope, id: &str) -> bool {
     s.include.iter().any(|p| p.covers(id)) && !s.exclude.iter().any(|p| p.covers(id))
 }
@@ -71,6 +88,11 @@ pub fn check(repo: &Repo, out: &mut Vec<Diagnostic>) {
             .filter(|(_, s)| in_scope(s, &o.id) && !in_scope(s, &expected))
             .map(|(n, _)| n.as_str())
             .collect();
+        if widened.is_empty() && grouping_folders_left_out(&expected, &o.id) {
+            // Folders that only group files (`customers/amer/acme.json` declaring
+            // `customers.acme`) are a legitimate layout: the spec ties ids to no path.
+            continue;
+        }
         let d = if widened.is_empty() {
             Diagnostic::warning(
                 Code::SchemaInvalid,
@@ -107,5 +129,20 @@ pub fn check(repo: &Repo, out: &mut Vec<Diagnostic>) {
             .expected(expected.as_str())
             .actual(o.id.as_str());
         out.push(super::at_field(o, "id", d));
+    }
+}
+
+#[cfg(test)]
+mod grouping_tests {
+    use super::grouping_folders_left_out as g;
+
+    #[test]
+    fn only_left_out_middle_folders_count_as_grouping() {
+        assert!(g("customers.amer.acme", "customers.acme"));
+        assert!(g("a.b.c.d", "a.c.d"));
+        assert!(!g("customers.amer.acme", "customers.acme2"));
+        assert!(!g("customers.amer.acme", "clients.acme"));
+        assert!(!g("customers.acme", "customers.acme"));
+        assert!(!g("customers.amer.acme", "acme"));
     }
 }

@@ -40,6 +40,13 @@ pub const CLEAR_FIELDS: [&str; 16] = [
     "superseded_by",
 ];
 
+/// Fields kept in clear by default when present, because validation and `doctor` need
+/// them in CI, where no key is available: provenance (`canonical_source`, `sources`,
+/// for `provenance_required` and `require_digest`) and the review and approval
+/// governance. Unlike [`CLEAR_FIELDS`], a file sealed before they were kept in clear
+/// (with them only in the ciphertext) stays consistent.
+pub const DEFAULT_CLEAR: [&str; 4] = ["canonical_source", "sources", "review", "approval"];
+
 /// Is `s` (give or take surrounding whitespace) exactly one armored age block?
 pub fn is_armor(s: &str) -> bool {
     let t = s.trim();
@@ -265,7 +272,11 @@ pub fn strip_marker(fields: &mut Map<String, Value>) {
 pub fn clear_header(plain: &Map<String, Value>, extra: &[String]) -> Map<String, Value> {
     plain
         .iter()
-        .filter(|(k, _)| CLEAR_FIELDS.contains(&k.as_str()) || extra.iter().any(|e| e == *k))
+        .filter(|(k, _)| {
+            CLEAR_FIELDS.contains(&k.as_str())
+                || DEFAULT_CLEAR.contains(&k.as_str())
+                || extra.iter().any(|e| e == *k)
+        })
         .map(|(k, v)| (k.clone(), v.clone()))
         .collect()
 }
@@ -465,6 +476,17 @@ mod tests {
         );
         let h = clear_header(plain.as_object().unwrap(), &["title".into()]);
         assert!(h.contains_key("title") && !h.contains_key("content"));
+    }
+
+    #[test]
+    fn provenance_and_review_stay_in_clear_by_default() {
+        let plain = json!({"id": "a", "title": "T", "canonical_source": true, "sources": [{"uri": "https://x.test"}], "review": {"interval": "90d"}, "approval": {"required": true}, "references": ["b"]});
+        let h = clear_header(plain.as_object().unwrap(), &[]);
+        let kept: Vec<&str> = h.keys().map(String::as_str).collect();
+        assert_eq!(
+            kept,
+            ["id", "canonical_source", "sources", "review", "approval"]
+        );
     }
 
     #[test]

@@ -20,7 +20,7 @@ use serde_json::{Map, Value};
 use crate::object::Format;
 
 use super::config::{Recipient, CLEARABLE};
-use super::format::{BEGIN, CLEAR_FIELDS, END};
+use super::format::{BEGIN, CLEAR_FIELDS, DEFAULT_CLEAR, END};
 use super::EXTENSION;
 
 /// Members the marker `extensions.ctx.private` may have.
@@ -142,7 +142,11 @@ pub fn check_armor(s: &str) -> Result<(), String> {
 pub fn unlisted_clear_fields(header: &Map<String, Value>, clear: &[String]) -> Vec<String> {
     header
         .keys()
-        .filter(|k| k.as_str() != "extensions" && !CLEAR_FIELDS.contains(&k.as_str()))
+        .filter(|k| {
+            k.as_str() != "extensions"
+                && !CLEAR_FIELDS.contains(&k.as_str())
+                && !DEFAULT_CLEAR.contains(&k.as_str())
+        })
         .filter(|k| !clear.iter().any(|c| c == *k))
         .cloned()
         .collect()

@@ -357,7 +357,12 @@ fn ownership_and_provenance(repo: &Repo, out: &mut Vec<Diagnostic>) {
                     .field("sources")
                     .expected("`sources: [{uri: ...}]` or `canonical_source: true`")
                     .actual("neither")
-                    .fix("add where this context came from, or mark it `canonical_source: true` if it is the origin"));
+                    .fix(if o.meta.sealed.is_some() {
+                        // Encrypted by an older ctx: the provenance may sit only in the ciphertext.
+                        "if the encrypted copy declares it, run `ctx private rekey --force` to keep provenance in the clear header (validation needs it without keys); otherwise add `sources` or `canonical_source: true`"
+                    } else {
+                        "add where this context came from, or mark it `canonical_source: true` if it is the origin"
+                    }));
             }
         }
         if m.require_digest {

@@ -10,6 +10,7 @@
 
 mod content;
 pub mod output;
+mod sealed;
 mod search;
 
 use std::sync::OnceLock;
@@ -27,6 +28,7 @@ use crate::time::Instant;
 use crate::validate::{supersession, Index};
 
 pub use content::{Shown, Withheld};
+pub use sealed::Opening;
 pub use search::Hit;
 
 /// Who is looking, as plain names (`--agent` / `--role`). Empty: the repository author.
