@@ -19,7 +19,7 @@ use ctx_core::resolve::Consumer;
 use ctx_core::validate::{self, ValidateOptions};
 use ctx_core::write::{self, emit, FileWrite};
 
-use super::view::ConsumerArgs;
+use super::args::ConsumerArgs;
 use super::{Global, Printer};
 
 /// Flags shared by `add` and `supersede`.
@@ -308,10 +308,7 @@ pub fn run(g: &Global, p: &Printer, a: &AddArgs) -> Result<Exit> {
     fields.insert("id".into(), Value::from(a.id.as_str()));
     fields.insert("type".into(), Value::from(a.kind.as_str()));
     overrides(&mut fields, &a.write);
-    fields.insert(
-        "updated".into(),
-        Value::from(super::resolve::generated_at()),
-    );
+    fields.insert("updated".into(), Value::from(g.clock.stamp()));
     let content = content_text(&a.write)?.map(Value::from);
     let bytes = emit::document(format, &fields, content.as_ref()).into_bytes();
     let obj = planned_object(p, &repo, &rel, &bytes)?;

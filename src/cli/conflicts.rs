@@ -8,10 +8,11 @@ use clap::Args;
 use ctx_core::diag::Severity;
 use ctx_core::doctor::CONFLICT_CODES;
 use ctx_core::error::{Exit, Result};
+use ctx_core::time::Instant;
 use ctx_core::validate::{self, ValidateOptions};
 
+use super::args::{parse_at, ReportFormat};
 use super::findings::Verdict;
-use super::validate::ReportFormat;
 use super::{Global, Printer};
 
 #[derive(Debug, Args)]
@@ -20,8 +21,8 @@ pub struct ConflictsArgs {
     #[arg(long)]
     pub strict: bool,
     /// Judge the repository as of this RFC 3339 instant or date (default: now).
-    #[arg(long)]
-    pub at: Option<String>,
+    #[arg(long, value_name = "WHEN", value_parser = parse_at)]
+    pub at: Option<Instant>,
     /// Output format.
     #[arg(long, value_enum, default_value = "human")]
     pub format: ReportFormat,
@@ -31,7 +32,7 @@ pub struct ConflictsArgs {
 }
 
 pub fn run(g: &Global, p: &Printer, a: &ConflictsArgs) -> Result<Exit> {
-    let at = super::resolve::at_flag(a.at.as_deref())?;
+    let at = g.clock.at(a.at);
     let out = a.output.as_deref();
     let progress = super::progress::Progress::start("loading");
     let repo = match super::validate::load_repo(g, ctx_core::load::DEFAULT_MAX_FILE_SIZE) {

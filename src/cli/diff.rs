@@ -10,7 +10,9 @@ use ctx_core::git::Git;
 use ctx_core::load::Repo;
 use ctx_core::model::ObjectRef;
 
-use super::view::{self, ConsumerArgs};
+use ctx_core::view::View;
+
+use super::args::{ConsumerArgs, TextFormat};
 use super::{Global, Printer};
 
 #[derive(Debug, Args)]
@@ -28,8 +30,8 @@ pub struct DiffArgs {
     #[arg(long)]
     pub exit_code: bool,
     /// Output format.
-    #[arg(long, default_value = "text", value_parser = ["text", "json"])]
-    pub format: String,
+    #[arg(long, value_enum, default_value = "human")]
+    pub format: TextFormat,
 }
 
 pub fn run(g: &Global, p: &Printer, a: &DiffArgs) -> Result<Exit> {
@@ -51,7 +53,7 @@ pub fn run(g: &Global, p: &Printer, a: &DiffArgs) -> Result<Exit> {
 
 fn objects(g: &Global, p: &Printer, a: &DiffArgs, x: &str, y: &str) -> Result<bool> {
     let repo = super::validate::load_repo(g, ctx_core::load::DEFAULT_MAX_FILE_SIZE)?;
-    let v = view::open(&repo, &a.who, super::resolve::at_flag(None)?)?;
+    let v = View::open(&repo, &a.who.who(), g.clock.now())?;
     let missing = |t: &str| Error::NotFound(format!("no object `{t}` is visible here"));
     let (rx, ry) = (ObjectRef::parse(x), ObjectRef::parse(y));
     // `diff p p@2` compares p's other version with p@2.
@@ -76,7 +78,7 @@ fn objects(g: &Global, p: &Printer, a: &DiffArgs, x: &str, y: &str) -> Result<bo
     let changes = changes::object_diff(&db, &da);
     let (ob, oa) = (&repo.objects[i], &repo.objects[j]);
     let (kb, ka) = (ob.key(), oa.key());
-    let text = if a.format == "json" {
+    let text = if a.format == TextFormat::Json {
         ctx_core::bundle::render::json(&json!({
             "before": {"key": kb, "file": ob.origin.file},
             "after": {"key": ka, "file": oa.origin.file},
@@ -159,16 +161,16 @@ fn revisions(g: &Global, p: &Printer, a: &DiffArgs, rev: &str) -> Result<bool> {
             "work tree".to_string(),
         ),
     };
-    let now = super::resolve::at_flag(None)?;
+    let (who, now) = (a.who.who(), g.clock.now());
     let d = changes::repo_diff(
-        &view::open(&before, &a.who, now)?,
-        &view::open(&after, &a.who, now)?,
+        &View::open(&before, &who, now)?,
+        &View::open(&after, &who, now)?,
     );
     let label = format!(
         "{from} ({bname}) .. {} ({aname})",
         to.as_deref().unwrap_or("work tree")
     );
-    let text = if a.format == "json" {
+    let text = if a.format == TextFormat::Json {
         ctx_core::bundle::render::json(&d.json(&from, &bname, to.as_deref(), &aname))
     } else {
         d.text(&label, &after.manifest.id)

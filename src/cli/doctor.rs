@@ -7,9 +7,10 @@ use clap::Args;
 use ctx_core::diag::render::{self as diag_render, HumanStyle};
 use ctx_core::doctor::{self, render, DoctorOptions, HealthReport};
 use ctx_core::error::{Error, Exit, Result};
+use ctx_core::time::Instant;
 
+use super::args::{parse_at, ReportFormat};
 use super::progress::Progress;
-use super::validate::ReportFormat;
 use super::{Global, Printer};
 
 /// The long help of `ctx doctor` (also its man page): the checks and the formula.
@@ -57,8 +58,8 @@ pub struct DoctorArgs {
     #[arg(long, value_name = "N")]
     pub min_score: Option<f64>,
     /// Evaluate the clock at this RFC 3339 instant or date (default: now).
-    #[arg(long)]
-    pub at: Option<String>,
+    #[arg(long, value_name = "WHEN", value_parser = parse_at)]
+    pub at: Option<Instant>,
     /// Output format.
     #[arg(long, value_enum, default_value = "human")]
     pub format: ReportFormat,
@@ -76,7 +77,7 @@ pub fn run(g: &Global, p: &Printer, a: &DoctorArgs) -> Result<Exit> {
         }
     }
     let opts = DoctorOptions {
-        at: super::resolve::at_flag(a.at.as_deref())?,
+        at: g.clock.at(a.at),
         strict: a.strict,
         min_score: a.min_score,
     };
@@ -93,7 +94,7 @@ pub fn run(g: &Global, p: &Printer, a: &DoctorArgs) -> Result<Exit> {
         Err(e) => return Err(e),
     };
     progress.finish();
-    emit(p, &report, a)?;
+    emit(g, p, &report, a)?;
     Ok(if report.passed() {
         Exit::Ok
     } else {
@@ -103,7 +104,7 @@ pub fn run(g: &Global, p: &Printer, a: &DoctorArgs) -> Result<Exit> {
 
 /// Render the report in the chosen format. A report on a manifest that cannot be
 /// loaded goes to stderr for people (stdout stays empty), like any fatal error.
-fn emit(p: &Printer, r: &HealthReport, a: &DoctorArgs) -> Result<()> {
+fn emit(g: &Global, p: &Printer, r: &HealthReport, a: &DoctorArgs) -> Result<()> {
     let out = a.output.as_deref();
     let text = match a.format {
         ReportFormat::Human => {
@@ -122,11 +123,10 @@ fn emit(p: &Printer, r: &HealthReport, a: &DoctorArgs) -> Result<()> {
             }
             text
         }
-        ReportFormat::Json => {
-            ctx_core::bundle::render::json(&render::json(r, &super::resolve::generated_at()))
-        }
+        ReportFormat::Json => ctx_core::bundle::render::json(&render::json(r, &g.clock.stamp())),
         ReportFormat::Sarif => ctx_core::bundle::render::json(&diag_render::sarif(&r.findings)),
         ReportFormat::Github => diag_render::github(&r.findings),
+        ReportFormat::Concise => diag_render::concise(&r.findings),
     };
     super::io_result(p.product(&text, out))
 }

@@ -8,7 +8,7 @@ use ctx_core::diag::Diagnostic;
 use ctx_core::error::{Error, Exit, Result};
 use ctx_core::load::Repo;
 
-use super::validate::ReportFormat;
+use super::args::ReportFormat;
 use super::Printer;
 
 /// How the last line of a human report reads.
@@ -60,6 +60,7 @@ pub fn emit(
         )),
         ReportFormat::Sarif => ctx_core::bundle::render::json(&render::sarif(findings)),
         ReportFormat::Github => render::github(findings),
+        ReportFormat::Concise => render::concise(findings),
     };
     super::io_result(p.product(&text, output))
 }
@@ -99,6 +100,7 @@ pub fn unloadable(
         }
         ReportFormat::Sarif => ctx_core::bundle::render::json(&render::sarif(&findings)),
         ReportFormat::Github => render::github(&findings),
+        ReportFormat::Concise => render::concise(&findings),
     };
     super::io_result(p.product(&text, output))?;
     Ok(Exit::Invalid)

@@ -8,8 +8,11 @@ use ctx_core::bundle::render;
 use ctx_core::error::{Exit, Result};
 use ctx_core::evidence::Record;
 use ctx_core::model::ObjectRef;
+use ctx_core::time::Instant;
 
-use super::view::{self, ConsumerArgs};
+use ctx_core::view::View;
+
+use super::args::{parse_at, ConsumerArgs, DocumentFormat};
 use super::{Global, Printer};
 
 #[derive(Debug, Args)]
@@ -19,17 +22,16 @@ pub struct GetArgs {
     #[command(flatten)]
     pub who: ConsumerArgs,
     /// Evaluate lifecycle at this instant or date (default: now).
-    #[arg(long)]
-    pub at: Option<String>,
-    /// `yaml` (default) or `json`.
-    #[arg(long, default_value = "yaml", value_parser = ["yaml", "json"])]
-    pub format: String,
+    #[arg(long, value_name = "WHEN", value_parser = parse_at)]
+    pub at: Option<Instant>,
+    /// Output format.
+    #[arg(long, value_enum, default_value = "yaml")]
+    pub format: DocumentFormat,
 }
 
 pub fn run(g: &Global, p: &Printer, a: &GetArgs) -> Result<Exit> {
     let repo = super::validate::load_repo(g, ctx_core::load::DEFAULT_MAX_FILE_SIZE)?;
-    let at = super::resolve::at_flag(a.at.as_deref())?;
-    let v = view::open(&repo, &a.who, at)?;
+    let v = View::open(&repo, &a.who.who(), g.clock.at(a.at))?;
     let d = v.get(&ObjectRef::parse(&a.id))?;
     let mut fields = d.fields;
     fields.insert("lifecycle".into(), Value::from(d.lifecycle.as_str()));
@@ -38,10 +40,9 @@ pub fn run(g: &Global, p: &Printer, a: &GetArgs) -> Result<Exit> {
         Value::from(repo.objects[d.index].origin.file.clone()),
     );
     let doc = Value::Object(fields);
-    let text = if a.format == "json" {
-        render::json(&doc)
-    } else {
-        render::yaml(&doc)
+    let text = match a.format {
+        DocumentFormat::Json => render::json(&doc),
+        DocumentFormat::Yaml => render::yaml(&doc),
     };
     ctx_core::evidence::record(
         &repo.manifest,

@@ -6,7 +6,9 @@ use clap::Args;
 use ctx_core::error::{Error, Exit, Result};
 use ctx_core::graph::{self, Options};
 
-use super::view::{self, ConsumerArgs};
+use ctx_core::view::View;
+
+use super::args::{ConsumerArgs, GraphFormat};
 use super::{Global, Printer};
 
 #[derive(Debug, Args)]
@@ -26,13 +28,13 @@ pub struct GraphArgs {
     #[command(flatten)]
     pub who: ConsumerArgs,
     /// Output format.
-    #[arg(long, default_value = "text", value_parser = ["text", "json", "dot"])]
-    pub format: String,
+    #[arg(long, value_enum, default_value = "human")]
+    pub format: GraphFormat,
 }
 
 pub fn run(g: &Global, p: &Printer, a: &GraphArgs) -> Result<Exit> {
     let repo = super::validate::load_repo(g, ctx_core::load::DEFAULT_MAX_FILE_SIZE)?;
-    let v = view::open(&repo, &a.who, super::resolve::at_flag(None)?)?;
+    let v = View::open(&repo, &a.who.who(), g.clock.now())?;
     let opts = Options {
         owners: a.owners,
         sources: a.sources,
@@ -47,10 +49,10 @@ pub fn run(g: &Global, p: &Printer, a: &GraphArgs) -> Result<Exit> {
         }
         gr = gr.around(&roots, a.depth);
     }
-    let text = match a.format.as_str() {
-        "json" => ctx_core::bundle::render::json(&gr.json()),
-        "dot" => gr.dot(),
-        _ => gr.text(),
+    let text = match a.format {
+        GraphFormat::Json => ctx_core::bundle::render::json(&gr.json()),
+        GraphFormat::Dot => gr.dot(),
+        GraphFormat::Human => gr.text(),
     };
     super::io_result(p.out(&text))?;
     Ok(Exit::Ok)

@@ -181,7 +181,7 @@ pub fn run(g: &Global, p: &Printer, args: &InitArgs) -> Result<Exit> {
     } else {
         default_name
     };
-    let today = chrono::Utc::now().format("%Y-%m-%d").to_string();
+    let today = g.clock.now().format("%Y-%m-%d").to_string();
     let name_yaml = serde_json::to_string(&name).expect("string");
     let mut report = String::new();
     for (rel, text) in template(&id, &name_yaml, &today) {

@@ -9,6 +9,7 @@ use ctx_core::keys;
 use ctx_core::keys::manage::{self, Declaration};
 use ctx_core::manifest::Manifest;
 
+use super::args::TextFormat;
 use super::{Global, Printer};
 
 #[derive(Debug, Args)]
@@ -38,8 +39,8 @@ pub struct GenerateArgs {
 #[derive(Debug, Args)]
 pub struct ListArgs {
     /// Output format.
-    #[arg(long, default_value = "human", value_parser = ["human", "json"])]
-    pub format: String,
+    #[arg(long, value_enum, default_value = "human")]
+    pub format: TextFormat,
 }
 
 pub fn run(g: &Global, p: &Printer, a: &KeysArgs) -> Result<Exit> {
@@ -93,7 +94,7 @@ fn list(g: &Global, p: &Printer, a: &ListArgs) -> Result<Exit> {
     let m = manifest(g)?;
     let inv = manage::inventory(m.as_ref())?;
     let errors: Vec<String> = inv.malformed.iter().map(ToString::to_string).collect();
-    let out = if a.format == "json" {
+    let out = if a.format == TextFormat::Json {
         let rows: Vec<_> = inv
             .keys
             .iter()

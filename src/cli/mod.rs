@@ -2,6 +2,7 @@
 //! Every command returns an [`Exit`] or an [`Error`]; `main` maps them to a status.
 
 pub mod add;
+pub mod args;
 pub mod audit;
 pub mod completions;
 pub mod conflicts;
@@ -33,7 +34,6 @@ pub mod supersede;
 pub mod validate;
 pub mod verify;
 pub mod version;
-pub mod view;
 
 use std::path::PathBuf;
 
@@ -131,6 +131,8 @@ pub struct Global {
     pub dir: Option<PathBuf>,
     pub cwd: PathBuf,
     pub offline: bool,
+    /// The one reading of the clock this command makes.
+    pub clock: ctx_core::time::Clock,
 }
 
 /// Map an output error: a closed pipe is not a failure (`ctx list | head -1`).
@@ -149,6 +151,7 @@ pub fn run(cli: Cli) -> Result<Exit> {
         dir: cli.dir.clone(),
         cwd,
         offline: cli.offline,
+        clock: ctx_core::time::Clock::system(),
     };
     let p = Printer::new(cli.color);
     match &cli.command {

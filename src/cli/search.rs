@@ -4,11 +4,12 @@
 use clap::Args;
 use serde_json::{json, Value};
 
-use ctx_core::bundle::render;
 use ctx_core::error::{Exit, Result};
 use ctx_core::evidence::Record;
 
-use super::view::{self, ConsumerArgs};
+use ctx_core::view::View;
+
+use super::args::{ConsumerArgs, TableFormat};
 use super::{Global, Printer};
 
 #[derive(Debug, Args)]
@@ -20,13 +21,14 @@ pub struct SearchArgs {
     pub limit: usize,
     #[arg(long = "type")]
     pub kind: Option<String>,
-    #[arg(long, default_value = "table", value_parser = ["table", "json", "ndjson"])]
-    pub format: String,
+    /// Output format.
+    #[arg(long, value_enum, default_value = "human")]
+    pub format: TableFormat,
 }
 
 pub fn run(g: &Global, p: &Printer, a: &SearchArgs) -> Result<Exit> {
     let repo = super::validate::load_repo(g, ctx_core::load::DEFAULT_MAX_FILE_SIZE)?;
-    let v = view::open(&repo, &a.who, super::resolve::at_flag(None)?)?;
+    let v = View::open(&repo, &a.who.who(), g.clock.now())?;
     let kind = a.kind.as_deref();
     let hits = v.search(&a.query, &|o| kind.is_none_or(|t| o.kind() == t), a.limit);
     let rows: Vec<Value> = hits
@@ -44,11 +46,7 @@ pub fn run(g: &Global, p: &Printer, a: &SearchArgs) -> Result<Exit> {
             hits.iter().map(|h| repo.objects[h.index].id.clone()),
         ),
     )?;
-    let text = match a.format.as_str() {
-        "json" => render::json(&Value::Array(rows)),
-        "ndjson" => rows.iter().map(|r| r.to_string() + "\n").collect(),
-        _ => super::list::table(&rows, &["id", "score", "type", "title"]),
-    };
+    let text = super::list::rows_text(rows, a.format, &["id", "score", "type", "title"]);
     super::io_result(p.out(&text))?;
     Ok(if hits.is_empty() {
         Exit::Invalid

@@ -103,7 +103,7 @@ pub fn run(g: &Global, p: &Printer, a: &SupersedeArgs) -> Result<Exit> {
     let m = &repo.manifest;
     let consumer = add::writer(m, &w.who)?;
     // What the writer may read, and sees, is the library's authorized view.
-    let v = super::view::open(&repo, &w.who, super::resolve::at_flag(None)?)?;
+    let v = View::open(&repo, &w.who.who(), g.clock.now())?;
     let want = ObjectRef::parse(&a.id);
     let idx = Index::new(&repo.objects);
     let sup = v.supersession();
@@ -199,10 +199,7 @@ pub fn run(g: &Global, p: &Printer, a: &SupersedeArgs) -> Result<Exit> {
     fields.insert("supersedes".into(), Value::from(targets.clone()));
     fields.extend(inherited(prev));
     add::overrides(&mut fields, w);
-    fields.insert(
-        "updated".into(),
-        Value::from(super::resolve::generated_at()),
-    );
+    fields.insert("updated".into(), Value::from(g.clock.stamp()));
     let body = content.map(Value::from).or_else(|| prev.content.clone());
     let bytes = emit::document(format, &fields, body.as_ref()).into_bytes();
     let obj = add::planned_object(p, &repo, &rel, &bytes)?;
@@ -232,7 +229,7 @@ pub fn run(g: &Global, p: &Printer, a: &SupersedeArgs) -> Result<Exit> {
     );
     if w.dry_run && consumer.is_some() {
         // A consumer's dry run shows the files as that consumer may see them.
-        let pv = super::view::open(&planned, &w.who, v.at())?;
+        let pv = View::open(&planned, &w.who.who(), v.at())?;
         let shown = shown_writes(&pv, &planned, &writes);
         return add::finish(p, Path::new(&m.root), &shown, true, &summary);
     }

@@ -3,23 +3,17 @@
 
 use std::path::PathBuf;
 
-use clap::{Args, ValueEnum};
+use clap::Args;
 
 use ctx_core::diag::Diagnostic;
 use ctx_core::error::{Exit, Result};
 use ctx_core::load::{self, LoadOptions, Repo};
+use ctx_core::time::Instant;
 use ctx_core::validate::{self as checks, ValidateOptions};
 
+use super::args::{parse_at, ReportFormat};
 use super::findings::Verdict;
 use super::{Global, Printer};
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum ReportFormat {
-    Human,
-    Json,
-    Sarif,
-    Github,
-}
 
 #[derive(Debug, Args)]
 pub struct ValidateArgs {
@@ -36,8 +30,8 @@ pub struct ValidateArgs {
     #[arg(long)]
     pub staged: bool,
     /// Judge the repository as of this RFC 3339 instant or date (default: now).
-    #[arg(long)]
-    pub at: Option<String>,
+    #[arg(long, value_name = "WHEN", value_parser = parse_at)]
+    pub at: Option<Instant>,
     /// Write the report to this file (atomically) instead of stdout.
     #[arg(long, short = 'o', value_name = "FILE")]
     pub output: Option<PathBuf>,
@@ -87,7 +81,7 @@ fn restrict(
 }
 
 pub fn run(g: &Global, p: &Printer, args: &ValidateArgs) -> Result<Exit> {
-    let at = super::resolve::at_flag(args.at.as_deref())?;
+    let at = g.clock.at(args.at);
     let out = args.output.as_deref();
     let progress = super::progress::Progress::start("loading");
     // `_checkout` keeps a temporary checkout of the index alive while findings are rendered.

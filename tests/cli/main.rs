@@ -68,6 +68,7 @@ mod resolve;
 mod signing;
 mod sources;
 mod spec_musts;
+mod typed_args;
 mod validate;
 
 /// The shared fixtures' old module path, kept only so that test files written
