@@ -70,6 +70,7 @@ mod sources;
 mod spec_musts;
 mod typed_args;
 mod validate;
+mod write_plan;
 
 /// The shared fixtures' old module path, kept only so that test files written
 /// on other branches against `crate::ops_support` still build once merged.
