@@ -86,7 +86,15 @@ pub fn run(g: &Global, p: &Printer, args: &ValidateArgs) -> Result<Exit> {
     let progress = super::progress::Progress::start("loading");
     // `_checkout` keeps a temporary checkout of the index alive while findings are rendered.
     let loaded = if args.staged {
-        super::hook::load_staged(g, p, args.max_file_size)
+        let opts = LoadOptions {
+            max_file_size: args.max_file_size,
+        };
+        ctx_core::git::staged::load_staged(g.dir.as_deref(), &g.cwd, &opts).map(|s| {
+            for n in &s.notes {
+                let _ = p.err(&format!("note: {n}\n"));
+            }
+            (s.repo, s.checkout)
+        })
     } else {
         load_repo(g, args.max_file_size).map(|r| (r, None))
     };
