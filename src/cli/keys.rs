@@ -24,6 +24,14 @@ pub enum KeysCommand {
     Generate(GenerateArgs),
     /// Show the keys the manifest trusts and which private keys are present here.
     List(ListArgs),
+    /// Trust a key you already hold (made without --declare) in this repository's manifest.
+    Declare(DeclareArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct DeclareArgs {
+    /// The key's name (as given to `ctx keys generate --id`).
+    pub id: String,
 }
 
 #[derive(Debug, Args)]
@@ -31,7 +39,8 @@ pub struct GenerateArgs {
     /// Key name, e.g. release-bot (a-z, 0-9, '.', '_', '-').
     #[arg(long)]
     pub id: String,
-    /// Also trust the key in this repository's manifest (extensions: ctx.keys).
+    /// Also trust the key in this repository's manifest (extensions: ctx.keys;
+    /// `ctx keys declare ID` does it later).
     #[arg(long)]
     pub declare: bool,
 }
@@ -47,7 +56,25 @@ pub fn run(g: &Global, p: &Printer, a: &KeysArgs) -> Result<Exit> {
     match &a.command {
         KeysCommand::Generate(x) => generate(g, p, x),
         KeysCommand::List(x) => list(g, p, x),
+        KeysCommand::Declare(x) => declare(g, p, x),
     }
+}
+
+fn declare(g: &Global, p: &Printer, a: &DeclareArgs) -> Result<Exit> {
+    let (m, _) = Manifest::discover(g.dir.as_deref(), &g.cwd)?;
+    let (public, declaration) = manage::declare(&a.id, &m)?;
+    let note = match declaration {
+        Declaration::AlreadyDeclared => format!("`{}` is already declared in {}\n", a.id, m.file),
+        _ => format!(
+            "declared `{}` in {} under extensions.{}\n",
+            a.id,
+            m.file,
+            keys::EXTENSION
+        ),
+    };
+    let _ = p.err(&note);
+    super::io_result(p.out(&format!("{}\n", public.to_base64())))?;
+    Ok(Exit::Ok)
 }
 
 fn manifest(g: &Global) -> Result<Option<Manifest>> {

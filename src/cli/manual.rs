@@ -124,6 +124,10 @@ pub fn examples(path: &[&str]) -> &'static [Example] {
             "Create a signing key and trust its public half in this repository.",
         )],
         ["keys", "list"] => &[("ctx keys list", "Your local keys and the keys this repository trusts.")],
+        ["keys", "declare"] => &[(
+            "ctx keys declare release-bot",
+            "Trust a key you made without --declare in this repository's manifest.",
+        )],
         ["verify"] => &[
             ("ctx verify .ctx/bundles/refund.json", "Check a bundle's digest, its signed receipt and the signing key."),
             ("ctx verify --digest-only bundle.json", "Only recompute a bundle's digest."),

@@ -54,6 +54,7 @@ mod health;
 mod history;
 mod info;
 mod init;
+mod keys_declare;
 mod list_get;
 mod manual;
 mod piped_output;
