@@ -117,6 +117,7 @@ pub fn examples(path: &[&str]) -> &'static [Example] {
         ["init"] => &[
             ("ctx init support-context --yes", "Create a repository in a new folder, taking every default."),
             ("ctx init --id acme --name \"Acme support\" --yes", "Create one here with a chosen namespace and name."),
+            ("ctx init --git --yes", "Create one in a new git work tree, with a .gitignore for ctx's per-machine state."),
         ],
         ["version"] => &[("ctx version", "The tool version and the OpenContext version it implements.")],
         ["keys"] | ["keys", "generate"] => &[(

@@ -54,6 +54,7 @@ mod health;
 mod history;
 mod info;
 mod init;
+mod init_git;
 mod keys_declare;
 mod list_get;
 mod manual;
