@@ -18,6 +18,7 @@ use super::{Global, Printer};
 #[derive(Debug, Args)]
 pub struct GetArgs {
     /// `id` or `id@version`.
+    #[arg(add = super::args::completion::objects())]
     pub id: String,
     #[command(flatten)]
     pub who: ConsumerArgs,

@@ -14,7 +14,7 @@ use super::{Global, Printer};
 #[derive(Debug, Args)]
 pub struct GraphArgs {
     /// Start from this object (all its versions) instead of showing everything.
-    #[arg(long, value_name = "ID")]
+    #[arg(long, value_name = "ID", add = super::args::completion::objects())]
     pub root: Option<String>,
     /// Follow at most N links from --root, in either direction (default: no limit).
     #[arg(long, value_name = "N", requires = "root")]

@@ -18,6 +18,7 @@ use super::{Global, Printer};
 #[derive(Debug, Args)]
 pub struct HistoryArgs {
     /// The object id.
+    #[arg(add = super::args::completion::objects())]
     pub id: String,
     #[command(flatten)]
     pub who: ConsumerArgs,

@@ -14,6 +14,7 @@ use super::{Global, Printer};
 #[derive(Debug, Args)]
 pub struct SupersedeArgs {
     /// The id to supersede (`id@version` to replace one specific active version).
+    #[arg(add = super::args::completion::objects())]
     pub id: String,
     #[command(flatten)]
     pub write: WriteArgs,

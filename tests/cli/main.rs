@@ -41,6 +41,7 @@ mod adapters;
 mod add_supersede;
 mod bad_input;
 mod canary;
+mod completion_dynamic;
 mod diff;
 mod docs_guide;
 mod evidence;
