@@ -69,6 +69,20 @@ pub struct ResolveScopeArgs {
     pub identity: Vec<PathBuf>,
 }
 
+/// The report flags of the commands that report findings.
+#[derive(Debug, Args, Clone)]
+pub struct ReportArgs {
+    /// Judge the repository as of this RFC 3339 instant or date (default: now).
+    #[arg(long, value_name = "WHEN", value_parser = parse_at)]
+    pub at: Option<Instant>,
+    /// Output format.
+    #[arg(long, value_enum, default_value = "human")]
+    pub format: ReportFormat,
+    /// Write the report to this file (atomically) instead of stdout.
+    #[arg(long, short = 'o', value_name = "FILE")]
+    pub output: Option<PathBuf>,
+}
+
 /// Reports of findings (`validate`, `conflicts`, `stale`, `doctor`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum ReportFormat {

@@ -7,9 +7,8 @@ use clap::Args;
 use ctx_core::diag::render::{self as diag_render, HumanStyle};
 use ctx_core::doctor::{self, render, DoctorOptions, HealthReport};
 use ctx_core::error::{Error, Exit, Result};
-use ctx_core::time::Instant;
 
-use super::args::{parse_at, ReportFormat};
+use super::args::{ReportArgs, ReportFormat};
 use super::progress::Progress;
 use super::{Global, Printer};
 
@@ -57,15 +56,8 @@ pub struct DoctorArgs {
     /// Fail below this score (overrides `health.minimum_score`).
     #[arg(long, value_name = "N")]
     pub min_score: Option<f64>,
-    /// Evaluate the clock at this RFC 3339 instant or date (default: now).
-    #[arg(long, value_name = "WHEN", value_parser = parse_at)]
-    pub at: Option<Instant>,
-    /// Output format.
-    #[arg(long, value_enum, default_value = "human")]
-    pub format: ReportFormat,
-    /// Write the report to this file (atomically) instead of stdout.
-    #[arg(long, short = 'o', value_name = "FILE")]
-    pub output: Option<PathBuf>,
+    #[command(flatten)]
+    pub report: ReportArgs,
 }
 
 pub fn run(g: &Global, p: &Printer, a: &DoctorArgs) -> Result<Exit> {
@@ -77,7 +69,7 @@ pub fn run(g: &Global, p: &Printer, a: &DoctorArgs) -> Result<Exit> {
         }
     }
     let opts = DoctorOptions {
-        at: g.clock.at(a.at),
+        at: g.clock.at(a.report.at),
         strict: a.strict,
         min_score: a.min_score,
     };
@@ -105,8 +97,8 @@ pub fn run(g: &Global, p: &Printer, a: &DoctorArgs) -> Result<Exit> {
 /// Render the report in the chosen format. A report on a manifest that cannot be
 /// loaded goes to stderr for people (stdout stays empty), like any fatal error.
 fn emit(g: &Global, p: &Printer, r: &HealthReport, a: &DoctorArgs) -> Result<()> {
-    let out = a.output.as_deref();
-    let text = match a.format {
+    let out = a.report.output.as_deref();
+    let text = match a.report.format {
         ReportFormat::Human => {
             let to_stderr = !r.loaded;
             let style = HumanStyle {

@@ -77,13 +77,7 @@ fn declare(g: &Global, p: &Printer, a: &DeclareArgs) -> Result<Exit> {
     Ok(Exit::Ok)
 }
 
-fn manifest(g: &Global) -> Result<Option<Manifest>> {
-    match Manifest::discover(g.dir.as_deref(), &g.cwd) {
-        Ok((m, _)) => Ok(Some(m)),
-        Err(Error::ManifestNotFound { .. }) if g.dir.is_none() => Ok(None),
-        Err(e) => Err(e),
-    }
-}
+use super::validate::optional_manifest as manifest;
 
 fn generate(g: &Global, p: &Printer, a: &GenerateArgs) -> Result<Exit> {
     keys::check_id(&a.id)?;

@@ -13,7 +13,6 @@ use serde_json::json;
 use ctx_core::error::{Error, Exit, Result};
 use ctx_core::evidence::envelope::{self, EnvelopeRequest};
 use ctx_core::keys;
-use ctx_core::manifest::Manifest;
 use ctx_core::provider::{
     self, Binding, ContextFile, ProviderRef, Registration, StateDir, TrustStore, WithholdReason,
 };
@@ -190,15 +189,8 @@ fn binding(g: &Global, p: &Path) -> Result<Binding> {
         .map_err(|e| Error::Invalid(format!("{}: {e}", p.display())))
 }
 
-/// The repository, when there is one (signing works outside repositories
-/// given --receipt).
-fn repo_manifest(g: &Global) -> Result<Option<Manifest>> {
-    match Manifest::discover(g.dir.as_deref(), &g.cwd) {
-        Ok((m, _)) => Ok(Some(m)),
-        Err(Error::ManifestNotFound { .. }) if g.dir.is_none() => Ok(None),
-        Err(e) => Err(e),
-    }
-}
+// The repository, when there is one (signing works outside repositories given --receipt).
+use super::validate::optional_manifest as repo_manifest;
 
 fn sign(g: &Global, p: &Printer, a: &SignArgs) -> Result<Exit> {
     let m = repo_manifest(g)?;

@@ -45,6 +45,16 @@ pub fn load_repo(g: &Global, max_file_size: u64) -> Result<Repo> {
     Ok(load::load(manifest, diags, &LoadOptions { max_file_size }))
 }
 
+/// The repository's manifest when there is one: commands that also work outside a
+/// repository (keys, provider) get None, unless `-C` named a folder.
+pub fn optional_manifest(g: &Global) -> Result<Option<ctx_core::manifest::Manifest>> {
+    match ctx_core::manifest::Manifest::discover(g.dir.as_deref(), &g.cwd) {
+        Ok((m, _)) => Ok(Some(m)),
+        Err(ctx_core::error::Error::ManifestNotFound { .. }) if g.dir.is_none() => Ok(None),
+        Err(e) => Err(e),
+    }
+}
+
 /// Keep findings in the given paths (relative to the working directory).
 fn restrict(
     findings: Vec<Diagnostic>,
