@@ -43,6 +43,9 @@ pub struct ShowArgs {
     /// `human` (one line per event) or `jsonl` (the stored lines).
     #[arg(long, value_enum, default_value = "human")]
     pub format: LogFormat,
+    /// Write the output to this file (atomically) instead of stdout.
+    #[arg(long, short = 'o', value_name = "FILE")]
+    pub output: Option<std::path::PathBuf>,
 }
 
 #[derive(Debug, Args)]
@@ -54,6 +57,9 @@ pub struct VerifyArgs {
     /// Output format.
     #[arg(long, value_enum, default_value = "human")]
     pub format: TextFormat,
+    /// Write the output to this file (atomically) instead of stdout.
+    #[arg(long, short = 'o', value_name = "FILE")]
+    pub output: Option<std::path::PathBuf>,
 }
 
 fn log(g: &Global) -> Result<(Manifest, Log)> {
@@ -99,7 +105,7 @@ fn show(g: &Global, p: &Printer, a: &ShowArgs) -> Result<Exit> {
                 .unwrap_or_default()
         ));
     }
-    super::io_result(p.out(&s))?;
+    super::io_result(p.product(&s, a.output.as_deref()))?;
     Ok(Exit::Ok)
 }
 
@@ -142,6 +148,6 @@ fn verify(g: &Global, p: &Printer, a: &VerifyArgs) -> Result<Exit> {
         }
         s
     };
-    super::io_result(p.out(&text))?;
+    super::io_result(p.product(&text, a.output.as_deref()))?;
     Ok(if ok { Exit::Ok } else { Exit::Invalid })
 }

@@ -28,6 +28,9 @@ pub struct GetArgs {
     /// Output format.
     #[arg(long, value_enum, default_value = "yaml")]
     pub format: DocumentFormat,
+    /// Write the output to this file (atomically) instead of stdout.
+    #[arg(long, short = 'o', value_name = "FILE")]
+    pub output: Option<std::path::PathBuf>,
 }
 
 pub fn run(g: &Global, p: &Printer, a: &GetArgs) -> Result<Exit> {
@@ -53,6 +56,6 @@ pub fn run(g: &Global, p: &Printer, a: &GetArgs) -> Result<Exit> {
             [repo.objects[d.index].id.clone()],
         ),
     )?;
-    super::io_result(p.out(&text))?;
+    super::io_result(p.product(&text, a.output.as_deref()))?;
     Ok(Exit::Ok)
 }

@@ -30,11 +30,17 @@ pub struct GraphArgs {
     /// Output format.
     #[arg(long, value_enum, default_value = "human")]
     pub format: GraphFormat,
+    /// Evaluate lifecycle at this RFC 3339 instant or date (default: now).
+    #[arg(long, value_name = "WHEN", value_parser = super::args::parse_at)]
+    pub at: Option<ctx_core::time::Instant>,
+    /// Write the output to this file (atomically) instead of stdout.
+    #[arg(long, short = 'o', value_name = "FILE")]
+    pub output: Option<std::path::PathBuf>,
 }
 
 pub fn run(g: &Global, p: &Printer, a: &GraphArgs) -> Result<Exit> {
     let repo = super::validate::load_repo(g, ctx_core::load::DEFAULT_MAX_FILE_SIZE)?;
-    let v = View::open(&repo, &a.who.who(), g.clock.now())?;
+    let v = View::open(&repo, &a.who.who(), g.clock.at(a.at))?;
     let opts = Options {
         owners: a.owners,
         sources: a.sources,
@@ -54,6 +60,6 @@ pub fn run(g: &Global, p: &Printer, a: &GraphArgs) -> Result<Exit> {
         GraphFormat::Dot => gr.dot(),
         GraphFormat::Human => gr.text(),
     };
-    super::io_result(p.out(&text))?;
+    super::io_result(p.product(&text, a.output.as_deref()))?;
     Ok(Exit::Ok)
 }

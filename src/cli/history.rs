@@ -28,6 +28,9 @@ pub struct HistoryArgs {
     /// Output format.
     #[arg(long, value_enum, default_value = "human")]
     pub format: TextFormat,
+    /// Write the output to this file (atomically) instead of stdout.
+    #[arg(long, short = 'o', value_name = "FILE")]
+    pub output: Option<std::path::PathBuf>,
 }
 
 pub fn run(g: &Global, p: &Printer, a: &HistoryArgs) -> Result<Exit> {
@@ -147,6 +150,6 @@ pub fn run(g: &Global, p: &Printer, a: &HistoryArgs) -> Result<Exit> {
         }
         out
     };
-    super::io_result(p.out(&text))?;
+    super::io_result(p.product(&text, a.output.as_deref()))?;
     Ok(Exit::Ok)
 }

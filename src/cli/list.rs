@@ -37,6 +37,9 @@ pub struct ListArgs {
     /// Output format.
     #[arg(long, value_enum, default_value = "human")]
     pub format: TableFormat,
+    /// Write the output to this file (atomically) instead of stdout.
+    #[arg(long, short = 'o', value_name = "FILE")]
+    pub output: Option<std::path::PathBuf>,
 }
 
 pub fn run(g: &Global, p: &Printer, a: &ListArgs) -> Result<Exit> {
@@ -55,7 +58,7 @@ pub fn run(g: &Global, p: &Printer, a: &ListArgs) -> Result<Exit> {
             keep.then(|| {
                 json!({
                     "id": o.id, "version": o.version, "type": o.kind(), "layer": o.meta.layer,
-                    "authority": o.meta.authority.as_str(), "owner": o.meta.owner, "state": state.as_str(),
+                    "authority": o.meta.authority.as_str(), "owner": o.meta.owner, "lifecycle": state.as_str(),
                     "title": o.title(), "file": o.origin.file,
                 })
             })
@@ -70,8 +73,8 @@ pub fn run(g: &Global, p: &Printer, a: &ListArgs) -> Result<Exit> {
                 .filter_map(|r| r["id"].as_str().map(str::to_string)),
         ),
     )?;
-    let cols = ["id", "type", "layer", "authority", "owner", "state"];
-    super::io_result(p.out(&rows_text(rows, a.format, &cols)))?;
+    let cols = ["id", "type", "layer", "authority", "owner", "lifecycle"];
+    super::io_result(p.product(&rows_text(rows, a.format, &cols), a.output.as_deref()))?;
     Ok(Exit::Ok)
 }
 

@@ -24,18 +24,24 @@ pub struct SearchArgs {
     /// Output format.
     #[arg(long, value_enum, default_value = "human")]
     pub format: TableFormat,
+    /// Evaluate lifecycle at this RFC 3339 instant or date (default: now).
+    #[arg(long, value_name = "WHEN", value_parser = super::args::parse_at)]
+    pub at: Option<ctx_core::time::Instant>,
+    /// Write the output to this file (atomically) instead of stdout.
+    #[arg(long, short = 'o', value_name = "FILE")]
+    pub output: Option<std::path::PathBuf>,
 }
 
 pub fn run(g: &Global, p: &Printer, a: &SearchArgs) -> Result<Exit> {
     let repo = super::validate::load_repo(g, ctx_core::load::DEFAULT_MAX_FILE_SIZE)?;
-    let v = View::open(&repo, &a.who.who(), g.clock.now())?;
+    let v = View::open(&repo, &a.who.who(), g.clock.at(a.at))?;
     let kind = a.kind.as_deref();
     let hits = v.search(&a.query, &|o| kind.is_none_or(|t| o.kind() == t), a.limit);
     let rows: Vec<Value> = hits
         .iter()
         .map(|h| {
             let o = &repo.objects[h.index];
-            json!({"id": o.id, "version": o.version, "score": h.score, "type": o.kind(), "title": o.title()})
+            json!({"id": o.id, "version": o.version, "score": h.score, "type": o.kind(), "title": o.title(), "lifecycle": v.lifecycle(h.index).as_str()})
         })
         .collect();
     ctx_core::evidence::record(
@@ -47,7 +53,7 @@ pub fn run(g: &Global, p: &Printer, a: &SearchArgs) -> Result<Exit> {
         ),
     )?;
     let text = super::list::rows_text(rows, a.format, &["id", "score", "type", "title"]);
-    super::io_result(p.out(&text))?;
+    super::io_result(p.product(&text, a.output.as_deref()))?;
     Ok(if hits.is_empty() {
         Exit::Invalid
     } else {

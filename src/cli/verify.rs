@@ -34,6 +34,9 @@ pub struct VerifyArgs {
     /// Output format.
     #[arg(long, value_enum, default_value = "human")]
     pub format: TextFormat,
+    /// Write the output to this file (atomically) instead of stdout.
+    #[arg(long, short = 'o', value_name = "FILE")]
+    pub output: Option<std::path::PathBuf>,
 }
 
 pub fn run(g: &Global, p: &Printer, a: &VerifyArgs) -> Result<Exit> {
@@ -85,6 +88,6 @@ pub fn run(g: &Global, p: &Printer, a: &VerifyArgs) -> Result<Exit> {
         });
         s
     };
-    super::io_result(p.out(&text))?;
+    super::io_result(p.product(&text, a.output.as_deref()))?;
     Ok(if report.ok() { Exit::Ok } else { Exit::Invalid })
 }
