@@ -10,6 +10,9 @@ use cli::Cli;
 use ctx_core::error::{Error, Exit};
 
 fn main() -> ExitCode {
+    // `COMPLETE=<shell> ctx ...`: print the registration script or the completions
+    // (role, agent and object ids from the repository here), then exit.
+    clap_complete::CompleteEnv::with_factory(<Cli as clap::CommandFactory>::command).complete();
     let cli = match Cli::try_parse() {
         Ok(c) => c,
         Err(e) => {

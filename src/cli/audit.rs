@@ -8,7 +8,18 @@ use ctx_core::audit::Log;
 use ctx_core::error::{Exit, Result};
 use ctx_core::manifest::Manifest;
 
+use super::args::TextFormat;
 use super::{Global, Printer};
+
+/// `audit show --format`: one line per event, or the stored lines.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum LogFormat {
+    #[value(alias = "text")]
+    Human,
+    /// The stored JSON lines, unchanged.
+    #[value(alias = "ndjson")]
+    Jsonl,
+}
 
 #[derive(Debug, Args)]
 pub struct AuditArgs {
@@ -30,8 +41,8 @@ pub struct ShowArgs {
     #[arg(long, value_name = "N")]
     pub limit: Option<usize>,
     /// `human` (one line per event) or `jsonl` (the stored lines).
-    #[arg(long, default_value = "human", value_parser = ["human", "jsonl"])]
-    pub format: String,
+    #[arg(long, value_enum, default_value = "human")]
+    pub format: LogFormat,
     /// Write the output to this file (atomically) instead of stdout.
     #[arg(long, short = 'o', value_name = "FILE")]
     pub output: Option<std::path::PathBuf>,
@@ -44,8 +55,8 @@ pub struct VerifyArgs {
     #[arg(long)]
     pub rehead: bool,
     /// Output format.
-    #[arg(long, default_value = "human", value_parser = ["human", "json"])]
-    pub format: String,
+    #[arg(long, value_enum, default_value = "human")]
+    pub format: TextFormat,
     /// Write the output to this file (atomically) instead of stdout.
     #[arg(long, short = 'o', value_name = "FILE")]
     pub output: Option<std::path::PathBuf>,
@@ -69,12 +80,12 @@ fn show(g: &Global, p: &Printer, a: &ShowArgs) -> Result<Exit> {
     let entries = log.read()?;
     let skip = a.limit.map_or(0, |n| entries.len().saturating_sub(n));
     let mut s = String::new();
-    if entries.is_empty() && a.format == "human" {
+    if entries.is_empty() && a.format == LogFormat::Human {
         let rel = log.path().strip_prefix(&m.root).unwrap_or(log.path());
         s.push_str(&format!("no audit events in {}\n", rel.display()));
     }
     for e in &entries[skip..] {
-        if a.format == "jsonl" {
+        if a.format == LogFormat::Jsonl {
             s.push_str(&serde_json::to_string(&e.event).expect("JSON"));
             s.push('\n');
             continue;
@@ -103,7 +114,7 @@ fn verify(g: &Global, p: &Printer, a: &VerifyArgs) -> Result<Exit> {
     let report = log.verify_and_rehead(a.rehead)?;
     let rel = |x: &std::path::Path| x.strip_prefix(&m.root).unwrap_or(x).display().to_string();
     let ok = report.problems.is_empty();
-    let text = if a.format == "json" {
+    let text = if a.format == TextFormat::Json {
         let doc = serde_json::json!({
             "ok": ok,
             "log": rel(log.path()),

@@ -8,15 +8,16 @@ use serde_json::json;
 use ctx_core::conformance::{self, Verdict};
 use ctx_core::error::{Exit, Result};
 
+use super::args::TextFormat;
 use super::{Global, Printer};
 
 #[derive(Debug, Args)]
 pub struct ConformanceArgs {
     /// Folder holding `conformance.json` (or the file itself).
     pub suite: PathBuf,
-    /// `human` or `json`.
-    #[arg(long, default_value = "human", value_parser = ["human", "json"])]
-    pub format: String,
+    /// Output format.
+    #[arg(long, value_enum, default_value = "human")]
+    pub format: TextFormat,
     /// Write the report to this file (atomically) instead of stdout.
     #[arg(long, short = 'o', value_name = "FILE")]
     pub output: Option<PathBuf>,
@@ -41,7 +42,7 @@ pub fn run(g: &Global, p: &Printer, args: &ConformanceArgs) -> Result<Exit> {
         .iter()
         .filter(|r| matches!(r.verdict, Verdict::NotRun(_)))
         .count();
-    let text = if args.format == "json" {
+    let text = if args.format == TextFormat::Json {
         let cases: Vec<_> = results
             .iter()
             .map(|r| {

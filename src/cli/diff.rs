@@ -11,8 +11,19 @@ use ctx_core::load::Repo;
 use ctx_core::model::ObjectRef;
 use ctx_core::resolve::ConsumerKind;
 
-use super::view::{self, ConsumerArgs};
+use ctx_core::view::View;
+
+use super::args::ConsumerArgs;
 use super::{Global, Printer};
+
+/// `diff`'s formats: `github` is the pull-request comment of `--access`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum DiffFormat {
+    #[value(alias = "text")]
+    Human,
+    Json,
+    Github,
+}
 
 #[derive(Debug, Args)]
 pub struct DiffArgs {
@@ -34,18 +45,18 @@ pub struct DiffArgs {
     #[arg(long)]
     pub exit_code: bool,
     /// Output format (`github`, a pull-request comment in Markdown, needs --access).
-    #[arg(long, default_value = "text", value_parser = ["text", "json", "github"])]
-    pub format: String,
+    #[arg(long, value_enum, default_value = "human")]
+    pub format: DiffFormat,
     /// Evaluate lifecycle at this RFC 3339 instant or date (default: now).
-    #[arg(long)]
-    pub at: Option<String>,
+    #[arg(long, value_name = "WHEN", value_parser = super::args::parse_at)]
+    pub at: Option<ctx_core::time::Instant>,
     /// Write the output to this file (atomically) instead of stdout.
     #[arg(long, short = 'o', value_name = "FILE")]
     pub output: Option<std::path::PathBuf>,
 }
 
 pub fn run(g: &Global, p: &Printer, a: &DiffArgs) -> Result<Exit> {
-    if a.format == "github" && !a.access {
+    if a.format == DiffFormat::Github && !a.access {
         return Err(Error::Usage(
             "--format github is the pull-request comment of --access; use text or json".into(),
         ));
@@ -68,7 +79,7 @@ pub fn run(g: &Global, p: &Printer, a: &DiffArgs) -> Result<Exit> {
 
 fn objects(g: &Global, p: &Printer, a: &DiffArgs, x: &str, y: &str) -> Result<bool> {
     let repo = super::validate::load_repo(g, ctx_core::load::DEFAULT_MAX_FILE_SIZE)?;
-    let v = view::open(&repo, &a.who, super::resolve::at_flag(a.at.as_deref())?)?;
+    let v = View::open(&repo, &a.who.who(), g.clock.at(a.at))?;
     let missing = |t: &str| Error::NotFound(format!("no object `{t}` is visible here"));
     let (rx, ry) = (ObjectRef::parse(x), ObjectRef::parse(y));
     // `diff p p@2` compares p's other version with p@2.
@@ -93,7 +104,7 @@ fn objects(g: &Global, p: &Printer, a: &DiffArgs, x: &str, y: &str) -> Result<bo
     let changes = changes::object_diff(&db, &da);
     let (ob, oa) = (&repo.objects[i], &repo.objects[j]);
     let (kb, ka) = (ob.key(), oa.key());
-    let text = if a.format == "json" {
+    let text = if a.format == DiffFormat::Json {
         ctx_core::bundle::render::json(&json!({
             "before": {"key": kb, "file": ob.origin.file},
             "after": {"key": ka, "file": oa.origin.file},
@@ -171,6 +182,7 @@ fn revisions(g: &Global, p: &Printer, a: &DiffArgs, rev: &str) -> Result<bool> {
     let before = &before.repo;
     if a.access {
         return access(
+            g,
             p,
             a,
             before,
@@ -179,16 +191,16 @@ fn revisions(g: &Global, p: &Printer, a: &DiffArgs, rev: &str) -> Result<bool> {
             (to.as_deref(), &aname),
         );
     }
-    let now = super::resolve::at_flag(a.at.as_deref())?;
+    let (who, now) = (a.who.who(), g.clock.at(a.at));
     let d = changes::repo_diff(
-        &view::open(before, &a.who, now)?,
-        &view::open(after, &a.who, now)?,
+        &View::open(before, &who, now)?,
+        &View::open(after, &who, now)?,
     );
     let label = format!(
         "{from} ({bname}) .. {} ({aname})",
         to.as_deref().unwrap_or("work tree")
     );
-    let text = if a.format == "json" {
+    let text = if a.format == DiffFormat::Json {
         ctx_core::bundle::render::json(&d.json(&from, &bname, to.as_deref(), &aname))
     } else {
         d.text(&label, &after.manifest.id)
@@ -199,6 +211,7 @@ fn revisions(g: &Global, p: &Printer, a: &DiffArgs, rev: &str) -> Result<bool> {
 
 /// `--rev A..B --access`: every role and agent (or the one --role/--agent names).
 fn access(
+    g: &Global,
     p: &Printer,
     a: &DiffArgs,
     before: &Repo,
@@ -206,8 +219,7 @@ fn access(
     (from, bname): (&str, &str),
     (to, aname): (Option<&str>, &str),
 ) -> Result<bool> {
-    let now = super::resolve::at_flag(a.at.as_deref())?;
-    let mut d = ctx_core::access::diff(before, after, now);
+    let mut d = ctx_core::access::diff(before, after, g.clock.at(a.at));
     let who = a.who.who();
     if !who.is_author() {
         let wanted = |c: &ctx_core::access::ConsumerDiff| match c.kind {
@@ -232,14 +244,14 @@ fn access(
         "{from} ({bname}) .. {} ({aname})",
         to.unwrap_or("work tree")
     );
-    let text = match a.format.as_str() {
-        "json" => ctx_core::bundle::render::json(&ctx_core::access::render::json(
+    let text = match a.format {
+        DiffFormat::Json => ctx_core::bundle::render::json(&ctx_core::access::render::json(
             &d,
             json!({"rev": from, "commit": bname}),
             json!({"rev": to, "commit": to.map(|_| aname)}),
         )),
-        "github" => ctx_core::access::render::github(&d, &label),
-        _ => ctx_core::access::render::text(&d, &label),
+        DiffFormat::Github => ctx_core::access::render::github(&d, &label),
+        DiffFormat::Human => ctx_core::access::render::text(&d, &label),
     };
     super::io_result(p.product(&text, a.output.as_deref()))?;
     Ok(!d.is_empty())

@@ -8,8 +8,8 @@ use ctx_core::diag::render::{self as diag_render, HumanStyle};
 use ctx_core::doctor::{self, render, DoctorOptions, HealthReport};
 use ctx_core::error::{Error, Exit, Result};
 
+use super::args::{ReportArgs, ReportFormat};
 use super::progress::Progress;
-use super::validate::ReportFormat;
 use super::{Global, Printer};
 
 /// The long help of `ctx doctor` (also its man page): the checks and the formula.
@@ -56,15 +56,8 @@ pub struct DoctorArgs {
     /// Fail below this score (overrides `health.minimum_score`).
     #[arg(long, value_name = "N")]
     pub min_score: Option<f64>,
-    /// Evaluate the clock at this RFC 3339 instant or date (default: now).
-    #[arg(long)]
-    pub at: Option<String>,
-    /// Output format.
-    #[arg(long, value_enum, default_value = "human")]
-    pub format: ReportFormat,
-    /// Write the report to this file (atomically) instead of stdout.
-    #[arg(long, short = 'o', value_name = "FILE")]
-    pub output: Option<PathBuf>,
+    #[command(flatten)]
+    pub report: ReportArgs,
 }
 
 pub fn run(g: &Global, p: &Printer, a: &DoctorArgs) -> Result<Exit> {
@@ -76,7 +69,7 @@ pub fn run(g: &Global, p: &Printer, a: &DoctorArgs) -> Result<Exit> {
         }
     }
     let opts = DoctorOptions {
-        at: super::resolve::at_flag(a.at.as_deref())?,
+        at: g.clock.at(a.report.at),
         strict: a.strict,
         min_score: a.min_score,
     };
@@ -93,7 +86,7 @@ pub fn run(g: &Global, p: &Printer, a: &DoctorArgs) -> Result<Exit> {
         Err(e) => return Err(e),
     };
     progress.finish();
-    emit(p, &report, a)?;
+    emit(g, p, &report, a)?;
     Ok(if report.passed() {
         Exit::Ok
     } else {
@@ -103,9 +96,9 @@ pub fn run(g: &Global, p: &Printer, a: &DoctorArgs) -> Result<Exit> {
 
 /// Render the report in the chosen format. A report on a manifest that cannot be
 /// loaded goes to stderr for people (stdout stays empty), like any fatal error.
-fn emit(p: &Printer, r: &HealthReport, a: &DoctorArgs) -> Result<()> {
-    let out = a.output.as_deref();
-    let text = match a.format {
+fn emit(g: &Global, p: &Printer, r: &HealthReport, a: &DoctorArgs) -> Result<()> {
+    let out = a.report.output.as_deref();
+    let text = match a.report.format {
         ReportFormat::Human => {
             let to_stderr = !r.loaded;
             let style = HumanStyle {
@@ -122,11 +115,10 @@ fn emit(p: &Printer, r: &HealthReport, a: &DoctorArgs) -> Result<()> {
             }
             text
         }
-        ReportFormat::Json => {
-            ctx_core::bundle::render::json(&render::json(r, &super::resolve::generated_at()))
-        }
+        ReportFormat::Json => ctx_core::bundle::render::json(&render::json(r, &g.clock.stamp())),
         ReportFormat::Sarif => ctx_core::bundle::render::json(&diag_render::sarif(&r.findings)),
         ReportFormat::Github => diag_render::github(&r.findings),
+        ReportFormat::Concise => diag_render::concise(&r.findings),
     };
     super::io_result(p.product(&text, out))
 }

@@ -31,9 +31,10 @@ impl From<TargetArg> for Target {
     }
 }
 
-use ctx_core::resolve::{self, ResolveOptions};
-use ctx_core::view::{output, Who};
+use ctx_core::resolve;
+use ctx_core::view::output;
 
+use super::args::ResolveScopeArgs;
 use super::{Global, Printer};
 
 #[derive(Debug, Args)]
@@ -41,18 +42,8 @@ pub struct ExportArgs {
     /// Which file to write.
     #[arg(long, value_enum)]
     pub target: TargetArg,
-    /// Export what this agent may see.
-    #[arg(long, conflicts_with = "role", required_unless_present = "role")]
-    pub agent: Option<String>,
-    /// Export what these roles may see.
-    #[arg(long = "role", num_args = 1..)]
-    pub role: Vec<String>,
-    /// Rank for this task.
-    #[arg(long)]
-    pub task: Option<String>,
-    /// Resolve as of this instant or date (default: now).
-    #[arg(long)]
-    pub at: Option<String>,
+    #[command(flatten)]
+    pub scope: ResolveScopeArgs,
     /// Where to write (default: AGENTS.md, CLAUDE.md or .cursor/rules/opencontext.mdc
     /// in the repository folder).
     #[arg(long, short = 'o')]
@@ -71,32 +62,26 @@ pub struct ExportArgs {
     /// object) concern objects it contains; they are listed on stderr.
     #[arg(long)]
     pub allow_findings: bool,
-    /// age identity for private collections (repeatable; default: $CTX_AGE_IDENTITY,
-    /// then ~/.config/ctx/age/identity.txt).
-    #[arg(long = "identity", value_name = "FILE")]
-    pub identity: Vec<PathBuf>,
 }
 
 /// The command line that regenerates the file (recorded in its marker).
 fn command_line(a: &ExportArgs) -> String {
-    let quote = |s: &str| {
-        if s.chars()
-            .all(|c| c.is_ascii_alphanumeric() || "-_.,/:@+=".contains(c))
-        {
-            s.to_string()
-        } else {
-            format!("'{}'", s.replace('\'', "'\\''"))
-        }
-    };
+    // A command-line argument cannot hold NUL, the one thing shlex refuses.
+    let quote =
+        |s: &str| shlex::try_quote(s).map_or_else(|_| s.replace('\0', ""), |q| q.into_owned());
     let mut c = format!("ctx export --target {}", Target::from(a.target).name());
-    if let Some(x) = &a.agent {
+    let who = &a.scope.who;
+    if let Some(x) = &who.agent {
         c.push_str(&format!(" --agent {}", quote(x)));
     }
-    for r in &a.role {
+    for r in &who.role {
         c.push_str(&format!(" --role {}", quote(r)));
     }
-    if let Some(t) = &a.task {
+    if let Some(t) = &a.scope.task {
         c.push_str(&format!(" --task {}", quote(t)));
+    }
+    for i in &a.scope.include {
+        c.push_str(&format!(" --include {}", quote(i)));
     }
     if let Some(o) = &a.output {
         c.push_str(&format!(" --output {}", quote(&o.to_string_lossy())));
@@ -112,15 +97,13 @@ fn command_line(a: &ExportArgs) -> String {
 
 pub fn run(g: &Global, p: &Printer, a: &ExportArgs) -> Result<Exit> {
     let repo = super::validate::load_repo(g, ctx_core::load::DEFAULT_MAX_FILE_SIZE)?;
-    let who = Who {
-        agent: a.agent.clone(),
-        roles: a.role.clone(),
-    };
-    let mut opts = ResolveOptions::new(who, super::resolve::at_flag(a.at.as_deref())?);
-    opts.task = a.task.clone();
-    opts.offline = g.offline;
-    opts.identities = a.identity.clone();
-    let (resolution, bundle) = resolve::bundle(&repo, &opts, &super::resolve::generated_at())?;
+    if a.scope.who.is_empty() {
+        return Err(Error::Usage(
+            "export needs a consumer: pass --role ROLE or --agent AGENT".into(),
+        ));
+    }
+    let opts = super::resolve::scope_options(g, &a.scope);
+    let (resolution, bundle) = resolve::bundle(&repo, &opts, &g.clock.stamp())?;
     if !a.check {
         super::gate::check(p, &repo, &resolution, a.allow_findings)?;
     }

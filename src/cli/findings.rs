@@ -8,7 +8,7 @@ use ctx_core::diag::Diagnostic;
 use ctx_core::error::{Error, Exit, Result};
 use ctx_core::load::Repo;
 
-use super::validate::ReportFormat;
+use super::args::{ReportArgs, ReportFormat};
 use super::Printer;
 
 /// How the last line of a human report reads.
@@ -60,8 +60,20 @@ pub fn emit(
         )),
         ReportFormat::Sarif => ctx_core::bundle::render::json(&render::sarif(findings)),
         ReportFormat::Github => render::github(findings),
+        ReportFormat::Concise => render::concise(findings),
     };
     super::io_result(p.product(&text, output))
+}
+
+/// Load the repository for a report. Err holds the command's outcome when the
+/// manifest cannot be loaded (reported as its one finding by [`unloadable`]).
+pub fn load(
+    g: &super::Global,
+    p: &Printer,
+    r: &ReportArgs,
+) -> std::result::Result<Repo, Result<Exit>> {
+    super::validate::load_repo(g, ctx_core::load::DEFAULT_MAX_FILE_SIZE)
+        .map_err(|e| unloadable(p, e, r.format, r.output.as_deref()))
 }
 
 /// The manifest cannot be loaded: report that one finding instead of failing
@@ -99,6 +111,7 @@ pub fn unloadable(
         }
         ReportFormat::Sarif => ctx_core::bundle::render::json(&render::sarif(&findings)),
         ReportFormat::Github => render::github(&findings),
+        ReportFormat::Concise => render::concise(&findings),
     };
     super::io_result(p.product(&text, output))?;
     Ok(Exit::Invalid)

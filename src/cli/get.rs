@@ -9,27 +9,31 @@ use ctx_core::error::{Error, Exit, Result};
 use ctx_core::evidence::Record;
 use ctx_core::model::ObjectRef;
 use ctx_core::private::Keyring;
+use ctx_core::time::Instant;
 use ctx_core::view::Opening;
 
-use super::view::{self, ConsumerArgs};
+use ctx_core::view::View;
+
+use super::args::{parse_at, ConsumerArgs, DocumentFormat};
 use super::{Global, Printer};
 
 #[derive(Debug, Args)]
 pub struct GetArgs {
     /// `id` or `id@version`.
+    #[arg(add = super::args::completion::objects())]
     pub id: String,
     #[command(flatten)]
     pub who: ConsumerArgs,
     /// Evaluate lifecycle at this instant or date (default: now).
-    #[arg(long)]
-    pub at: Option<String>,
+    #[arg(long, value_name = "WHEN", value_parser = parse_at)]
+    pub at: Option<Instant>,
     /// age identity that opens a private object (repeatable; default: $CTX_AGE_IDENTITY,
     /// then ~/.config/ctx/age/identity.txt). Decrypted only when the consumer may read it.
     #[arg(long = "identity", value_name = "FILE")]
     pub identity: Vec<std::path::PathBuf>,
-    /// `yaml` (default) or `json`.
-    #[arg(long, default_value = "yaml", value_parser = ["yaml", "json"])]
-    pub format: String,
+    /// Output format.
+    #[arg(long, value_enum, default_value = "yaml")]
+    pub format: DocumentFormat,
     /// Write the output to this file (atomically) instead of stdout.
     #[arg(long, short = 'o', value_name = "FILE")]
     pub output: Option<std::path::PathBuf>,
@@ -37,8 +41,7 @@ pub struct GetArgs {
 
 pub fn run(g: &Global, p: &Printer, a: &GetArgs) -> Result<Exit> {
     let repo = super::validate::load_repo(g, ctx_core::load::DEFAULT_MAX_FILE_SIZE)?;
-    let at = super::resolve::at_flag(a.at.as_deref())?;
-    let v = view::open(&repo, &a.who, at)?;
+    let v = View::open(&repo, &a.who.who(), g.clock.at(a.at))?;
     let d = v.get(&ObjectRef::parse(&a.id))?;
     // A private object is decrypted only now: found, authorized, in memory.
     let d = if repo.objects[d.index].meta.sealed.is_some() {
@@ -61,10 +64,9 @@ pub fn run(g: &Global, p: &Printer, a: &GetArgs) -> Result<Exit> {
         Value::from(repo.objects[d.index].origin.file.clone()),
     );
     let doc = Value::Object(fields);
-    let text = if a.format == "json" {
-        render::json(&doc)
-    } else {
-        render::yaml(&doc)
+    let text = match a.format {
+        DocumentFormat::Json => render::json(&doc),
+        DocumentFormat::Yaml => render::yaml(&doc),
     };
     ctx_core::evidence::record(
         &repo.manifest,

@@ -6,13 +6,15 @@ use clap::Args;
 use ctx_core::error::{Error, Exit, Result};
 use ctx_core::graph::{self, Options};
 
-use super::view::{self, ConsumerArgs};
+use ctx_core::view::View;
+
+use super::args::{ConsumerArgs, GraphFormat};
 use super::{Global, Printer};
 
 #[derive(Debug, Args)]
 pub struct GraphArgs {
     /// Start from this object (all its versions) instead of showing everything.
-    #[arg(long, value_name = "ID")]
+    #[arg(long, value_name = "ID", add = super::args::completion::objects())]
     pub root: Option<String>,
     /// Follow at most N links from --root, in either direction (default: no limit).
     #[arg(long, value_name = "N", requires = "root")]
@@ -26,11 +28,11 @@ pub struct GraphArgs {
     #[command(flatten)]
     pub who: ConsumerArgs,
     /// Output format.
-    #[arg(long, default_value = "text", value_parser = ["text", "json", "dot"])]
-    pub format: String,
+    #[arg(long, value_enum, default_value = "human")]
+    pub format: GraphFormat,
     /// Evaluate lifecycle at this RFC 3339 instant or date (default: now).
-    #[arg(long)]
-    pub at: Option<String>,
+    #[arg(long, value_name = "WHEN", value_parser = super::args::parse_at)]
+    pub at: Option<ctx_core::time::Instant>,
     /// Write the output to this file (atomically) instead of stdout.
     #[arg(long, short = 'o', value_name = "FILE")]
     pub output: Option<std::path::PathBuf>,
@@ -38,7 +40,7 @@ pub struct GraphArgs {
 
 pub fn run(g: &Global, p: &Printer, a: &GraphArgs) -> Result<Exit> {
     let repo = super::validate::load_repo(g, ctx_core::load::DEFAULT_MAX_FILE_SIZE)?;
-    let v = view::open(&repo, &a.who, super::resolve::at_flag(a.at.as_deref())?)?;
+    let v = View::open(&repo, &a.who.who(), g.clock.at(a.at))?;
     let opts = Options {
         owners: a.owners,
         sources: a.sources,
@@ -53,10 +55,10 @@ pub fn run(g: &Global, p: &Printer, a: &GraphArgs) -> Result<Exit> {
         }
         gr = gr.around(&roots, a.depth);
     }
-    let text = match a.format.as_str() {
-        "json" => ctx_core::bundle::render::json(&gr.json()),
-        "dot" => gr.dot(),
-        _ => gr.text(),
+    let text = match a.format {
+        GraphFormat::Json => ctx_core::bundle::render::json(&gr.json()),
+        GraphFormat::Dot => gr.dot(),
+        GraphFormat::Human => gr.text(),
     };
     super::io_result(p.product(&text, a.output.as_deref()))?;
     Ok(Exit::Ok)

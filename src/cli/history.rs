@@ -9,21 +9,25 @@ use serde_json::{json, Value};
 use ctx_core::error::{Error, Exit, Result};
 use ctx_core::git::Git;
 
-use super::view::{self, ConsumerArgs};
+use ctx_core::time::Instant;
+use ctx_core::view::View;
+
+use super::args::{parse_at, ConsumerArgs, TextFormat};
 use super::{Global, Printer};
 
 #[derive(Debug, Args)]
 pub struct HistoryArgs {
     /// The object id.
+    #[arg(add = super::args::completion::objects())]
     pub id: String,
     #[command(flatten)]
     pub who: ConsumerArgs,
     /// Evaluate lifecycle states at this instant or date (default: now).
-    #[arg(long)]
-    pub at: Option<String>,
+    #[arg(long, value_name = "WHEN", value_parser = parse_at)]
+    pub at: Option<Instant>,
     /// Output format.
-    #[arg(long, default_value = "text", value_parser = ["text", "json"])]
-    pub format: String,
+    #[arg(long, value_enum, default_value = "human")]
+    pub format: TextFormat,
     /// Write the output to this file (atomically) instead of stdout.
     #[arg(long, short = 'o', value_name = "FILE")]
     pub output: Option<std::path::PathBuf>,
@@ -31,8 +35,7 @@ pub struct HistoryArgs {
 
 pub fn run(g: &Global, p: &Printer, a: &HistoryArgs) -> Result<Exit> {
     let repo = super::validate::load_repo(g, ctx_core::load::DEFAULT_MAX_FILE_SIZE)?;
-    let at = super::resolve::at_flag(a.at.as_deref())?;
-    let v = view::open(&repo, &a.who, at)?;
+    let v = View::open(&repo, &a.who.who(), g.clock.at(a.at))?;
     // Objects are sorted by id, then version: the visible ones of this id, oldest first.
     let versions: Vec<(usize, ctx_core::model::Lifecycle)> = v
         .visible(true)
@@ -81,7 +84,7 @@ pub fn run(g: &Global, p: &Printer, a: &HistoryArgs) -> Result<Exit> {
             })
         })
         .collect();
-    let text = if a.format == "json" {
+    let text = if a.format == TextFormat::Json {
         let commits_json = commits.as_ref().map(|cs| {
             cs.iter()
                 .map(|c| json!({"hash": c.hash, "date": c.date, "author": c.author, "subject": c.subject}))

@@ -24,9 +24,13 @@ pub struct InitArgs {
     /// Take every default without asking.
     #[arg(long, short = 'y')]
     pub yes: bool,
-    /// Overwrite files that already exist.
+    /// Re-initialise an existing repository, replacing the template files.
     #[arg(long)]
     pub force: bool,
+    /// Also make the folder a git work tree (`git init`, unless it is inside one) and
+    /// keep ctx's per-machine state out of git with a `.gitignore`.
+    #[arg(long)]
+    pub git: bool,
     /// Also write a CI workflow that checks the repository with a released ctx binary.
     #[arg(long, value_enum, value_name = "SYSTEM")]
     pub ci: Option<CiSystem>,
@@ -159,6 +163,21 @@ pub fn run(g: &Global, p: &Printer, args: &InitArgs) -> Result<Exit> {
         Some(d) => g.cwd.join(d),
         None => g.cwd.clone(),
     };
+    // An existing repository is never re-initialised by accident; `--ci`/`--git`
+    // alone add their files to it and leave the repository as it is.
+    let existing = ["opencontext.yaml", "opencontext.yml", "opencontext.json"]
+        .into_iter()
+        .find(|m| dir.join(m).is_file())
+        .filter(|_| !args.force);
+    if let Some(m) = existing {
+        if args.ci.is_none() && !args.git {
+            return Err(Error::Invalid(format!(
+                "{} already holds an OpenContext repository ({m}); nothing was changed. \
+                 `ctx init --force` re-initialises it, replacing the template files",
+                display(&dir, &g.cwd)
+            )));
+        }
+    }
     std::fs::create_dir_all(&dir).map_err(|e| Error::io(&dir, &e))?;
     let folder_name = dir
         .canonicalize()
@@ -181,10 +200,20 @@ pub fn run(g: &Global, p: &Printer, args: &InitArgs) -> Result<Exit> {
     } else {
         default_name
     };
-    let today = chrono::Utc::now().format("%Y-%m-%d").to_string();
+    let today = g.clock.now().format("%Y-%m-%d").to_string();
     let name_yaml = serde_json::to_string(&name).expect("string");
     let mut report = String::new();
-    for (rel, text) in template(&id, &name_yaml, &today) {
+    if let Some(m) = existing {
+        report.push_str(&format!(
+            "  kept     {m} (an existing repository; --force re-initialises it)\n"
+        ));
+    }
+    let files = if existing.is_some() {
+        Vec::new()
+    } else {
+        template(&id, &name_yaml, &today)
+    };
+    for (rel, text) in files {
         let path = dir.join(rel);
         let exists = path.exists();
         if exists && !args.force {
@@ -216,12 +245,69 @@ pub fn run(g: &Global, p: &Printer, args: &InitArgs) -> Result<Exit> {
             report.push_str(&format!("  {verb}  {rel}\n"));
         }
     }
+    if args.git {
+        report.push_str(&git_setup(&dir, &g.cwd)?);
+    }
     let shown = display(&dir, &g.cwd);
     report.push_str(&format!(
         "Initialised OpenContext repository `{id}` in {shown}\nNext: ctx -C {shown} validate --strict\n      ctx -C {shown} resolve --role support --task \"refund\" --explain\n"
     ));
     super::io_result(p.out(&report))?;
     Ok(Exit::Ok)
+}
+
+/// What `.gitignore` keeps out of git. Everything else ctx writes under `.ctx/`
+/// belongs in git: `redaction.key` (every clone must hash alike), `receipts/` and
+/// `bundles/` (evidence others verify), and the audit log with its head.
+const GITIGNORE: &[&str] = &[
+    "# ctx: per-machine state that must not be committed",
+    "/.ctx/provider-state/",
+];
+
+/// `git init` (unless already in a work tree) and the `.gitignore` lines ctx needs,
+/// appended to an existing `.gitignore` without touching what is there.
+fn git_setup(dir: &Path, cwd: &Path) -> Result<String> {
+    let mut report = String::new();
+    if ctx_core::git::Git::discover(dir).is_none() {
+        let out = ctx_core::git::command(dir, ctx_core::git::Scope::Isolated)
+            .args(["init", "-q"])
+            .output()
+            .map_err(|e| Error::Usage(format!("--git needs git installed: {e}")))?;
+        if !out.status.success() {
+            return Err(Error::Invalid(format!(
+                "git init failed: {}",
+                String::from_utf8_lossy(&out.stderr).trim()
+            )));
+        }
+        report.push_str("  created   a git work tree (git init)\n");
+    }
+    let path = dir.join(".gitignore");
+    let old = match std::fs::read_to_string(&path) {
+        Ok(t) => t,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
+        Err(e) => return Err(Error::io(&path, &e)),
+    };
+    let missing: Vec<&str> = GITIGNORE
+        .iter()
+        .filter(|l| !old.lines().any(|x| x.trim() == **l))
+        .copied()
+        .collect();
+    if !missing.is_empty() {
+        let mut text = old.clone();
+        if !text.is_empty() && !text.ends_with('\n') {
+            text.push('\n');
+        }
+        text.push_str(&(missing.join("\n") + "\n"));
+        ctx_core::fs::write_atomic(&path, text.as_bytes(), Mode::Preserve, Existing::Replace)
+            .map_err(|e| Error::io(&path, &e))?;
+        let verb = if old.is_empty() {
+            "created "
+        } else {
+            "updated "
+        };
+        report.push_str(&format!("  {verb}  {}\n", display(&path, cwd)));
+    }
+    Ok(report)
 }
 
 fn display(dir: &Path, cwd: &Path) -> String {

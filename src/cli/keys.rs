@@ -9,6 +9,7 @@ use ctx_core::keys;
 use ctx_core::keys::manage::{self, Declaration};
 use ctx_core::manifest::Manifest;
 
+use super::args::TextFormat;
 use super::{Global, Printer};
 
 #[derive(Debug, Args)]
@@ -23,6 +24,14 @@ pub enum KeysCommand {
     Generate(GenerateArgs),
     /// Show the keys the manifest trusts and which private keys are present here.
     List(ListArgs),
+    /// Trust a key you already hold (made without --declare) in this repository's manifest.
+    Declare(DeclareArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct DeclareArgs {
+    /// The key's name (as given to `ctx keys generate --id`).
+    pub id: String,
 }
 
 #[derive(Debug, Args)]
@@ -30,7 +39,8 @@ pub struct GenerateArgs {
     /// Key name, e.g. release-bot (a-z, 0-9, '.', '_', '-').
     #[arg(long)]
     pub id: String,
-    /// Also trust the key in this repository's manifest (extensions: ctx.keys).
+    /// Also trust the key in this repository's manifest (extensions: ctx.keys;
+    /// `ctx keys declare ID` does it later).
     #[arg(long)]
     pub declare: bool,
 }
@@ -38,8 +48,8 @@ pub struct GenerateArgs {
 #[derive(Debug, Args)]
 pub struct ListArgs {
     /// Output format.
-    #[arg(long, default_value = "human", value_parser = ["human", "json"])]
-    pub format: String,
+    #[arg(long, value_enum, default_value = "human")]
+    pub format: TextFormat,
     /// Write the output to this file (atomically) instead of stdout.
     #[arg(long, short = 'o', value_name = "FILE")]
     pub output: Option<std::path::PathBuf>,
@@ -49,16 +59,28 @@ pub fn run(g: &Global, p: &Printer, a: &KeysArgs) -> Result<Exit> {
     match &a.command {
         KeysCommand::Generate(x) => generate(g, p, x),
         KeysCommand::List(x) => list(g, p, x),
+        KeysCommand::Declare(x) => declare(g, p, x),
     }
 }
 
-fn manifest(g: &Global) -> Result<Option<Manifest>> {
-    match Manifest::discover(g.dir.as_deref(), &g.cwd) {
-        Ok((m, _)) => Ok(Some(m)),
-        Err(Error::ManifestNotFound { .. }) if g.dir.is_none() => Ok(None),
-        Err(e) => Err(e),
-    }
+fn declare(g: &Global, p: &Printer, a: &DeclareArgs) -> Result<Exit> {
+    let (m, _) = Manifest::discover(g.dir.as_deref(), &g.cwd)?;
+    let (public, declaration) = manage::declare(&a.id, &m)?;
+    let note = match declaration {
+        Declaration::AlreadyDeclared => format!("`{}` is already declared in {}\n", a.id, m.file),
+        _ => format!(
+            "declared `{}` in {} under extensions.{}\n",
+            a.id,
+            m.file,
+            keys::EXTENSION
+        ),
+    };
+    let _ = p.err(&note);
+    super::io_result(p.out(&format!("{}\n", public.to_base64())))?;
+    Ok(Exit::Ok)
 }
+
+use super::validate::optional_manifest as manifest;
 
 fn generate(g: &Global, p: &Printer, a: &GenerateArgs) -> Result<Exit> {
     keys::check_id(&a.id)?;
@@ -96,7 +118,7 @@ fn list(g: &Global, p: &Printer, a: &ListArgs) -> Result<Exit> {
     let m = manifest(g)?;
     let inv = manage::inventory(m.as_ref())?;
     let errors: Vec<String> = inv.malformed.iter().map(ToString::to_string).collect();
-    let out = if a.format == "json" {
+    let out = if a.format == TextFormat::Json {
         let rows: Vec<_> = inv
             .keys
             .iter()

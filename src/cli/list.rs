@@ -8,7 +8,10 @@ use ctx_core::bundle::render;
 use ctx_core::error::{Exit, Result};
 use ctx_core::evidence::Record;
 
-use super::view::{self, ConsumerArgs};
+use ctx_core::time::Instant;
+use ctx_core::view::View;
+
+use super::args::{parse_at, ConsumerArgs, TableFormat};
 use super::{Global, Printer};
 
 #[derive(Debug, Args)]
@@ -29,10 +32,11 @@ pub struct ListArgs {
     #[arg(long)]
     pub include_historical: bool,
     /// Lifecycle is evaluated at this instant or date (default: now).
-    #[arg(long)]
-    pub at: Option<String>,
-    #[arg(long, default_value = "table", value_parser = ["table", "json", "ndjson", "yaml"])]
-    pub format: String,
+    #[arg(long, value_name = "WHEN", value_parser = parse_at)]
+    pub at: Option<Instant>,
+    /// Output format.
+    #[arg(long, value_enum, default_value = "human")]
+    pub format: TableFormat,
     /// Write the output to this file (atomically) instead of stdout.
     #[arg(long, short = 'o', value_name = "FILE")]
     pub output: Option<std::path::PathBuf>,
@@ -40,8 +44,7 @@ pub struct ListArgs {
 
 pub fn run(g: &Global, p: &Printer, a: &ListArgs) -> Result<Exit> {
     let repo = super::validate::load_repo(g, ctx_core::load::DEFAULT_MAX_FILE_SIZE)?;
-    let at = super::resolve::at_flag(a.at.as_deref())?;
-    let v = view::open(&repo, &a.who, at)?;
+    let v = View::open(&repo, &a.who.who(), g.clock.at(a.at))?;
     let rows: Vec<Value> = v
         .visible(a.include_historical)
         .into_iter()
@@ -70,17 +73,19 @@ pub fn run(g: &Global, p: &Printer, a: &ListArgs) -> Result<Exit> {
                 .filter_map(|r| r["id"].as_str().map(str::to_string)),
         ),
     )?;
-    let text = match a.format.as_str() {
-        "json" => render::json(&Value::Array(rows)),
-        "yaml" => render::yaml(&Value::Array(rows)),
-        "ndjson" => rows.iter().map(|r| r.to_string() + "\n").collect(),
-        _ => table(
-            &rows,
-            &["id", "type", "layer", "authority", "owner", "lifecycle"],
-        ),
-    };
-    super::io_result(p.product(&text, a.output.as_deref()))?;
+    let cols = ["id", "type", "layer", "authority", "owner", "lifecycle"];
+    super::io_result(p.product(&rows_text(rows, a.format, &cols), a.output.as_deref()))?;
     Ok(Exit::Ok)
+}
+
+/// Rows in a table format: people get an aligned table of `cols`.
+pub fn rows_text(rows: Vec<Value>, format: TableFormat, cols: &[&str]) -> String {
+    match format {
+        TableFormat::Json => render::json(&Value::Array(rows)),
+        TableFormat::Yaml => render::yaml(&Value::Array(rows)),
+        TableFormat::Ndjson => rows.iter().map(|r| r.to_string() + "\n").collect(),
+        TableFormat::Human => table(&rows, cols),
+    }
 }
 
 /// A plain aligned table.

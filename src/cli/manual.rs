@@ -120,6 +120,7 @@ pub fn examples(path: &[&str]) -> &'static [Example] {
         ["init"] => &[
             ("ctx init support-context --yes", "Create a repository in a new folder, taking every default."),
             ("ctx init --id acme --name \"Acme support\" --yes", "Create one here with a chosen namespace and name."),
+            ("ctx init --git --yes", "Create one in a new git work tree, with a .gitignore for ctx's per-machine state."),
         ],
         ["version"] => &[("ctx version", "The tool version and the OpenContext version it implements.")],
         ["keys"] | ["keys", "generate"] => &[(
@@ -127,6 +128,10 @@ pub fn examples(path: &[&str]) -> &'static [Example] {
             "Create a signing key and trust its public half in this repository.",
         )],
         ["keys", "list"] => &[("ctx keys list", "Your local keys and the keys this repository trusts.")],
+        ["keys", "declare"] => &[(
+            "ctx keys declare release-bot",
+            "Trust a key you made without --declare in this repository's manifest.",
+        )],
         ["verify"] => &[
             ("ctx verify .ctx/bundles/refund.json", "Check a bundle's digest, its signed receipt and the signing key."),
             ("ctx verify --digest-only bundle.json", "Only recompute a bundle's digest."),

@@ -2,6 +2,7 @@
 //! Every command returns an [`Exit`] or an [`Error`]; `main` maps them to a status.
 
 pub mod add;
+pub mod args;
 pub mod audit;
 pub mod completions;
 pub mod conflicts;
@@ -34,7 +35,6 @@ pub mod supersede;
 pub mod validate;
 pub mod verify;
 pub mod version;
-pub mod view;
 
 use std::path::PathBuf;
 
@@ -132,6 +132,8 @@ pub struct Global {
     pub dir: Option<PathBuf>,
     pub cwd: PathBuf,
     pub offline: bool,
+    /// The one reading of the clock this command makes.
+    pub clock: ctx_core::time::Clock,
 }
 
 /// Map an output error: a closed pipe is not a failure (`ctx list | head -1`).
@@ -150,38 +152,56 @@ pub fn run(cli: Cli) -> Result<Exit> {
         dir: cli.dir.clone(),
         cwd,
         offline: cli.offline,
+        clock: ctx_core::time::Clock::system(),
     };
     let p = Printer::new(cli.color);
-    match &cli.command {
-        Command::Validate(a) => validate::run(&g, &p, a),
-        Command::Resolve(a) => resolve::run(&g, &p, a, false),
-        Command::Bundle(a) => resolve::run(&g, &p, a, true),
-        Command::Get(a) => get::run(&g, &p, a),
-        Command::List(a) => list::run(&g, &p, a),
-        Command::Search(a) => search::run(&g, &p, a),
-        Command::Schema(a) => schema::run(&p, a),
-        Command::Conformance(a) => conformance::run(&g, &p, a),
-        Command::Init(a) => init::run(&g, &p, a),
-        Command::Private(a) => private::run(&g, &p, a),
-        Command::Version => version::run(&p),
-        Command::Keys(a) => keys::run(&g, &p, a),
-        Command::Verify(a) => verify::run(&g, &p, a),
-        Command::Audit(a) => audit::run(&g, &p, a),
-        Command::Provider(a) => provider::run(&g, &p, a),
-        Command::Doctor(a) => doctor::run(&g, &p, a),
-        Command::Conflicts(a) => conflicts::run(&g, &p, a),
-        Command::Stale(a) => stale::run(&g, &p, a),
-        Command::Hook(a) => hook::run(&g, &p, a),
-        Command::History(a) => history::run(&g, &p, a),
-        Command::Diff(a) => diff::run(&g, &p, a),
-        Command::Graph(a) => graph::run(&g, &p, a),
-        Command::Add(a) => add::run(&g, &p, a),
-        Command::Supersede(a) => supersede::run(&g, &p, a),
-        Command::Export(a) => export::run(&g, &p, a),
-        Command::RedactionKey(a) => redaction::run(&g, &p, a),
-        Command::Fmt(a) => fmt::run(&g, &p, a),
-        Command::Completions(a) => completions::run(&p, a),
-        Command::GenerateMan(a) => completions::generate_man(&p, a),
+    let out = dispatch(&g, &p, &cli.command);
+    // A refused write names the findings that stopped it, like `validate` would.
+    if let Err(Error::Refused { findings, .. }) = &out {
+        let root = ctx_core::manifest::discover::locate(g.dir.as_deref(), &g.cwd)
+            .ok()
+            .and_then(|l| l.path.parent().map(std::path::Path::to_path_buf))
+            .unwrap_or_else(|| g.cwd.clone());
+        let style = ctx_core::diag::render::HumanStyle {
+            color: p.color_err,
+            width: p.width,
+        };
+        let _ = p.err(&ctx_core::diag::render::human(findings, &root, style));
+    }
+    out
+}
+
+fn dispatch(g: &Global, p: &Printer, command: &Command) -> Result<Exit> {
+    match command {
+        Command::Validate(a) => validate::run(g, p, a),
+        Command::Resolve(a) => resolve::run(g, p, a, false),
+        Command::Bundle(a) => resolve::run(g, p, a, true),
+        Command::Get(a) => get::run(g, p, a),
+        Command::List(a) => list::run(g, p, a),
+        Command::Search(a) => search::run(g, p, a),
+        Command::Schema(a) => schema::run(p, a),
+        Command::Conformance(a) => conformance::run(g, p, a),
+        Command::Init(a) => init::run(g, p, a),
+        Command::Private(a) => private::run(g, p, a),
+        Command::Version => version::run(p),
+        Command::Keys(a) => keys::run(g, p, a),
+        Command::Verify(a) => verify::run(g, p, a),
+        Command::Audit(a) => audit::run(g, p, a),
+        Command::Provider(a) => provider::run(g, p, a),
+        Command::Doctor(a) => doctor::run(g, p, a),
+        Command::Conflicts(a) => conflicts::run(g, p, a),
+        Command::Stale(a) => stale::run(g, p, a),
+        Command::Hook(a) => hook::run(g, p, a),
+        Command::History(a) => history::run(g, p, a),
+        Command::Diff(a) => diff::run(g, p, a),
+        Command::Graph(a) => graph::run(g, p, a),
+        Command::Add(a) => add::run(g, p, a),
+        Command::Supersede(a) => supersede::run(g, p, a),
+        Command::Export(a) => export::run(g, p, a),
+        Command::RedactionKey(a) => redaction::run(g, p, a),
+        Command::Fmt(a) => fmt::run(g, p, a),
+        Command::Completions(a) => completions::run(p, a),
+        Command::GenerateMan(a) => completions::generate_man(p, a),
     }
 }
 

@@ -65,9 +65,9 @@ pub enum PrivateCommand {
         /// Also decrypt each file with your identity to check that it opens.
         #[arg(long)]
         check: bool,
-        /// `human` (default) or `json`.
-        #[arg(long, default_value = "human", value_parser = ["human", "json"])]
-        format: String,
+        /// Output format.
+        #[arg(long, value_enum, default_value = "human")]
+        format: super::args::TextFormat,
         #[command(flatten)]
         id: IdentityArgs,
     },
@@ -80,7 +80,7 @@ pub fn run(g: &Global, p: &Printer, a: &PrivateArgs) -> Result<Exit> {
         PrivateCommand::Edit { path, id } => edit::run(g, p, path, id),
         PrivateCommand::Rekey { force, id } => batch::rekey(g, p, *force, id),
         PrivateCommand::Status { check, format, id } => {
-            status::run(g, p, *check, format == "json", id)
+            status::run(g, p, *check, *format == super::args::TextFormat::Json, id)
         }
     }
 }

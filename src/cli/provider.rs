@@ -13,12 +13,14 @@ use serde_json::json;
 use ctx_core::error::{Error, Exit, Result};
 use ctx_core::evidence::envelope::{self, EnvelopeRequest};
 use ctx_core::keys;
-use ctx_core::manifest::Manifest;
 use ctx_core::provider::{
     self, Binding, ContextFile, ProviderRef, Registration, StateDir, TrustStore, WithholdReason,
 };
 use ctx_core::receipt;
 
+use ctx_core::time::Instant;
+
+use super::args::{parse_at, parse_instant, TextFormat};
 use super::{Global, Printer};
 
 #[derive(Debug, Args)]
@@ -99,8 +101,8 @@ pub struct SignArgs {
     #[arg(long, default_value_t = 120, value_name = "SECS")]
     pub lifetime: i64,
     /// Issue time (RFC 3339; default now).
-    #[arg(long, value_name = "TIME")]
-    pub created_at: Option<String>,
+    #[arg(long, value_name = "TIME", value_parser = parse_instant)]
+    pub created_at: Option<Instant>,
     /// Write the envelope to this file (atomically, never over an existing file).
     #[arg(long, short = 'o', value_name = "FILE")]
     pub output: Option<PathBuf>,
@@ -116,9 +118,9 @@ pub struct VerifyArgs {
     /// The host's authenticated binding for this turn.
     #[arg(long, value_name = "FILE")]
     pub binding: PathBuf,
-    /// Verification time (RFC 3339; default now).
-    #[arg(long, value_name = "TIME")]
-    pub at: Option<String>,
+    /// Verification time (RFC 3339, or a date meaning its end; default now).
+    #[arg(long, value_name = "TIME", value_parser = parse_at)]
+    pub at: Option<Instant>,
     /// Acceptance-state folder: one result per turn, nonce and idempotency checks
     /// (default: .ctx/provider-state in the repository, else
     /// $XDG_STATE_HOME/ctx/provider-state).
@@ -134,8 +136,8 @@ pub struct VerifyArgs {
     #[arg(long)]
     pub allow_fixture_keys: bool,
     /// Output format.
-    #[arg(long, default_value = "human", value_parser = ["human", "json"])]
-    pub format: String,
+    #[arg(long, value_enum, default_value = "human")]
+    pub format: TextFormat,
 }
 
 #[derive(Debug, Args)]
@@ -187,24 +189,11 @@ fn binding(g: &Global, p: &Path) -> Result<Binding> {
         .map_err(|e| Error::Invalid(format!("{}: {e}", p.display())))
 }
 
-/// The repository, when there is one (signing works outside repositories
-/// given --receipt).
-fn repo_manifest(g: &Global) -> Result<Option<Manifest>> {
-    match Manifest::discover(g.dir.as_deref(), &g.cwd) {
-        Ok((m, _)) => Ok(Some(m)),
-        Err(Error::ManifestNotFound { .. }) if g.dir.is_none() => Ok(None),
-        Err(e) => Err(e),
-    }
-}
+// The repository, when there is one (signing works outside repositories given --receipt).
+use super::validate::optional_manifest as repo_manifest;
 
 fn sign(g: &Global, p: &Printer, a: &SignArgs) -> Result<Exit> {
     let m = repo_manifest(g)?;
-    let created_at = match &a.created_at {
-        Some(t) => Some(ctx_core::time::parse_timestamp(t).ok_or_else(|| {
-            Error::Usage(format!("--created-at `{t}` is not an RFC 3339 instant"))
-        })?),
-        None => None,
-    };
     let (bundle, receipt) = (
         a.bundle.as_deref().map(|f| abs(g, f)),
         a.receipt.as_deref().map(|f| abs(g, f)),
@@ -225,7 +214,7 @@ fn sign(g: &Global, p: &Printer, a: &SignArgs) -> Result<Exit> {
         provider: a.identity.provider_ref(),
         source_refs: a.source_refs.clone(),
         lifetime_secs: a.lifetime,
-        created_at,
+        created_at: a.created_at,
         key_id: &a.key,
     })?;
     let text = serde_json::to_string_pretty(&envelope).expect("JSON") + "\n";
@@ -288,10 +277,7 @@ fn verify(g: &Global, p: &Printer, a: &VerifyArgs) -> Result<Exit> {
     let binding = binding(g, &a.binding)?;
     // The default clock keeps full precision: truncating it would accept an
     // envelope for up to a second after an `expires_at` with a fraction.
-    let at = match &a.at {
-        Some(t) => super::resolve::at_flag(Some(t))?,
-        None => chrono::Utc::now(),
-    };
+    let at = a.at.unwrap_or(g.clock.precise());
     let state = state_dir(g, a)?;
     let to_stdout = a.context_out.as_deref() == Some(Path::new("-"));
     // Claimed before verification, so a refused file reserves nothing.
@@ -309,7 +295,7 @@ fn verify(g: &Global, p: &Printer, a: &VerifyArgs) -> Result<Exit> {
         _ => None,
     };
     let result = provider::verify_envelope(&bytes, &trust, &binding, at, state.as_ref());
-    let json_out = a.format == "json";
+    let json_out = a.format == TextFormat::Json;
     let recorded = match &state {
         Some(s) => format!(" (state {})", s.path().display()),
         None => " (--no-state: nothing was recorded, so this turn has no one-result, nonce or replay protection)".into(),

@@ -4,11 +4,12 @@
 use clap::Args;
 use serde_json::{json, Value};
 
-use ctx_core::bundle::render;
 use ctx_core::error::{Exit, Result};
 use ctx_core::evidence::Record;
 
-use super::view::{self, ConsumerArgs};
+use ctx_core::view::View;
+
+use super::args::{ConsumerArgs, TableFormat};
 use super::{Global, Printer};
 
 #[derive(Debug, Args)]
@@ -20,11 +21,12 @@ pub struct SearchArgs {
     pub limit: usize,
     #[arg(long = "type")]
     pub kind: Option<String>,
-    #[arg(long, default_value = "table", value_parser = ["table", "json", "ndjson"])]
-    pub format: String,
+    /// Output format.
+    #[arg(long, value_enum, default_value = "human")]
+    pub format: TableFormat,
     /// Evaluate lifecycle at this RFC 3339 instant or date (default: now).
-    #[arg(long)]
-    pub at: Option<String>,
+    #[arg(long, value_name = "WHEN", value_parser = super::args::parse_at)]
+    pub at: Option<ctx_core::time::Instant>,
     /// Write the output to this file (atomically) instead of stdout.
     #[arg(long, short = 'o', value_name = "FILE")]
     pub output: Option<std::path::PathBuf>,
@@ -32,7 +34,7 @@ pub struct SearchArgs {
 
 pub fn run(g: &Global, p: &Printer, a: &SearchArgs) -> Result<Exit> {
     let repo = super::validate::load_repo(g, ctx_core::load::DEFAULT_MAX_FILE_SIZE)?;
-    let v = view::open(&repo, &a.who, super::resolve::at_flag(a.at.as_deref())?)?;
+    let v = View::open(&repo, &a.who.who(), g.clock.at(a.at))?;
     let kind = a.kind.as_deref();
     let hits = v.search(&a.query, &|o| kind.is_none_or(|t| o.kind() == t), a.limit);
     let rows: Vec<Value> = hits
@@ -50,11 +52,7 @@ pub fn run(g: &Global, p: &Printer, a: &SearchArgs) -> Result<Exit> {
             hits.iter().map(|h| repo.objects[h.index].id.clone()),
         ),
     )?;
-    let text = match a.format.as_str() {
-        "json" => render::json(&Value::Array(rows)),
-        "ndjson" => rows.iter().map(|r| r.to_string() + "\n").collect(),
-        _ => super::list::table(&rows, &["id", "score", "type", "title"]),
-    };
+    let text = super::list::rows_text(rows, a.format, &["id", "score", "type", "title"]);
     super::io_result(p.product(&text, a.output.as_deref()))?;
     Ok(if hits.is_empty() {
         Exit::Invalid

@@ -51,11 +51,6 @@ pub enum Product<'a> {
     Json(&'a Value),
 }
 
-/// Current time, whole seconds, RFC 3339.
-pub fn now() -> String {
-    ctx_core::evidence::now()
-}
-
 /// Will this run write a receipt (`--sign`, or the manifest's policy)?
 pub fn receipt_wanted(repo: &Repo, a: &ResolveArgs) -> bool {
     bundle::receipt_due(&repo.manifest, &a.sign.options())
@@ -89,7 +84,7 @@ pub fn emit(
             include_historical: a.include_historical,
             limit: a.limit,
             min_relevance: a.min_relevance,
-            include: &a.include,
+            include: &a.scope.include,
         },
         format,
         started_at,

@@ -3,23 +3,17 @@
 
 use std::path::PathBuf;
 
-use clap::{Args, ValueEnum};
+use clap::Args;
 
 use ctx_core::diag::Diagnostic;
 use ctx_core::error::{Exit, Result};
 use ctx_core::load::{self, LoadOptions, Repo};
+use ctx_core::time::Instant;
 use ctx_core::validate::{self as checks, ValidateOptions};
 
+use super::args::{parse_at, ReportFormat};
 use super::findings::Verdict;
 use super::{Global, Printer};
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum ReportFormat {
-    Human,
-    Json,
-    Sarif,
-    Github,
-}
 
 #[derive(Debug, Args)]
 pub struct ValidateArgs {
@@ -36,8 +30,8 @@ pub struct ValidateArgs {
     #[arg(long)]
     pub staged: bool,
     /// Judge the repository as of this RFC 3339 instant or date (default: now).
-    #[arg(long)]
-    pub at: Option<String>,
+    #[arg(long, value_name = "WHEN", value_parser = parse_at)]
+    pub at: Option<Instant>,
     /// Write the report to this file (atomically) instead of stdout.
     #[arg(long, short = 'o', value_name = "FILE")]
     pub output: Option<PathBuf>,
@@ -54,6 +48,16 @@ pub struct ValidateArgs {
 pub fn load_repo(g: &Global, max_file_size: u64) -> Result<Repo> {
     let (manifest, diags) = ctx_core::manifest::Manifest::discover(g.dir.as_deref(), &g.cwd)?;
     Ok(load::load(manifest, diags, &LoadOptions { max_file_size }))
+}
+
+/// The repository's manifest when there is one: commands that also work outside a
+/// repository (keys, provider) get None, unless `-C` named a folder.
+pub fn optional_manifest(g: &Global) -> Result<Option<ctx_core::manifest::Manifest>> {
+    match ctx_core::manifest::Manifest::discover(g.dir.as_deref(), &g.cwd) {
+        Ok((m, _)) => Ok(Some(m)),
+        Err(ctx_core::error::Error::ManifestNotFound { .. }) if g.dir.is_none() => Ok(None),
+        Err(e) => Err(e),
+    }
 }
 
 /// Keep findings in the given paths (relative to the working directory).
@@ -92,7 +96,7 @@ fn restrict(
 }
 
 pub fn run(g: &Global, p: &Printer, args: &ValidateArgs) -> Result<Exit> {
-    let at = super::resolve::at_flag(args.at.as_deref())?;
+    let at = g.clock.at(args.at);
     let out = args.output.as_deref();
     if args.fix {
         fix(g, p)?;
@@ -100,7 +104,15 @@ pub fn run(g: &Global, p: &Printer, args: &ValidateArgs) -> Result<Exit> {
     let progress = super::progress::Progress::start("loading");
     // `_checkout` keeps a temporary checkout of the index alive while findings are rendered.
     let loaded = if args.staged {
-        super::hook::load_staged(g, p, args.max_file_size)
+        let opts = LoadOptions {
+            max_file_size: args.max_file_size,
+        };
+        ctx_core::git::staged::load_staged(g.dir.as_deref(), &g.cwd, &opts).map(|s| {
+            for n in &s.notes {
+                let _ = p.err(&format!("note: {n}\n"));
+            }
+            (s.repo, s.checkout)
+        })
     } else {
         load_repo(g, args.max_file_size).map(|r| (r, None))
     };

@@ -9,6 +9,7 @@ use ctx_core::error::{Error, Exit, Result};
 use ctx_core::evidence::verify::{self, VerifyOptions};
 use ctx_core::manifest::Manifest;
 
+use super::args::TextFormat;
 use super::{Global, Printer};
 
 #[derive(Debug, Args)]
@@ -31,8 +32,8 @@ pub struct VerifyArgs {
     #[arg(long)]
     pub digest_only: bool,
     /// Output format.
-    #[arg(long, default_value = "human", value_parser = ["human", "json"])]
-    pub format: String,
+    #[arg(long, value_enum, default_value = "human")]
+    pub format: TextFormat,
     /// Write the output to this file (atomically) instead of stdout.
     #[arg(long, short = 'o', value_name = "FILE")]
     pub output: Option<std::path::PathBuf>,
@@ -60,7 +61,7 @@ pub fn run(g: &Global, p: &Printer, a: &VerifyArgs) -> Result<Exit> {
             .results
             .extend(verify::verify_decisions(&repo, &g.cwd.join(dir)));
     }
-    let text = if a.format == "json" {
+    let text = if a.format == TextFormat::Json {
         serde_json::to_string_pretty(&report.to_json()).expect("JSON") + "\n"
     } else {
         let mut s = String::new();

@@ -27,10 +27,11 @@ fn init_creates_a_strictly_valid_repository_with_two_scopes() {
     };
     assert!(!ids(&support).contains(&"policies.internal.escalation".to_string()));
     assert!(ids(&leads).contains(&"policies.internal.escalation".to_string()));
-    // Existing files are kept unless --force.
+    // An existing repository is not re-initialised without --force.
     std::fs::write(repo.join("context/mission.md"), "mine").unwrap();
     let again = ctx(dir.path(), &["init", "demo", "--yes"]);
-    assert!(again.stdout.contains("kept"), "{}", again.stdout);
+    assert_eq!(again.code, 1, "{}", again.stderr);
+    assert!(again.stderr.contains("--force"), "{}", again.stderr);
     assert_eq!(
         std::fs::read_to_string(repo.join("context/mission.md")).unwrap(),
         "mine"

@@ -42,6 +42,7 @@ mod adapters;
 mod add_supersede;
 mod bad_input;
 mod canary;
+mod completion_dynamic;
 mod diff;
 mod docs_guide;
 mod error_hints;
@@ -57,6 +58,8 @@ mod health;
 mod history;
 mod info;
 mod init;
+mod init_git;
+mod keys_declare;
 mod lints;
 mod list_get;
 mod manual;
@@ -76,7 +79,9 @@ mod sources;
 mod spec_lifecycle;
 mod spec_musts;
 mod spec_outputs;
+mod typed_args;
 mod validate;
+mod write_plan;
 
 /// The shared fixtures' old module path, kept only so that test files written
 /// on other branches against `crate::ops_support` still build once merged.

@@ -36,6 +36,16 @@ pub enum Error {
     #[error("{0}")]
     Invalid(String),
 
+    /// A write refused because of findings in what it would write (or in the
+    /// repository it would leave); nothing was written. The findings are rendered
+    /// like `validate`'s, above the message.
+    #[error("{message}")]
+    Refused {
+        message: String,
+        findings: Vec<Diagnostic>,
+        help: Option<String>,
+    },
+
     /// The manifest cannot be loaded at all (unreadable, not UTF-8, unparsable, not a
     /// mapping, an unsupported version). Carried as a finding with its position, so
     /// `validate` and `doctor` can still emit a diagnostic document.
@@ -59,7 +69,10 @@ impl Error {
         match self {
             Error::ManifestNotFound { .. } | Error::NotFound(_) => Exit::NotFound,
             Error::Usage(_) => Exit::Usage,
-            Error::Io { .. } | Error::Invalid(_) | Error::Manifest { .. } => Exit::Invalid,
+            Error::Io { .. }
+            | Error::Invalid(_)
+            | Error::Refused { .. }
+            | Error::Manifest { .. } => Exit::Invalid,
             Error::BrokenPipe => Exit::Ok,
         }
     }
@@ -72,6 +85,7 @@ impl Error {
                     .into(),
             ),
             Error::Manifest { diag, .. } => diag.remediation.clone(),
+            Error::Refused { help, .. } => help.clone(),
             _ => None,
         }
     }

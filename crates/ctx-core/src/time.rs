@@ -55,6 +55,66 @@ pub fn parse_duration(s: &str) -> Option<Duration> {
     Duration::try_milliseconds(n.checked_mul(ms_per)?)
 }
 
+/// The one reading of the clock a command makes. Front ends read it once and pass
+/// it to every operation that asks "when?", so a command judges everything at one
+/// instant, and a test (or `--at`) takes the same path as the system clock.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Clock {
+    precise: Instant,
+    now: Instant,
+    stamp: Instant,
+}
+
+impl Clock {
+    /// Read the system clock (whole seconds). `SOURCE_DATE_EPOCH`, when set, fixes
+    /// the stamp written into generated documents (reproducible builds), not "now".
+    pub fn system() -> Clock {
+        use chrono::SubsecRound;
+        let precise = Utc::now();
+        let now = precise.trunc_subsecs(0);
+        let stamp = std::env::var("SOURCE_DATE_EPOCH")
+            .ok()
+            .and_then(|s| s.parse::<i64>().ok())
+            .and_then(|secs| DateTime::from_timestamp(secs, 0))
+            .unwrap_or(now);
+        Clock {
+            precise,
+            now,
+            stamp,
+        }
+    }
+
+    /// A clock stopped at `now` (tests, replays).
+    pub fn fixed(now: Instant) -> Clock {
+        Clock {
+            precise: now,
+            now,
+            stamp: now,
+        }
+    }
+
+    /// The current instant, whole seconds: what commands judge lifecycle at.
+    pub fn now(&self) -> Instant {
+        self.now
+    }
+
+    /// The current instant at full precision, for checks a truncated clock would
+    /// loosen (an expiry with a fraction of a second).
+    pub fn precise(&self) -> Instant {
+        self.precise
+    }
+
+    /// The instant a command judges at: `at` (from `--at`) when given, else now.
+    pub fn at(&self, at: Option<Instant>) -> Instant {
+        at.unwrap_or(self.now)
+    }
+
+    /// The `generated_at` stamp of documents this command writes (RFC 3339).
+    pub fn stamp(&self) -> String {
+        format(&self.stamp)
+    }
+}
+
 /// Canonical text form used in output: `2026-08-09T12:00:00Z` (sub-seconds only when present).
 pub fn format(t: &Instant) -> String {
     t.to_rfc3339_opts(chrono::SecondsFormat::AutoSi, true)
@@ -77,6 +137,17 @@ mod tests {
         assert_eq!(format(&t), "2026-08-09T12:00:00Z");
         assert!(parse_at("yesterday").is_none());
         assert!(parse_at("2026-13-01").is_none());
+    }
+
+    #[test]
+    fn a_fixed_clock_answers_at_and_stamps_alike() {
+        let t = parse_at("2026-08-09T12:00:00Z").unwrap();
+        let c = Clock::fixed(t);
+        assert_eq!(c.now(), t);
+        assert_eq!(c.at(None), t);
+        let other = parse_at("2026-01-01").unwrap();
+        assert_eq!(c.at(Some(other)), other);
+        assert_eq!(c.stamp(), "2026-08-09T12:00:00Z");
     }
 
     #[test]

@@ -35,6 +35,13 @@ fn literal_ok(s: &str) -> bool {
         && s.chars().all(|c| !c.is_control() || c == '\n')
 }
 
+/// Can `s` stand unquoted? ctx's writer rule, and nothing that starts like a number
+/// or a date, which some YAML readers would turn into one.
+fn plain(s: &str) -> bool {
+    crate::write::emit::plain_ok(s, false)
+        && !s.starts_with(|c: char| c.is_ascii_digit() || c == '.')
+}
+
 fn scalar(v: &Value, indent: usize) -> String {
     match v {
         Value::Null => "null".into(),
@@ -59,6 +66,8 @@ fn scalar(v: &Value, indent: usize) -> String {
             }
             t
         }
+        // Plain where YAML reads the same string back, so people read `owner: sales`.
+        Value::String(s) if plain(s) => s.clone(),
         Value::String(s) => serde_json::to_string(s).expect("string"),
         Value::Array(_) => "[]".into(),
         Value::Object(_) => "{}".into(),
@@ -72,7 +81,11 @@ fn is_empty_container(v: &Value) -> bool {
 fn emit_map(out: &mut String, m: &serde_json::Map<String, Value>, indent: usize) {
     let pad = " ".repeat(indent);
     for (k, v) in m {
-        let key = serde_json::to_string(k).expect("string");
+        let key = if plain(k) {
+            k.clone()
+        } else {
+            serde_json::to_string(k).expect("string")
+        };
         match v {
             Value::Object(inner) if !inner.is_empty() => {
                 let _ = writeln!(out, "{pad}{key}:");
@@ -285,11 +298,23 @@ mod tests {
 
     #[test]
     fn yaml_round_trips_through_our_parser_shape() {
-        let v = json!({"a": "x", "n": 1, "list": [{"k": "v", "m": [1, 2]}, "s"], "empty": [], "text": "line one\nline two\n", "null": null});
+        let v = json!({"a": "x", "n": 1, "list": [{"k": "v", "m": [1, 2]}, "s"], "empty": [], "text": "line one\nline two\n", "null": null,
+            "when": "2026-08-01T00:00:00Z", "yes": "no", "colon": "a: b", "ver": "1.0"});
         let y = yaml(&v);
-        assert!(y.contains("\"text\": |\n  line one\n  line two\n"), "{y}");
-        assert!(y.contains("- \"k\": \"v\""), "{y}");
-        assert!(y.contains("\"empty\": []"), "{y}");
+        assert!(y.contains("text: |\n  line one\n  line two\n"), "{y}");
+        assert!(y.contains("- k: v"), "{y}");
+        assert!(y.contains("empty: []"), "{y}");
+        // Quoted wherever a reader could take it for something else.
+        for quoted in [
+            "\"null\": null",
+            "when: \"2026-08-01T00:00:00Z\"",
+            "\"yes\": \"no\"",
+            "colon: \"a: b\"",
+            "ver: \"1.0\"",
+        ] {
+            assert!(y.contains(quoted), "{quoted} in {y}");
+        }
+        assert_eq!(crate::yaml::parse(&y).unwrap(), v, "{y}");
     }
 
     #[test]

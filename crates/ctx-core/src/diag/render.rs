@@ -216,6 +216,34 @@ pub fn summary(diags: &[Diagnostic], objects: usize) -> String {
     )
 }
 
+/// One line per finding, for grep, editors and terminals that want no frames:
+/// `file:line:col: severity[code] id: message`. A finding without a file names the
+/// manifest folder (`.`); the fix, when there is one, follows after ` — fix: `.
+pub fn concise(diags: &[Diagnostic]) -> String {
+    let mut out = String::new();
+    for d in diags {
+        out.push_str(d.file.as_deref().unwrap_or("."));
+        if let Some(l) = d.line {
+            let _ = write!(out, ":{l}");
+            if let Some(c) = d.column {
+                let _ = write!(out, ":{c}");
+            }
+        }
+        let _ = write!(out, ": {}[{}] ", d.severity.as_str(), d.code.as_str());
+        if let Some(id) = &d.id {
+            let _ = write!(out, "{id}: ");
+        }
+        // One finding, one line: embedded newlines would split it.
+        out.push_str(&d.message.replace('\n', " "));
+        if let Some(r) = &d.remediation {
+            out.push_str(" — fix: ");
+            out.push_str(&r.replace('\n', " "));
+        }
+        out.push('\n');
+    }
+    out
+}
+
 /// The diagnostic document (valid against the diagnostic schema).
 pub fn report_value(
     diags: &[Diagnostic],
@@ -390,6 +418,19 @@ mod tests {
         ] {
             assert!(text.contains(needle), "missing {needle} in\n{text}");
         }
+    }
+
+    #[test]
+    fn concise_is_one_line_per_finding() {
+        let mut d = sample();
+        d.push(Diagnostic::error(Code::ManifestInvalid, "two\nlines"));
+        let text = concise(&d);
+        assert_eq!(
+            text,
+            "context/policies/refunds.md:3: error[schema-invalid] policies.refunds: value is not one \
+             of the allowed values — fix: Use one of the listed values.\n\
+             .: error[manifest-invalid] two lines\n"
+        );
     }
 
     #[test]

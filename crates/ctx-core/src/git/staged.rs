@@ -250,3 +250,86 @@ pub fn load(
         differing,
     ))
 }
+
+/// The staged repository `validate --staged` and the pre-commit hook check.
+pub struct StagedRepo {
+    pub repo: Repo,
+    /// A temporary checkout of the index, when the overlay could not reproduce the
+    /// staged state; the repository's files live there until this is dropped.
+    pub checkout: Option<tempfile::TempDir>,
+    /// Notes for people (which files were read from the index, and why a checkout).
+    pub notes: Vec<String>,
+}
+
+/// Load what `git commit` would record of the repository `dir`/`cwd` names: the
+/// overlay when it can reproduce the staged state, else a temporary checkout of the
+/// index. A work-tree manifest that does not load is no obstacle: the staged one may.
+pub fn load_staged(
+    dir: Option<&std::path::Path>,
+    cwd: &std::path::Path,
+    opts: &LoadOptions,
+) -> crate::error::Result<StagedRepo> {
+    use crate::error::Error;
+    let located = crate::manifest::discover::locate(dir, cwd)?;
+    let folder = located
+        .path
+        .parent()
+        .map(std::path::Path::to_path_buf)
+        .unwrap_or_else(|| ".".into());
+    let file = located
+        .path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let git = Git::discover(&folder).ok_or_else(|| {
+        Error::Usage(format!(
+            "--staged needs a git work tree, and {} is not inside one (or git is not installed)",
+            folder.display()
+        ))
+    })?;
+    let reason =
+        match Manifest::discover(dir, cwd) {
+            Ok((manifest, diags)) => match load(&git, manifest, diags, opts) {
+                Ok(Staged::Loaded(repo, differing)) => {
+                    let mut notes = Vec::new();
+                    if !differing.is_empty() {
+                        notes.push(format!(
+                        "checking the staged content of {} file(s) with unstaged changes ({}); \
+                         line numbers refer to the staged content",
+                        differing.len(),
+                        differing.iter().take(3).cloned().collect::<Vec<_>>().join(", ")
+                    ));
+                    }
+                    return Ok(StagedRepo {
+                        repo: *repo,
+                        checkout: None,
+                        notes,
+                    });
+                }
+                Ok(Staged::Materialize(reason)) => reason,
+                Err(e) => return Err(Error::Invalid(e.to_string())),
+            },
+            Err(Error::Invalid(_) | Error::Manifest { .. }) => {
+                format!("{file} in the work tree does not load")
+            }
+            Err(e) => return Err(e),
+        };
+    let tmp = tempfile::tempdir().map_err(|e| Error::io(std::env::temp_dir(), &e))?;
+    let root = git
+        .materialize_index(&tmp.path().join("index"))
+        .map_err(|e| Error::Invalid(e.to_string()))?;
+    if !root.join(&file).is_file() {
+        return Err(Error::Invalid(format!(
+            "{file} is not staged, so the commit would not contain this repository's manifest; \
+             run `git add {file}`"
+        )));
+    }
+    let (manifest, diags) = Manifest::discover(Some(&root), cwd)?;
+    Ok(StagedRepo {
+        repo: crate::load::load(manifest, diags, opts),
+        checkout: Some(tmp),
+        notes: vec![format!(
+            "checking a temporary checkout of the index ({reason})"
+        )],
+    })
+}

@@ -139,3 +139,34 @@ pub fn inventory(manifest: Option<&Manifest>) -> Result<Inventory> {
         malformed: t.malformed,
     })
 }
+
+/// Trust the existing private key `id` (made without `--declare`) in `manifest`:
+/// its public half is added under `extensions: ctx.keys`. Declaring a key that is
+/// already declared is a no-op; a different key under the same id is refused.
+pub fn declare(id: &str, manifest: &Manifest) -> Result<(PublicKey, Declaration)> {
+    check_id(id)?;
+    let path = key_path(id)?;
+    if !path.exists() {
+        return Err(Error::NotFound(format!(
+            "{}: there is no key named `{id}`; create it with `ctx keys generate --id {id} --declare`",
+            path.display()
+        )));
+    }
+    let pair = SigningKeyPair::load(&path)
+        .map_err(|e| Error::Invalid(format!("{}: {e}", path.display())))?;
+    let public = pair.public_key();
+    let declared = declare_text(
+        &manifest.text,
+        manifest.file.ends_with(".json"),
+        id,
+        &public,
+    )?;
+    let declaration = match declared {
+        Declared::Changed(text) => {
+            write_manifest(&manifest.path, &manifest.text, &text)?;
+            Declaration::Added
+        }
+        Declared::AlreadyDeclared => Declaration::AlreadyDeclared,
+    };
+    Ok((public, declaration))
+}

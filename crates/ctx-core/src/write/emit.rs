@@ -7,7 +7,7 @@ use serde_json::{Map, Value};
 use crate::object::Format;
 
 /// Can `s` be written as a plain YAML scalar (block context) and read back as this string?
-fn plain_ok(s: &str, flow: bool) -> bool {
+pub(crate) fn plain_ok(s: &str, flow: bool) -> bool {
     const WORDS: [&str; 12] = [
         "true", "false", "null", "yes", "no", "on", "off", "y", "n", "~", "nan", "inf",
     ];

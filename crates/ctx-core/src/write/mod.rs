@@ -5,6 +5,7 @@
 //! writers so two concurrent writes cannot lose an update.
 
 pub mod emit;
+pub mod plan;
 pub mod seal;
 
 use std::path::Path;
