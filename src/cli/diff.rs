@@ -158,8 +158,10 @@ fn revisions(g: &Global, p: &Printer, a: &DiffArgs, rev: &str) -> Result<bool> {
                 manifest.file
             )));
         }
+        // A throw-away checkout: nothing is cached for it.
         let g2 = Global {
             dir: Some(root),
+            cache: false,
             ..g.clone()
         };
         let repo = super::validate::load_repo(&g2, ctx_core::load::DEFAULT_MAX_FILE_SIZE)?;

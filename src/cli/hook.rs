@@ -7,9 +7,9 @@ use clap::{Args, Subcommand};
 
 use ctx_core::error::{Error, Exit, Result};
 use ctx_core::fs::{Existing, Mode};
-use ctx_core::git::staged::{self, Staged};
+use ctx_core::git::staged;
 use ctx_core::git::Git;
-use ctx_core::load::{LoadOptions, Repo};
+use ctx_core::load::Repo;
 use ctx_core::manifest::Manifest;
 
 use super::{Global, Printer};
@@ -128,7 +128,11 @@ pub fn run(g: &Global, p: &Printer, a: &HookArgs) -> Result<Exit> {
             ctx_core::fs::write_atomic(&path, text.as_bytes(), Mode::Executable, Existing::Replace)
                 .map_err(|e| Error::io(&path, &e))?;
             // Parse the staged state once now, so the first commit finds a warm parse cache.
-            let _ = staged_repo(g, &|_| {}, ctx_core::load::DEFAULT_MAX_FILE_SIZE);
+            let _ = staged::load_staged(
+                g.dir.as_deref(),
+                &g.cwd,
+                &g.load_options(ctx_core::load::DEFAULT_MAX_FILE_SIZE),
+            );
             let verb = if ours { "updated" } else { "installed" };
             super::io_result(p.out(&format!(
                 "{verb} {}{note}\nit runs `ctx -C {dir} validate --staged{}` before each commit of {}\n",
@@ -157,87 +161,18 @@ pub fn run(g: &Global, p: &Printer, a: &HookArgs) -> Result<Exit> {
     }
 }
 
-/// Load the staged state for `validate --staged`. Returns the repository and, when
-/// the index had to be checked out, the temporary folder holding it.
+/// Load the staged state for `validate --staged`, with notes on stderr. Returns the
+/// repository and, when the index had to be checked out, the temporary folder holding it.
 pub fn load_staged(
     g: &Global,
     p: &Printer,
     max_file_size: u64,
 ) -> Result<(Repo, Option<tempfile::TempDir>)> {
-    staged_repo(
-        g,
-        &|text: &str| {
-            let _ = p.err(text);
-        },
-        max_file_size,
-    )
-}
-
-/// [`load_staged`], with notes for people going to `note`.
-fn staged_repo(
-    g: &Global,
-    note: &dyn Fn(&str),
-    max_file_size: u64,
-) -> Result<(Repo, Option<tempfile::TempDir>)> {
-    let located = ctx_core::manifest::discover::locate(g.dir.as_deref(), &g.cwd)?;
-    let folder = located
-        .path
-        .parent()
-        .map(Path::to_path_buf)
-        .unwrap_or_else(|| PathBuf::from("."));
-    let file = located
-        .path
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    let git = Git::discover(&folder).ok_or_else(|| {
-        Error::Usage(format!(
-            "--staged needs a git work tree, and {} is not inside one (or git is not installed)",
-            folder.display()
-        ))
-    })?;
-    let reason = match Manifest::discover(g.dir.as_deref(), &g.cwd) {
-        Ok((manifest, diags)) => {
-            let opts = LoadOptions { max_file_size };
-            match staged::load(&git, manifest, diags, &opts) {
-                Ok(Staged::Loaded(repo, differing)) => {
-                    if !differing.is_empty() {
-                        note(&format!(
-                            "note: checking the staged content of {} file(s) with unstaged changes ({}); \
-                             line numbers refer to the staged content\n",
-                            differing.len(),
-                            differing.iter().take(3).cloned().collect::<Vec<_>>().join(", ")
-                        ));
-                    }
-                    return Ok((*repo, None));
-                }
-                Ok(Staged::Materialize(reason)) => reason,
-                Err(e) => return Err(Error::Invalid(e.to_string())),
-            }
-        }
-        // The work-tree manifest does not load; the staged one may.
-        Err(Error::Invalid(_)) => format!("{file} in the work tree does not load"),
-        Err(e) => return Err(e),
-    };
-    let tmp = tempfile::tempdir().map_err(|e| Error::io(std::env::temp_dir(), &e))?;
-    let root = git
-        .materialize_index(&tmp.path().join("index"))
-        .map_err(|e| Error::Invalid(e.to_string()))?;
-    if !root.join(&file).is_file() {
-        return Err(Error::Invalid(format!(
-            "{file} is not staged, so the commit would not contain this repository's manifest; \
-             run `git add {file}`"
-        )));
+    let s = staged::load_staged(g.dir.as_deref(), &g.cwd, &g.load_options(max_file_size))?;
+    for note in &s.notes {
+        let _ = p.err(&format!("{note}\n"));
     }
-    note(&format!(
-        "note: checking a temporary checkout of the index ({reason})\n"
-    ));
-    let g2 = Global {
-        dir: Some(root),
-        ..g.clone()
-    };
-    let repo = super::validate::load_repo(&g2, max_file_size)?;
-    Ok((repo, Some(tmp)))
+    Ok((s.repo, s.checkout))
 }
 
 #[cfg(test)]

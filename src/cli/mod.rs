@@ -53,6 +53,9 @@ pub struct Cli {
     /// Never reach the network.
     #[arg(long, global = true)]
     pub offline: bool,
+    /// Parse every file afresh: neither read nor write the parse cache (also CTX_NO_CACHE=1).
+    #[arg(long, global = true)]
+    pub no_cache: bool,
     #[command(subcommand)]
     pub command: Command,
 }
@@ -123,6 +126,18 @@ pub struct Global {
     pub dir: Option<PathBuf>,
     pub cwd: PathBuf,
     pub offline: bool,
+    /// Use the parse cache (no `--no-cache`, no `CTX_NO_CACHE`).
+    pub cache: bool,
+}
+
+impl Global {
+    /// How to load the repository the global flags point at.
+    pub fn load_options(&self, max_file_size: u64) -> ctx_core::load::LoadOptions {
+        ctx_core::load::LoadOptions {
+            max_file_size,
+            cache: self.cache,
+        }
+    }
 }
 
 /// Map an output error: a closed pipe is not a failure (`ctx list | head -1`).
@@ -141,6 +156,7 @@ pub fn run(cli: Cli) -> Result<Exit> {
         dir: cli.dir.clone(),
         cwd,
         offline: cli.offline,
+        cache: !cli.no_cache && !ctx_core::load::cache_disabled_by_env(),
     };
     let p = Printer::new(cli.color);
     match &cli.command {

@@ -8,7 +8,7 @@ use clap::{Args, ValueEnum};
 use ctx_core::diag::render::{self, HumanStyle};
 use ctx_core::diag::Diagnostic;
 use ctx_core::error::{Exit, Result};
-use ctx_core::load::{self, LoadOptions, Repo};
+use ctx_core::load::{self, Repo};
 use ctx_core::validate::{self as checks, ValidateOptions};
 
 use super::{Global, Printer};
@@ -39,10 +39,13 @@ pub struct ValidateArgs {
     pub paths: Vec<PathBuf>,
 }
 
-/// Load the repository the global flags point at.
+/// Load the repository the global flags point at (through the parse cache unless turned off).
 pub fn load_repo(g: &Global, max_file_size: u64) -> Result<Repo> {
-    let (manifest, diags) = ctx_core::manifest::Manifest::discover(g.dir.as_deref(), &g.cwd)?;
-    Ok(load::load(manifest, diags, &LoadOptions { max_file_size }))
+    Ok(load::open(
+        g.dir.as_deref(),
+        &g.cwd,
+        &g.load_options(max_file_size),
+    )?)
 }
 
 /// Keep findings in the given paths (relative to the working directory).
