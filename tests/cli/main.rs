@@ -40,6 +40,7 @@ mod support;
 mod adapters;
 mod add_supersede;
 mod bad_input;
+mod cache;
 mod diff;
 mod examples;
 mod export;
