@@ -23,7 +23,7 @@ pub struct ConflictsArgs {
 
 pub fn run(g: &Global, p: &Printer, a: &ConflictsArgs) -> Result<Exit> {
     let progress = super::progress::Progress::start("loading");
-    let repo = super::validate::load_repo(g, ctx_core::load::DEFAULT_MAX_FILE_SIZE)?;
+    let repo = super::validate::load_repo_for_checks(g, ctx_core::load::DEFAULT_MAX_FILE_SIZE)?;
     let findings: Vec<_> = validate::validate(&repo, ValidateOptions { strict: false })
         .into_iter()
         .filter(|d| CONFLICT_CODES.contains(&d.code))

@@ -75,7 +75,7 @@ pub fn run(g: &Global, p: &Printer, a: &DoctorArgs) -> Result<Exit> {
     }
     let at = super::resolve::at_flag(a.at.as_deref())?;
     let progress = Progress::start("loading");
-    let repo = super::validate::load_repo(g, ctx_core::load::DEFAULT_MAX_FILE_SIZE)?;
+    let repo = super::validate::load_repo_for_checks(g, ctx_core::load::DEFAULT_MAX_FILE_SIZE)?;
     progress.phase("checking");
     let (cfg, cfg_diags) = HealthConfig::from_manifest(&repo.manifest);
     let findings = doctor::findings(&repo, at, a.strict, &cfg_diags);

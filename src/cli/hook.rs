@@ -168,7 +168,12 @@ pub fn load_staged(
     p: &Printer,
     max_file_size: u64,
 ) -> Result<(Repo, Option<tempfile::TempDir>)> {
-    let s = staged::load_staged(g.dir.as_deref(), &g.cwd, &g.load_options(max_file_size))?;
+    // Validation never reads content.
+    let opts = ctx_core::load::LoadOptions {
+        content: false,
+        ..g.load_options(max_file_size)
+    };
+    let s = staged::load_staged(g.dir.as_deref(), &g.cwd, &opts)?;
     for note in &s.notes {
         let _ = p.err(&format!("{note}\n"));
     }

@@ -136,6 +136,7 @@ impl Global {
         ctx_core::load::LoadOptions {
             max_file_size,
             cache: self.cache,
+            content: true,
         }
     }
 }

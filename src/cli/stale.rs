@@ -25,7 +25,7 @@ pub struct StaleArgs {
 pub fn run(g: &Global, p: &Printer, a: &StaleArgs) -> Result<Exit> {
     let at = super::resolve::at_flag(a.at.as_deref())?;
     let progress = super::progress::Progress::start("loading");
-    let repo = super::validate::load_repo(g, ctx_core::load::DEFAULT_MAX_FILE_SIZE)?;
+    let repo = super::validate::load_repo_for_checks(g, ctx_core::load::DEFAULT_MAX_FILE_SIZE)?;
     let findings = ctx_core::doctor::clock_findings(&repo, at);
     let failed = findings
         .iter()

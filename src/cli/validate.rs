@@ -48,6 +48,17 @@ pub fn load_repo(g: &Global, max_file_size: u64) -> Result<Repo> {
     )?)
 }
 
+/// [`load_repo`] for commands that only check (validate, doctor, stale, conflicts):
+/// objects come without their content, which no check reads, so a large
+/// repository loads in far less memory.
+pub fn load_repo_for_checks(g: &Global, max_file_size: u64) -> Result<Repo> {
+    let opts = ctx_core::load::LoadOptions {
+        content: false,
+        ..g.load_options(max_file_size)
+    };
+    Ok(load::open(g.dir.as_deref(), &g.cwd, &opts)?)
+}
+
 /// Keep findings in the given paths (relative to the working directory).
 fn restrict(
     findings: Vec<Diagnostic>,
@@ -89,7 +100,7 @@ pub fn run(g: &Global, p: &Printer, args: &ValidateArgs) -> Result<Exit> {
     let (repo, _checkout) = if args.staged {
         super::hook::load_staged(g, p, args.max_file_size)?
     } else {
-        (load_repo(g, args.max_file_size)?, None)
+        (load_repo_for_checks(g, args.max_file_size)?, None)
     };
     let findings = checks::validate(
         &repo,

@@ -210,30 +210,38 @@ fn an_edit_in_the_same_second_with_the_same_size_and_mtime_is_seen() {
 fn a_damaged_cache_is_ignored_and_rebuilt() {
     let repo = healthy();
     settle();
-    let args = ["validate", "--format", "json"];
+    // Resolving reads every part of the cache (content included).
+    let args = ["resolve", "--role", "leads", "--at", AT];
     let fresh = run(&repo, &args, false);
     run(&repo, &args, true);
     let file = cache_files(repo.path()).pop().expect("a cache was written");
     let good = std::fs::read(&file).unwrap();
-    let mut flipped = good.clone();
-    let n = flipped.len();
-    flipped[n - 10] ^= 0xff;
-    for bad in [flipped, good[..n / 2].to_vec(), b"not a cache".to_vec()] {
-        std::fs::write(&file, &bad).unwrap();
-        assert_eq!(
-            run(&repo, &args, true),
-            fresh,
-            "a damaged cache is never trusted"
-        );
-        let rebuilt = std::fs::read(&file).unwrap();
-        assert_ne!(rebuilt, bad, "rewritten");
-        assert_eq!(run(&repo, &args, true), fresh);
-        assert_eq!(
-            std::fs::read(&file).unwrap(),
-            rebuilt,
-            "and then used as is"
-        );
+    let n = good.len();
+    for at in [n - 10, n / 2, 60] {
+        let mut flipped = good.clone();
+        flipped[at] ^= 0xff;
+        for bad in [flipped, good[..at].to_vec()] {
+            std::fs::write(&file, &bad).unwrap();
+            assert_eq!(
+                run(&repo, &args, true),
+                fresh,
+                "a damaged cache is never trusted"
+            );
+            let rebuilt = std::fs::read(&file).unwrap();
+            assert!(rebuilt != bad, "rewritten after damage at {at}");
+            assert_eq!(run(&repo, &args, true), fresh);
+            assert!(
+                std::fs::read(&file).unwrap() == rebuilt,
+                "and then used as is"
+            );
+            assert_eq!(
+                run(&repo, &["validate", "--format", "json"], true),
+                run(&repo, &["validate", "--format", "json"], false)
+            );
+        }
     }
+    std::fs::write(&file, b"not a cache").unwrap();
+    assert_eq!(run(&repo, &args, true), fresh);
 }
 
 #[test]

@@ -105,7 +105,9 @@ pub struct ContextObject {
     /// [`ContextObject::fields`] rebuilds it for the few objects that are output.
     pub doc: Box<str>,
     /// The content: the Markdown body, or inline `content` (text or structured).
-    #[serde(with = "crate::load::cache::codec::json_opt")]
+    /// Not in the derived encoding: the parse cache keeps it apart, so loads that
+    /// never read content (validate, doctor) never decode it.
+    #[serde(skip)]
     pub content: Option<Value>,
     /// Keys the loader supplied rather than the author (derived or defaulted).
     #[serde(with = "crate::load::cache::codec::supplied")]

@@ -11,7 +11,7 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 use rayon::prelude::*;
 
 use crate::diag::{Code, Diagnostic};
-use crate::load::cache::{self, Entry, Key, ParseCache, Stamp};
+use crate::load::cache::{self, Key, ParseCache, Stamp};
 use crate::load::walk::{self, Member, MemberSource};
 use crate::load::{parse, LoadOptions, Repo};
 use crate::manifest::Manifest;
@@ -74,7 +74,7 @@ pub fn load(
 ) -> Result<Staged, GitError> {
     let snapshot = crate::load::cache::stamp::now_ns();
     // The two git queries and reading the parse cache run while this thread walks the work tree.
-    let (index, changed, (members, walk_diags), mut cache) = std::thread::scope(|s| {
+    let (index, changed, (members, walk_diags), cache) = std::thread::scope(|s| {
         let idx = s.spawn(|| index_entries(git));
         let unst = s.spawn(|| unstaged(git));
         let cache = s.spawn(|| {
@@ -148,7 +148,7 @@ pub fn load(
     // the work-tree file (which matches the index) for the others.
     let staged_blob = |m: &Member| changed.contains(m.rel.as_str());
     let keys: Vec<Option<Key>> = match &cache {
-        None => kept.iter().map(|_| None).collect(),
+        None => vec![None; kept.len()],
         Some(_) => kept
             .par_iter()
             .map(|m| {
@@ -162,88 +162,52 @@ pub fn load(
             })
             .collect(),
     };
-    let sources = match &cache {
-        Some(_) => cache::source_ids(&manifest, kept.iter().copied()),
-        None => Vec::new(),
-    };
-    let hits: Vec<Option<parse::Parsed>> = match cache.as_mut() {
-        Some(c) => kept
-            .iter()
-            .zip(&keys)
-            .zip(&sources)
-            .map(|((m, k), source)| c.take(m.rel.as_str(), source, k.as_ref()?))
-            .collect(),
-        None => kept.iter().map(|_| None).collect(),
-    };
+    let sources = cache::source_ids(&manifest, kept.iter().copied());
+    // Staged blobs are fetched in one `git cat-file --batch` for the files the cache misses.
     let want: Vec<String> = kept
         .iter()
-        .zip(&hits)
-        .filter(|(m, hit)| hit.is_none() && staged_blob(m))
-        .map(|(m, _)| index[m.rel.as_str()].oid.clone())
+        .zip(&keys)
+        .zip(&sources)
+        .filter(|((m, k), source)| {
+            staged_blob(m)
+                && !matches!((&cache, k), (Some(c), Some(k)) if c.find(m.rel.as_str(), source, k).is_some())
+        })
+        .map(|((m, _), _)| index[m.rel.as_str()].oid.clone())
         .collect();
     let blobs = git.blobs(&want)?;
     diags.extend(walk_diags);
-    // (result, read now: false for cache hits and for files that could not be read)
-    let results: Vec<(parse::Parsed, bool, bool)> = kept
-        .par_iter()
-        .zip(hits.into_par_iter())
-        .map(|(m, hit)| {
-            if let Some(p) = hit {
-                return (p, false, true);
-            }
-            let defaults = parse::Defaults::for_member(&manifest, m);
-            let bytes = if staged_blob(m) {
-                match blobs.get(&index[m.rel.as_str()].oid) {
-                    Some(b) if b.len() as u64 <= opts.max_file_size => Ok(b.clone()),
-                    Some(_) => Err(Box::new(
-                        Diagnostic::error(
-                            Code::SourceUnavailable,
-                            format!("staged file is over the {}-byte limit", opts.max_file_size),
-                        )
+    let slots = crate::load::fill(&kept, &keys, &sources, cache, opts.content, |m| {
+        let defaults = parse::Defaults::for_member(&manifest, m);
+        let bytes = if staged_blob(m) {
+            match blobs.get(&index[m.rel.as_str()].oid) {
+                Some(b) if b.len() as u64 <= opts.max_file_size => Ok(b.clone()),
+                Some(_) => Err(Box::new(
+                    Diagnostic::error(
+                        Code::SourceUnavailable,
+                        format!("staged file is over the {}-byte limit", opts.max_file_size),
+                    )
+                    .file(m.rel.clone()),
+                )),
+                None => Err(Box::new(
+                    Diagnostic::error(Code::SourceUnavailable, "staged blob is missing")
                         .file(m.rel.clone()),
-                    )),
-                    None => Err(Box::new(
-                        Diagnostic::error(Code::SourceUnavailable, "staged blob is missing")
-                            .file(m.rel.clone()),
-                    )),
-                }
-            } else {
-                crate::load::read_member(m, opts.max_file_size)
-            };
-            match bytes {
-                Ok(b) => (parse::parse(m, &b, &defaults), true, true),
-                // Unreadable files are not cached: the next run tries again.
-                Err(d) => (
-                    parse::Parsed {
-                        object: None,
-                        diags: vec![*d],
-                    },
-                    true,
-                    false,
-                ),
+                )),
             }
-        })
-        .collect();
-    if let Some(c) = cache {
-        let entries: Vec<Entry<'_>> = kept
-            .iter()
-            .zip(keys)
-            .zip(&sources)
-            .zip(&results)
-            .filter_map(|(((m, key), source), (parsed, fresh, read))| {
-                Some(Entry {
-                    path: m.rel.as_str(),
-                    key: key?,
-                    source: *source,
-                    scope: cache::scope(m),
-                    parsed: read.then_some(parsed)?,
-                    fresh: *fresh,
-                })
-            })
-            .collect();
-        c.save(&entries);
-    }
-    let results: Vec<parse::Parsed> = results.into_iter().map(|(p, _, _)| p).collect();
+        } else {
+            crate::load::read_member(m, opts.max_file_size)
+        };
+        match bytes {
+            Ok(b) => (parse::parse(m, &b, &defaults), true),
+            // Unreadable files are not cached: the next run tries again.
+            Err(d) => (
+                parse::Parsed {
+                    object: None,
+                    diags: vec![*d],
+                },
+                false,
+            ),
+        }
+    });
     let files = kept.len();
     let differing: Vec<String> = kept
         .iter()
@@ -251,7 +215,7 @@ pub fn load(
         .map(|m| m.rel.to_string())
         .collect();
     Ok(Staged::Loaded(
-        Box::new(crate::load::assemble(manifest, diags, results, files)),
+        Box::new(crate::load::assemble_slots(manifest, diags, slots, files)),
         differing,
     ))
 }

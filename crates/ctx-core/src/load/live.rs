@@ -18,7 +18,7 @@
 //! # Ok::<(), ctx_core::error::Error>(())
 //! ```
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -31,7 +31,7 @@ use crate::object::ContextObject;
 
 use super::cache::{SourceId, Stamp};
 use super::walk::{self, Member, MemberSource};
-use super::{assemble, cache, parse, read_and_parse, LoadOptions, Pass, Repo};
+use super::{assemble_slots, cache, read_and_parse, LoadOptions, Pass, Repo, Slots};
 
 /// What one member file contributed at the last load, and how it looked then.
 #[derive(Debug)]
@@ -138,22 +138,21 @@ impl LiveRepo {
             .iter()
             .zip(&pass.sources)
             .zip(&pass.stamps)
-            .zip(&pass.results)
-            .map(|(((m, source), stamp), r)| Tracked {
+            .enumerate()
+            .map(|(i, ((m, source), stamp))| Tracked {
                 rel: m.rel.to_string(),
                 source: *source,
                 stamp: *stamp,
                 snapshot_ns: pass.snapshot_ns,
-                read: r.read,
-                diags: r.parsed.diags.clone(),
+                read: pass.slots.read[i],
+                diags: pass.slots.diags[i].clone(),
             })
             .collect();
         let mut diags = self.manifest_diags.clone();
         diags.extend(pass.walk_diags.iter().cloned());
         self.walk_diags = pass.walk_diags;
         let files = pass.members.len();
-        let parsed = pass.results.into_iter().map(|r| r.parsed).collect();
-        self.repo = Arc::new(assemble(manifest, diags, parsed, files));
+        self.repo = Arc::new(assemble_slots(manifest, diags, pass.slots, files));
     }
 
     /// Bring the repository up to date with the files on disk; see [`Refresh`].
@@ -192,7 +191,7 @@ impl LiveRepo {
             })
             .collect();
         let reparsed = kept.iter().filter(|k| k.is_none()).count();
-        let current: std::collections::HashSet<(&str, &SourceId)> = members
+        let current: HashSet<(&str, &SourceId)> = members
             .iter()
             .zip(&sources)
             .map(|(m, s)| (m.rel.as_str(), s))
@@ -209,18 +208,23 @@ impl LiveRepo {
                 ..Refresh::default()
             });
         }
+        let snapshots: Vec<i64> = kept
+            .iter()
+            .map(|k| k.map_or(snapshot_ns, |t| t.snapshot_ns))
+            .collect();
+        let n = members.len();
+        let mut slots = Slots {
+            objects: (0..n).map(|_| None).collect(),
+            diags: kept
+                .iter()
+                .map(|k| k.map(|t| t.diags.clone()).unwrap_or_default())
+                .collect(),
+            hit: kept.iter().map(Option::is_some).collect(),
+            read: vec![true; n],
+        };
+        drop(before);
         // Objects of unchanged files move over (or are copied, if a request still
         // holds the old repository); the rest are read and parsed again.
-        let keep_keys: Vec<Option<(String, String)>> = members
-            .iter()
-            .zip(&kept)
-            .map(|(m, k)| k.map(|_| (m.rel.to_string(), origin_name(m).to_string())))
-            .collect();
-        let kept_diags: Vec<Option<(Vec<Diagnostic>, i64)>> = kept
-            .iter()
-            .map(|k| k.map(|t| (t.diags.clone(), t.snapshot_ns)))
-            .collect();
-        drop(before);
         let placeholder = Arc::new(Repo {
             manifest: self.repo.manifest.clone(),
             objects: Vec::new(),
@@ -242,48 +246,51 @@ impl LiveRepo {
                 (key, o)
             })
             .collect();
-        let reused: Vec<Option<parse::Parsed>> = keep_keys
-            .iter()
-            .zip(kept_diags)
-            .map(|(key, diags)| {
-                let (diags, _) = diags?;
-                let object = by_origin.remove(key.as_ref()?);
-                Some(parse::Parsed { object, diags })
-            })
-            .collect();
+        for (i, m) in members.iter().enumerate() {
+            if slots.hit[i] {
+                slots.objects[i] =
+                    by_origin.remove(&(m.rel.to_string(), origin_name(m).to_string()));
+            }
+        }
         drop(by_origin);
-        let results: Vec<(parse::Parsed, bool, i64)> = members
-            .par_iter()
-            .zip(reused.into_par_iter())
-            .zip(kept.par_iter())
-            .map(|((m, reuse), k)| match (reuse, k) {
-                (Some(p), Some(t)) => (p, true, t.snapshot_ns),
-                _ => {
-                    let r = read_and_parse(&manifest, m, &self.opts);
-                    (r.parsed, r.read, snapshot_ns)
-                }
-            })
-            .collect();
+        let opts = &self.opts;
+        let hit = &slots.hit;
+        slots
+            .objects
+            .par_iter_mut()
+            .zip(slots.diags.par_iter_mut())
+            .zip(slots.read.par_iter_mut())
+            .enumerate()
+            .filter(|(i, _)| !hit[*i])
+            .for_each(|(i, ((o, d), r))| {
+                let (p, ok) = read_and_parse(&manifest, &members[i], opts);
+                *o = p.object.map(|mut o| {
+                    if !opts.content {
+                        o.content = None;
+                    }
+                    o
+                });
+                *d = p.diags;
+                *r = ok;
+            });
         self.files = members
             .iter()
             .zip(&sources)
             .zip(&stamps)
-            .zip(&results)
-            .map(|(((m, source), stamp), (p, read, snap))| Tracked {
+            .enumerate()
+            .map(|(i, ((m, source), stamp))| Tracked {
                 rel: m.rel.to_string(),
                 source: *source,
                 stamp: *stamp,
-                snapshot_ns: *snap,
-                read: *read,
-                diags: p.diags.clone(),
+                snapshot_ns: snapshots[i],
+                read: slots.read[i],
+                diags: slots.diags[i].clone(),
             })
             .collect();
         let mut diags = self.manifest_diags.clone();
         diags.extend(walk_diags.iter().cloned());
         self.walk_diags = walk_diags;
-        let files = members.len();
-        let parsed = results.into_iter().map(|(p, _, _)| p).collect();
-        self.repo = Arc::new(assemble(manifest, diags, parsed, files));
+        self.repo = Arc::new(assemble_slots(manifest, diags, slots, n));
         Ok(Refresh {
             unchanged: false,
             reloaded: false,

@@ -31,6 +31,10 @@ pub struct LoadOptions {
     /// it does not own (a conformance fixture, a temporary checkout) must not write
     /// into it. Front ends turn it on unless `--no-cache` or `CTX_NO_CACHE` say otherwise.
     pub cache: bool,
+    /// Keep each object's content. Commands that never read content (validate,
+    /// doctor) turn it off: a large repository then loads in far less memory, and
+    /// cached content is not even read.
+    pub content: bool,
 }
 
 impl Default for LoadOptions {
@@ -38,6 +42,7 @@ impl Default for LoadOptions {
         LoadOptions {
             max_file_size: DEFAULT_MAX_FILE_SIZE,
             cache: false,
+            content: true,
         }
     }
 }
@@ -130,9 +135,122 @@ pub fn load_counted(
 ) -> (Repo, Usage) {
     let pass = Pass::run(&manifest, opts, false);
     diags.extend(pass.walk_diags);
+    let usage = pass.slots.usage();
     let files = pass.members.len();
-    let parsed = pass.results.into_iter().map(|r| r.parsed).collect();
-    (assemble(manifest, diags, parsed, files), pass.usage)
+    (assemble_slots(manifest, diags, pass.slots, files), usage)
+}
+
+/// Per-member results, in member order, filled in place (a repository's objects
+/// are never held twice while loading).
+#[derive(Debug, Default)]
+pub(crate) struct Slots {
+    pub objects: Vec<Option<ContextObject>>,
+    pub diags: Vec<Vec<Diagnostic>>,
+    /// The result came from the cache.
+    pub hit: Vec<bool>,
+    /// The file was read (or its result cached): false for unreadable files, whose
+    /// findings are never cached so the next run tries again.
+    pub read: Vec<bool>,
+}
+
+impl Slots {
+    fn usage(&self) -> Usage {
+        let hits = self.hit.iter().filter(|h| **h).count();
+        Usage {
+            hits,
+            parsed: self.hit.len() - hits,
+        }
+    }
+}
+
+/// Fill the results of `members`: those `cache` holds under `keys` are decoded,
+/// the others made by `produce` (result, and whether the file could be read) in
+/// parallel; then the cache is saved. Without `content`, objects come back
+/// without it (the cache then never even reads it).
+pub(crate) fn fill(
+    members: &[&Member],
+    keys: &[Option<Key>],
+    sources: &[cache::SourceId],
+    cache: Option<ParseCache>,
+    content: bool,
+    produce: impl Fn(&Member) -> (parse::Parsed, bool) + Sync,
+) -> Slots {
+    let n = members.len();
+    let mut slots = Slots {
+        objects: (0..n).map(|_| None).collect(),
+        diags: vec![Vec::new(); n],
+        hit: vec![false; n],
+        read: vec![true; n],
+    };
+    let tickets: Vec<Option<cache::Ticket>> = match &cache {
+        Some(c) => members
+            .iter()
+            .zip(keys)
+            .zip(sources)
+            .map(|((m, k), source)| c.find(m.rel.as_str(), source, k.as_ref()?))
+            .collect(),
+        None => vec![None; n],
+    };
+    if let Some(c) = &cache {
+        let wanted: Vec<(cache::Ticket, usize)> = tickets
+            .iter()
+            .enumerate()
+            .filter_map(|(i, t)| Some(((*t)?, i)))
+            .collect();
+        for &(_, i) in &wanted {
+            slots.hit[i] = true;
+        }
+        let sink = std::sync::Mutex::new((&mut slots.objects, &mut slots.diags));
+        let failed = c.fetch(&wanted, content, &|i, f| {
+            let mut s = sink.lock().unwrap_or_else(|e| e.into_inner());
+            s.0[i] = f.object;
+            s.1[i] = f.diags;
+        });
+        for i in failed {
+            slots.hit[i] = false;
+        }
+    }
+    let hit = &slots.hit;
+    slots
+        .objects
+        .par_iter_mut()
+        .zip(slots.diags.par_iter_mut())
+        .zip(slots.read.par_iter_mut())
+        .enumerate()
+        .filter(|(i, _)| !hit[*i])
+        .for_each(|(i, ((o, d), r))| {
+            let (p, ok) = produce(members[i]);
+            *o = p.object;
+            *d = p.diags;
+            *r = ok;
+        });
+    if let Some(c) = cache {
+        let live: Vec<Entry<'_>> = (0..n)
+            .filter_map(|i| {
+                if slots.hit[i] {
+                    return tickets[i].map(Entry::Cached);
+                }
+                Some(Entry::Fresh {
+                    path: members[i].rel.as_str(),
+                    key: keys[i].clone()?,
+                    source: sources[i],
+                    scope: cache::scope(members[i]),
+                    object: slots.objects[i].as_ref(),
+                    diags: &slots.diags[i],
+                })
+                .filter(|_| slots.read[i])
+            })
+            .collect();
+        c.save(&live);
+    }
+    if !content {
+        slots
+            .objects
+            .par_iter_mut()
+            .flatten()
+            .for_each(|o| o.content = None);
+    }
+    slots
 }
 
 /// One loading pass over the member files, before assembly.
@@ -142,10 +260,9 @@ pub(crate) struct Pass {
     /// Per member (empty unless the cache was used or stamps were asked for).
     pub sources: Vec<cache::SourceId>,
     pub stamps: Vec<Option<Stamp>>,
-    pub results: Vec<MemberResult>,
+    pub slots: Slots,
     /// When the pass started, before any file was looked at.
     pub snapshot_ns: i64,
-    pub usage: Usage,
 }
 
 impl Pass {
@@ -154,8 +271,8 @@ impl Pass {
     pub fn run(manifest: &Manifest, opts: &LoadOptions, track: bool) -> Pass {
         // Taken before any file is looked at: what the cache's racy check compares to.
         let snapshot_ns = cache::stamp::now_ns();
-        let ((members, walk_diags), mut cache) = if opts.cache {
-            // Reading the cache overlaps the walk.
+        let ((members, walk_diags), cache) = if opts.cache {
+            // Reading the cache's indexes overlaps the walk.
             std::thread::scope(|s| {
                 let c = s.spawn(|| ParseCache::open(manifest, snapshot_ns));
                 let walked = walk::members(manifest);
@@ -165,110 +282,73 @@ impl Pass {
             (walk::members(manifest), None)
         };
         let keyed = cache.is_some() || track;
-        let (sources, stamps) = if keyed {
+        let (sources, stamps): (Vec<cache::SourceId>, Vec<Option<Stamp>>) = if keyed {
             (
                 cache::source_ids(manifest, &members),
                 members.par_iter().map(|m| Stamp::read(&m.abs)).collect(),
             )
         } else {
-            (Vec::new(), Vec::new())
+            (vec![[0; 16]; members.len()], vec![None; members.len()])
         };
-        let hits: Vec<Option<parse::Parsed>> = match cache.as_mut() {
-            Some(c) => members
-                .iter()
-                .zip(&sources)
-                .zip(&stamps)
-                .map(|((m, source), stamp)| {
-                    let s = stamp.filter(|s| s.size <= opts.max_file_size)?;
-                    c.take(m.rel.as_str(), source, &Key::Stat(s))
-                })
-                .collect(),
-            None => members.iter().map(|_| None).collect(),
-        };
-        let results = parse_all(manifest, &members, hits, opts);
-        let usage = Usage {
-            hits: results.iter().filter(|r| r.hit).count(),
-            parsed: results.iter().filter(|r| !r.hit).count(),
-        };
-        if let Some(c) = cache {
-            let entries: Vec<Entry<'_>> = members
-                .iter()
-                .zip(&sources)
-                .zip(&stamps)
-                .zip(&results)
-                .filter_map(|(((m, source), stamp), r)| {
-                    Some(Entry {
-                        path: m.rel.as_str(),
-                        key: Key::Stat((*stamp)?),
-                        source: *source,
-                        scope: cache::scope(m),
-                        parsed: r.read.then_some(&r.parsed)?,
-                        fresh: !r.hit,
-                    })
-                })
-                .collect();
-            c.save(&entries);
-        }
+        let keys: Vec<Option<Key>> = stamps
+            .iter()
+            .map(|s| s.filter(|s| s.size <= opts.max_file_size).map(Key::Stat))
+            .collect();
+        let refs: Vec<&Member> = members.iter().collect();
+        let slots = fill(&refs, &keys, &sources, cache, opts.content, |m| {
+            let r = read_and_parse(manifest, m, opts);
+            (r.0, r.1)
+        });
+        drop(refs);
         Pass {
             members,
             walk_diags,
             sources,
             stamps,
-            results,
+            slots,
             snapshot_ns,
-            usage,
         }
     }
 }
 
-/// One member's result.
-pub(crate) struct MemberResult {
-    pub parsed: parse::Parsed,
-    /// Came from the cache.
-    pub hit: bool,
-    /// The file was read (or its result cached): false for unreadable files, whose
-    /// findings are never cached so the next run tries again.
-    pub read: bool,
-}
-
-/// Read and parse every member without a cached result, in parallel.
-pub(crate) fn parse_all(
+/// Read one member and parse it; false when it could not be read.
+pub(crate) fn read_and_parse(
     manifest: &Manifest,
-    members: &[Member],
-    hits: Vec<Option<parse::Parsed>>,
+    m: &Member,
     opts: &LoadOptions,
-) -> Vec<MemberResult> {
-    members
-        .par_iter()
-        .zip(hits.into_par_iter())
-        .map(|(m, hit)| match hit {
-            Some(parsed) => MemberResult {
-                parsed,
-                hit: true,
-                read: true,
-            },
-            None => read_and_parse(manifest, m, opts),
-        })
-        .collect()
-}
-
-/// Read one member and parse it.
-pub(crate) fn read_and_parse(manifest: &Manifest, m: &Member, opts: &LoadOptions) -> MemberResult {
+) -> (parse::Parsed, bool) {
     let defaults = parse::Defaults::for_member(manifest, m);
     match read_member(m, opts.max_file_size) {
-        Ok(bytes) => MemberResult {
-            parsed: parse::parse(m, &bytes, &defaults),
-            hit: false,
-            read: true,
-        },
-        Err(d) => MemberResult {
-            parsed: parse::Parsed {
+        Ok(bytes) => (parse::parse(m, &bytes, &defaults), true),
+        Err(d) => (
+            parse::Parsed {
                 object: None,
                 diags: vec![*d],
             },
-            hit: false,
-            read: false,
-        },
+            false,
+        ),
+    }
+}
+
+/// [`assemble`] from per-member slots, reusing their storage for the objects.
+pub(crate) fn assemble_slots(
+    manifest: Manifest,
+    mut diags: Vec<Diagnostic>,
+    slots: Slots,
+    files: usize,
+) -> Repo {
+    for d in slots.diags {
+        diags.extend(d);
+    }
+    // Collected in place: `Option<ContextObject>` and `ContextObject` have one size.
+    let mut objects: Vec<ContextObject> = slots.objects.into_iter().flatten().collect();
+    sort_objects(&mut objects);
+    diag::normalize(&mut diags);
+    Repo {
+        manifest,
+        objects,
+        diags,
+        files,
     }
 }
 

@@ -129,6 +129,20 @@ pub mod json_opt {
     }
 }
 
+/// A content blob: `Option<Value>` on its own, so a load that does not need
+/// content never decodes it.
+pub fn encode_content(v: Option<&Value>) -> Result<Vec<u8>, postcard::Error> {
+    postcard::to_stdvec(&v.map(TreeRef))
+}
+
+/// The content back: None if the blob is not one [`encode_content`] wrote.
+pub fn decode_content(bytes: &[u8]) -> Option<Option<Value>> {
+    match postcard::from_bytes::<Option<Tree>>(bytes).ok()? {
+        None => Some(None),
+        Some(t) => t.into_value().ok().map(Some),
+    }
+}
+
 /// An instant as whole seconds and nanoseconds: exact, and no text to parse.
 pub mod instant {
     use super::*;

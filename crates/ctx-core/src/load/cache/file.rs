@@ -1,171 +1,226 @@
-//! The cache file: a header, then self-checking segments of records.
+//! The cache file: a header, then self-checking segments.
 //!
 //! ```text
-//! header   "ctx-parse-cache" 0x02 (16 bytes) · salt (32 bytes)
-//! segment  "SEG" 0x00 · payload length u32 · record count u32 · snapshot i64 (ns)
-//!          · SHA-256(salt · length · count · snapshot · payload) (32 bytes) · payload
+//! header    "ctx-parse-cache" 0x03 (16 bytes) · salt (32 bytes)
+//! segment   "SEG\0" · count u32 · index, meta and content lengths u32 · snapshot i64 (ns)
+//!           · SHA-256 of the index, of the meta region and of the content region
+//!           · index · meta region · content region
 //! ```
 //!
-//! Little-endian integers; the payload is records in postcard, one after another.
-//! Segments are independent: new results are appended as one more segment under
-//! the cache's lock, and a rewrite replaces the file atomically. A segment that is
-//! truncated, damaged or written by another build fails its checksum and ends the
-//! read: everything before it is still used, and the next save rewrites the file.
+//! Little-endian integers. The index lists the segment's records (path, key,
+//! source, and where each record's blobs are); a record's meta blob holds its
+//! object (without content) and findings, its content blob the content. Regions
+//! are read and checked separately: a load first reads every index, then only
+//! the meta (and, if wanted, content) regions of segments holding results it
+//! uses. Each checksum is salted, so a segment another build wrote never passes.
+//!
+//! New results are appended as one more segment under the cache's lock; a rewrite
+//! replaces the file atomically. A segment that is truncated or fails a checksum
+//! is ignored (the others still count) and the next save rewrites the file.
 
 use std::fs::File;
 use std::io::{self, Read, Write};
 use std::path::Path;
 
-use rayon::prelude::*;
 use sha2::{Digest, Sha256};
 
-const MAGIC: &[u8; 16] = b"ctx-parse-cache\x02";
-const HEADER: usize = 16 + 32;
+const MAGIC: &[u8; 16] = b"ctx-parse-cache\x03";
+const HEADER: u64 = 16 + 32;
 const SEGMENT_MAGIC: &[u8; 4] = b"SEG\0";
-const SEGMENT_HEADER: usize = 4 + 4 + 4 + 8 + 32;
-/// A segment's payload is cut after this many bytes (so reads parallelise and a
-/// damaged segment loses little); one record may be larger.
-pub const SEGMENT_TARGET: usize = 2 << 20;
+const SEGMENT_HEADER: usize = 4 + 4 * 4 + 8 + 32 * 3;
+/// A segment is cut once its meta and content regions pass this many bytes, so
+/// reads parallelise and a damaged segment loses little.
+pub const SEGMENT_TARGET: usize = 4 << 20;
 
 /// What the file must have been written by; see [`super::salt`].
 pub type Salt = [u8; 32];
 
-fn checksum(salt: &Salt, len: u32, count: u32, snapshot: i64, payload: &[u8]) -> [u8; 32] {
+/// The three regions of a segment.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Region {
+    Index = 0,
+    Meta = 1,
+    Content = 2,
+}
+
+fn checksum(salt: &Salt, region: Region, count: u32, snapshot: i64, bytes: &[u8]) -> [u8; 32] {
     let mut h = Sha256::new();
     h.update(salt);
-    h.update(len.to_le_bytes());
+    h.update([region as u8]);
     h.update(count.to_le_bytes());
     h.update(snapshot.to_le_bytes());
-    h.update(payload);
+    h.update((bytes.len() as u64).to_le_bytes());
+    h.update(bytes);
     h.finalize().into()
 }
 
-/// One segment being filled.
+/// A byte range inside a region.
+pub type Span = (u32, u32);
+
+/// One segment being filled: records go to the index, their blobs to the regions.
 #[derive(Default)]
 pub struct SegmentWriter {
-    payload: Vec<u8>,
+    index: Vec<u8>,
+    meta: Vec<u8>,
+    content: Vec<u8>,
     count: u32,
 }
 
 impl SegmentWriter {
-    /// Append one record. A record that cannot be encoded is left out (and
-    /// reported as false): it will simply be parsed again next time.
-    pub fn push<T: serde::Serialize>(&mut self, record: &T) -> bool {
-        let before = self.payload.len();
-        match postcard::to_extend(record, std::mem::take(&mut self.payload)) {
-            Ok(p) => {
-                self.payload = p;
-                self.count += 1;
-                true
-            }
+    /// Append one record: `meta` and `content` blobs, and the index entry that
+    /// `head` makes from where they landed. A record whose entry cannot be encoded
+    /// is left out (false): it is simply parsed again next time.
+    pub fn push<T: serde::Serialize>(
+        &mut self,
+        meta: &[u8],
+        content: &[u8],
+        head: impl FnOnce(Span, Span) -> T,
+    ) -> bool {
+        let span = |region: &Vec<u8>, blob: &[u8]| -> Option<Span> {
+            Some((
+                u32::try_from(region.len()).ok()?,
+                u32::try_from(blob.len()).ok()?,
+            ))
+        };
+        let (Some(m), Some(c)) = (span(&self.meta, meta), span(&self.content, content)) else {
+            return false;
+        };
+        let before = self.index.len();
+        match postcard::to_extend(&head(m, c), std::mem::take(&mut self.index)) {
+            Ok(index) => self.index = index,
             Err(_) => {
-                // `to_extend` consumed the buffer; rebuilding it is rare and cheap enough.
-                self.payload = Vec::with_capacity(before);
-                false
+                // `to_extend` consumed the buffer; this is rare (an unencodable key).
+                self.index = Vec::with_capacity(before);
+                return false;
             }
         }
+        self.meta.extend_from_slice(meta);
+        self.content.extend_from_slice(content);
+        self.count += 1;
+        true
     }
 
     pub fn is_empty(&self) -> bool {
         self.count == 0
     }
 
+    /// Bytes held so far (for cutting segments).
     pub fn len(&self) -> usize {
-        self.payload.len()
+        self.index.len() + self.meta.len() + self.content.len()
     }
 
-    /// The finished segment, header and payload.
+    /// The finished segment, header and regions.
     pub fn finish(self, salt: &Salt, snapshot_ns: i64) -> Vec<u8> {
-        let len = u32::try_from(self.payload.len()).expect("segments stay far below 4 GiB");
-        let mut out = Vec::with_capacity(SEGMENT_HEADER + self.payload.len());
+        let len = |v: &Vec<u8>| u32::try_from(v.len()).expect("segments stay far below 4 GiB");
+        let mut out = Vec::with_capacity(SEGMENT_HEADER + self.len());
         out.extend_from_slice(SEGMENT_MAGIC);
-        out.extend_from_slice(&len.to_le_bytes());
         out.extend_from_slice(&self.count.to_le_bytes());
+        for v in [&self.index, &self.meta, &self.content] {
+            out.extend_from_slice(&len(v).to_le_bytes());
+        }
         out.extend_from_slice(&snapshot_ns.to_le_bytes());
-        out.extend_from_slice(&checksum(salt, len, self.count, snapshot_ns, &self.payload));
-        out.extend_from_slice(&self.payload);
+        for (region, v) in [
+            (Region::Index, &self.index),
+            (Region::Meta, &self.meta),
+            (Region::Content, &self.content),
+        ] {
+            out.extend_from_slice(&checksum(salt, region, self.count, snapshot_ns, v));
+        }
+        out.extend_from_slice(&self.index);
+        out.extend_from_slice(&self.meta);
+        out.extend_from_slice(&self.content);
         out
     }
 }
 
-/// A segment that passed its checksum: its payload, record count and snapshot.
-pub struct RawSegment<'a> {
-    pub payload: &'a [u8],
+/// Where one segment is, from its header.
+#[derive(Debug, Clone)]
+pub struct Segment {
+    at: u64,
     pub count: u32,
+    lens: [u32; 3],
     pub snapshot_ns: i64,
+    sums: [[u8; 32]; 3],
 }
 
-/// What reading a cache file gave.
-pub struct Loaded<T> {
-    /// Decoded segments, in file order (later records win).
-    pub segments: Vec<T>,
-    /// Some segment was truncated, damaged or undecodable: rewrite the file.
+impl Segment {
+    fn start(&self, region: Region) -> u64 {
+        let mut at = self.at + SEGMENT_HEADER as u64;
+        for r in 0..region as usize {
+            at += u64::from(self.lens[r]);
+        }
+        at
+    }
+
+    fn end(&self) -> u64 {
+        self.start(Region::Content) + u64::from(self.lens[2])
+    }
+}
+
+/// An open cache file whose header this build accepts.
+pub struct CacheFile {
+    file: File,
+    salt: Salt,
+    /// Segments whose headers are whole, in file order.
+    pub segments: Vec<Segment>,
+    /// Something after the last whole segment (a torn append, damage): rewrite.
     pub damaged: bool,
 }
 
-/// Read the cache file at `path` and decode its segments in parallel with
-/// `decode` (None = undecodable). Returns None when there is no usable file:
-/// missing, unreadable, or written by another build or format.
-pub fn read<T: Send>(
-    path: &Path,
-    salt: &Salt,
-    decode: impl Fn(RawSegment<'_>) -> Option<T> + Sync,
-) -> Option<Loaded<T>> {
-    let file = File::open(path).ok()?;
-    let len = file.metadata().ok()?.len();
-    let mut header = [0u8; HEADER];
-    read_at(&file, &mut header, 0).ok()?;
-    if &header[..16] != MAGIC || &header[16..] != salt {
-        return None;
-    }
-    // Walk the segment headers; each payload is read and checked in parallel below.
-    let mut spans = Vec::new();
-    let mut damaged = false;
-    let mut at = HEADER as u64;
-    while at < len {
-        let mut h = [0u8; SEGMENT_HEADER];
-        if at + SEGMENT_HEADER as u64 > len || read_at(&file, &mut h, at).is_err() {
-            damaged = true;
-            break;
+impl CacheFile {
+    /// Open the cache at `path`: None when there is no usable file (missing,
+    /// unreadable, or written by another build or format).
+    pub fn open(path: &Path, salt: &Salt) -> Option<CacheFile> {
+        let file = File::open(path).ok()?;
+        let len = file.metadata().ok()?.len();
+        let mut header = [0u8; HEADER as usize];
+        read_at(&file, &mut header, 0).ok()?;
+        if &header[..16] != MAGIC || &header[16..] != salt {
+            return None;
         }
-        let word = |i: usize| u32::from_le_bytes(h[i..i + 4].try_into().expect("4 bytes"));
-        let payload_len = word(4);
-        let end = at + SEGMENT_HEADER as u64 + u64::from(payload_len);
-        if &h[..4] != SEGMENT_MAGIC || end > len {
-            damaged = true;
-            break;
-        }
-        spans.push((at, h));
-        at = end;
-    }
-    let decoded: Vec<Option<T>> = spans
-        .par_iter()
-        .map(|(at, h)| {
-            let word = |i: usize| u32::from_le_bytes(h[i..i + 4].try_into().expect("4 bytes"));
-            let (payload_len, count) = (word(4), word(8));
-            let snapshot_ns = i64::from_le_bytes(h[12..20].try_into().expect("8 bytes"));
-            let mut payload = vec![0u8; payload_len as usize];
-            read_at(&file, &mut payload, at + SEGMENT_HEADER as u64).ok()?;
-            if checksum(salt, payload_len, count, snapshot_ns, &payload)[..] != h[20..] {
-                return None;
+        let mut segments = Vec::new();
+        let mut damaged = false;
+        let mut at = HEADER;
+        while at < len {
+            let mut h = [0u8; SEGMENT_HEADER];
+            if at + SEGMENT_HEADER as u64 > len || read_at(&file, &mut h, at).is_err() {
+                damaged = true;
+                break;
             }
-            decode(RawSegment {
-                payload: &payload,
-                count,
-                snapshot_ns,
-            })
-        })
-        .collect();
-    let mut segments = Vec::with_capacity(decoded.len());
-    for d in decoded {
-        match d {
-            Some(s) => segments.push(s),
-            // Later segments may restate what a damaged one held; keep reading them,
-            // but rewrite the file.
-            None => damaged = true,
+            let word = |i: usize| u32::from_le_bytes(h[i..i + 4].try_into().expect("4 bytes"));
+            let sum = |i: usize| -> [u8; 32] {
+                h[28 + 32 * i..60 + 32 * i].try_into().expect("32 bytes")
+            };
+            let s = Segment {
+                at,
+                count: word(4),
+                lens: [word(8), word(12), word(16)],
+                snapshot_ns: i64::from_le_bytes(h[20..28].try_into().expect("8 bytes")),
+                sums: [sum(0), sum(1), sum(2)],
+            };
+            if &h[..4] != SEGMENT_MAGIC || s.end() > len {
+                damaged = true;
+                break;
+            }
+            at = s.end();
+            segments.push(s);
         }
+        Some(CacheFile {
+            file,
+            salt: *salt,
+            segments,
+            damaged,
+        })
     }
-    Some(Loaded { segments, damaged })
+
+    /// One region of one segment, read and checked; None if it fails its checksum.
+    pub fn read(&self, segment: usize, region: Region) -> Option<Vec<u8>> {
+        let s = self.segments.get(segment)?;
+        let mut bytes = vec![0u8; s.lens[region as usize] as usize];
+        read_at(&self.file, &mut bytes, s.start(region)).ok()?;
+        (checksum(&self.salt, region, s.count, s.snapshot_ns, &bytes) == s.sums[region as usize])
+            .then_some(bytes)
+    }
 }
 
 #[cfg(unix)]
@@ -177,21 +232,21 @@ fn read_at(file: &File, buf: &mut [u8], offset: u64) -> io::Result<()> {
 #[cfg(not(unix))]
 fn read_at(file: &File, buf: &mut [u8], offset: u64) -> io::Result<()> {
     use std::io::Seek;
-    // One handle per call: positioned reads without sharing a cursor between threads.
-    let mut f = file.try_clone()?;
+    // A shared cursor: one positioned read at a time.
+    static SEEK: std::sync::Mutex<()> = std::sync::Mutex::new(());
     let _guard = SEEK.lock();
+    let mut f = file;
     f.seek(io::SeekFrom::Start(offset))?;
     f.read_exact(buf)
 }
 
-#[cfg(not(unix))]
-static SEEK: std::sync::Mutex<()> = std::sync::Mutex::new(());
-
-/// Replace the cache file with `segments`, atomically (readers see the old file or the new one).
-pub fn write(path: &Path, salt: &Salt, segments: &[Vec<u8>]) -> io::Result<()> {
-    if let Some(dir) = path.parent() {
-        std::fs::create_dir_all(dir)?;
-    }
+/// Replace the cache file with what `fill` writes after the header, atomically
+/// (readers see the old file or the new one).
+pub fn write(
+    path: &Path,
+    salt: &Salt,
+    fill: impl FnOnce(&mut dyn Write) -> io::Result<()>,
+) -> io::Result<()> {
     crate::fs::write_atomic_with(
         path,
         crate::fs::Mode::RepositoryDefault,
@@ -199,10 +254,7 @@ pub fn write(path: &Path, salt: &Salt, segments: &[Vec<u8>]) -> io::Result<()> {
         |w| {
             w.write_all(MAGIC)?;
             w.write_all(salt)?;
-            for s in segments {
-                w.write_all(s)?;
-            }
-            Ok(())
+            fill(w)
         },
     )
 }
@@ -219,14 +271,11 @@ pub fn append(path: &Path, salt: &Salt, segments: &[Vec<u8>]) -> io::Result<bool
         Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(false),
         Err(e) => return Err(e),
     };
-    let mut header = [0u8; HEADER];
+    let mut header = [0u8; HEADER as usize];
     if f.read_exact(&mut header).is_err() || &header[..16] != MAGIC || &header[16..] != salt {
         return Ok(false);
     }
-    let mut all = Vec::with_capacity(segments.iter().map(Vec::len).sum());
-    for s in segments {
-        all.extend_from_slice(s);
-    }
+    let all = segments.concat();
     // One write: a reader sees whole segments, or a short tail it ignores.
     f.write_all(&all)?;
     Ok(true)
@@ -239,56 +288,64 @@ mod tests {
     fn segment(salt: &Salt, items: &[&str], snapshot: i64) -> Vec<u8> {
         let mut w = SegmentWriter::default();
         for i in items {
-            assert!(w.push(i));
+            assert!(w.push(i.as_bytes(), b"c", |m, c| (i.to_string(), m, c)));
         }
         w.finish(salt, snapshot)
     }
 
-    fn decode(s: RawSegment<'_>) -> Option<(i64, Vec<String>)> {
-        let mut rest = s.payload;
+    fn items(f: &CacheFile, seg: usize) -> Option<Vec<String>> {
+        let index = f.read(seg, Region::Index)?;
+        let meta = f.read(seg, Region::Meta)?;
+        let mut rest = &index[..];
         let mut out = Vec::new();
-        for _ in 0..s.count {
-            let (v, r) = postcard::take_from_bytes::<String>(rest).ok()?;
-            out.push(v);
+        for _ in 0..f.segments[seg].count {
+            let ((name, m, _), r): ((String, Span, Span), _) =
+                postcard::take_from_bytes(rest).ok()?;
             rest = r;
+            let blob = &meta[m.0 as usize..(m.0 + m.1) as usize];
+            assert_eq!(blob, name.as_bytes());
+            out.push(name);
         }
-        rest.is_empty().then_some((s.snapshot_ns, out))
+        Some(out)
     }
 
     #[test]
-    fn segments_round_trip_append_and_stop_at_damage() {
+    fn segments_round_trip_append_and_survive_damage() {
         let dir = tempfile::tempdir().unwrap();
         let p = dir.path().join("c");
         let salt = [7u8; 32];
-        write(&p, &salt, &[segment(&salt, &["a", "b"], 5)]).unwrap();
+        let first = segment(&salt, &["a", "bb"], 5);
+        write(&p, &salt, |w| w.write_all(&first)).unwrap();
         assert!(append(&p, &salt, &[segment(&salt, &["c"], 9)]).unwrap());
-        let r = read(&p, &salt, decode).unwrap();
-        assert!(!r.damaged);
-        assert_eq!(
-            r.segments,
-            vec![(5, vec!["a".into(), "b".into()]), (9, vec!["c".into()])]
-        );
+        let f = CacheFile::open(&p, &salt).unwrap();
+        assert!(!f.damaged);
+        assert_eq!(f.segments.len(), 2);
+        assert_eq!(f.segments[1].snapshot_ns, 9);
+        assert_eq!(items(&f, 0).unwrap(), ["a", "bb"]);
+        assert_eq!(items(&f, 1).unwrap(), ["c"]);
         // Another build's salt: nothing is used, nothing is appended.
         let other = [8u8; 32];
-        assert!(read(&p, &other, decode).is_none());
+        assert!(CacheFile::open(&p, &other).is_none());
         assert!(!append(&p, &other, &[segment(&other, &["x"], 1)]).unwrap());
-        // A flipped byte in the last segment: the first is still used.
+        // A flipped byte in the last segment's content: only that region fails.
         let mut bytes = std::fs::read(&p).unwrap();
         let n = bytes.len();
         bytes[n - 1] ^= 1;
         std::fs::write(&p, &bytes).unwrap();
-        let r = read(&p, &salt, decode).unwrap();
-        assert!(r.damaged);
-        assert_eq!(r.segments.len(), 1);
-        // Truncated in the middle of a segment header or payload.
-        for cut in [n - 1, n - 3, HEADER + 10] {
+        let f = CacheFile::open(&p, &salt).unwrap();
+        assert!(items(&f, 1).is_some());
+        assert!(f.read(1, Region::Content).is_none());
+        assert!(f.read(0, Region::Content).is_some());
+        // Truncated in the middle of a segment header or region: the whole segments remain.
+        for cut in [n - 1, n - 30, first.len() + HEADER as usize + 10] {
             std::fs::write(&p, &bytes[..cut]).unwrap();
-            let r = read(&p, &salt, decode).unwrap();
-            assert!(r.damaged, "cut at {cut}");
+            let f = CacheFile::open(&p, &salt).unwrap();
+            assert!(f.damaged, "cut at {cut}");
+            assert_eq!(f.segments.len(), 1);
         }
         std::fs::write(&p, &bytes[..10]).unwrap();
         assert!(
-            read(&p, &salt, decode).is_none(),
+            CacheFile::open(&p, &salt).is_none(),
             "a torn header is no cache"
         );
     }

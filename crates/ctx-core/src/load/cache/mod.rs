@@ -25,7 +25,6 @@ mod file;
 mod location;
 pub mod stamp;
 
-use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
@@ -34,13 +33,13 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 
-use crate::load::parse::Parsed;
+use crate::diag::Diagnostic;
 use crate::load::walk::{Member, MemberSource};
 use crate::manifest::Manifest;
 use crate::object::ContextObject;
 
 use codec::{DiagIn, DiagOut};
-use file::{Salt, SegmentWriter};
+use file::{Region, Salt, SegmentWriter, Span};
 pub use location::location;
 pub use stamp::Stamp;
 
@@ -51,6 +50,16 @@ pub enum Key {
     Stat(Stamp),
     /// Staged content: the git blob id.
     Blob(String),
+}
+
+impl Key {
+    /// Work-tree and staged results of one file are kept side by side.
+    fn kind(&self) -> u8 {
+        match self {
+            Key::Stat(_) => 0,
+            Key::Blob(_) => 1,
+        }
+    }
 }
 
 /// A digest of what loads a member and the defaults it applies.
@@ -109,7 +118,7 @@ fn salt() -> &'static Salt {
     static SALT: OnceLock<Salt> = OnceLock::new();
     SALT.get_or_init(|| {
         let mut h = Sha256::new();
-        h.update(b"ctx-parse-cache/2\0");
+        h.update(b"ctx-parse-cache/3\0");
         h.update(env!("CARGO_PKG_VERSION").as_bytes());
         if let Some(s) = std::env::current_exe().ok().and_then(|p| Stamp::read(&p)) {
             h.update(s.size.to_le_bytes());
@@ -168,44 +177,81 @@ pub fn scope(member: &Member) -> Option<&str> {
     }
 }
 
+/// A record's index entry, as written.
 #[derive(Serialize)]
-struct RecordOut<'a> {
+struct IndexOut<'a> {
     path: &'a str,
     key: &'a Key,
     source: &'a SourceId,
     scope: Option<&'a str>,
+    /// A sealed member of a private collection (only those may be cached there).
+    sealed: bool,
+    meta: Span,
+    content: Span,
+}
+
+/// A record's index entry, as read.
+#[derive(Deserialize)]
+struct IndexIn {
+    path: String,
+    key: Key,
+    source: SourceId,
+    scope: Option<String>,
+    sealed: bool,
+    meta: Span,
+    content: Span,
+}
+
+/// A record's meta blob: the object (its content is in the content blob) and findings.
+#[derive(Serialize)]
+struct MetaOut<'a> {
     object: Option<&'a ContextObject>,
     diags: Vec<DiagOut<'a>>,
 }
 
 #[derive(Deserialize)]
-struct RecordIn {
-    path: String,
-    key: Key,
-    source: SourceId,
-    scope: Option<String>,
+struct MetaIn {
     object: Option<ContextObject>,
     diags: Vec<DiagIn>,
 }
 
-/// A result read from the cache, waiting to be claimed.
+/// A record the cache holds, found through the segment indexes.
 struct Held {
+    path: String,
     key: Key,
     source: SourceId,
-    /// When the parse was started (the segment's snapshot).
-    snapshot_ns: i64,
-    parsed: Parsed,
+    scope: Option<String>,
+    sealed: bool,
+    segment: u32,
+    meta: Span,
+    content: Span,
 }
 
-/// One result to save: what it was keyed by, and whether it was parsed in this session.
-pub struct Entry<'a> {
-    pub path: &'a str,
-    pub key: Key,
-    pub source: SourceId,
-    pub scope: Option<&'a str>,
-    pub parsed: &'a Parsed,
-    pub fresh: bool,
+impl Held {
+    fn order(&self) -> (&str, &SourceId, u8) {
+        (&self.path, &self.source, self.key.kind())
+    }
 }
+
+/// A result to save, borrowed from the load that produced or used it.
+pub enum Entry<'a> {
+    /// Parsed in this session.
+    Fresh {
+        path: &'a str,
+        key: Key,
+        source: SourceId,
+        scope: Option<&'a str>,
+        /// The object with its content (even when the load drops content afterwards).
+        object: Option<&'a ContextObject>,
+        diags: &'a [Diagnostic],
+    },
+    /// Taken from the cache: the [`Ticket`] it came from.
+    Cached(Ticket),
+}
+
+/// A result found in the cache, to fetch.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Ticket(usize);
 
 /// How a session used the cache (for benchmarks and tests).
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
@@ -216,16 +262,27 @@ pub struct Usage {
     pub parsed: usize,
 }
 
+/// One fetched result.
+pub struct Fetched {
+    pub object: Option<ContextObject>,
+    pub diags: Vec<Diagnostic>,
+}
+
 /// An open parse cache for one loading session.
 pub struct ParseCache {
     path: PathBuf,
     /// When this session started, before any file was looked at.
     snapshot_ns: i64,
-    held: HashMap<String, Vec<Held>>,
+    file: Option<file::CacheFile>,
+    /// Every record, sorted by path, source and key; where a later segment restates
+    /// a result, only the later one.
+    held: Vec<Held>,
     /// Records in the file, live or not (to decide when to compact).
     stored: usize,
     /// The file is missing, foreign, damaged, or holds what it must not: rewrite it.
     rewrite: bool,
+    /// A region failed its checksum while results were fetched: rewrite too.
+    damaged: std::sync::atomic::AtomicBool,
     privacy: Privacy,
 }
 
@@ -238,80 +295,159 @@ impl ParseCache {
         Some(Self::open_at(path, manifest, snapshot_ns))
     }
 
-    /// Open the cache file at `path` (missing or unusable files give an empty cache).
+    /// Open the cache file at `path` and read its indexes (missing or unusable
+    /// files give an empty cache).
     pub fn open_at(path: PathBuf, manifest: &Manifest, snapshot_ns: i64) -> ParseCache {
-        let privacy = Privacy::of(manifest);
         let mut c = ParseCache {
             path,
             snapshot_ns,
-            held: HashMap::new(),
+            file: None,
+            held: Vec::new(),
             stored: 0,
             rewrite: true,
-            privacy,
+            damaged: std::sync::atomic::AtomicBool::new(false),
+            privacy: Privacy::of(manifest),
         };
-        let privacy = &c.privacy;
-        let loaded = file::read(&c.path, salt(), |seg| {
-            let mut rest = seg.payload;
-            let mut out = Vec::with_capacity(seg.count as usize);
-            let mut forbidden = false;
-            for _ in 0..seg.count {
-                let (r, tail) = postcard::take_from_bytes::<RecordIn>(rest).ok()?;
-                rest = tail;
-                if !privacy.allows(r.scope.as_deref(), r.object.as_ref()) {
-                    forbidden = true;
-                    continue;
-                }
-                let diags = r
-                    .diags
-                    .into_iter()
-                    .map(DiagIn::into_diag)
-                    .collect::<Option<Vec<_>>>()?;
-                out.push((
-                    r.path,
-                    Held {
-                        key: r.key,
-                        source: r.source,
-                        snapshot_ns: seg.snapshot_ns,
-                        parsed: Parsed {
-                            object: r.object,
-                            diags,
-                        },
-                    },
-                ));
-            }
-            rest.is_empty().then_some((out, forbidden))
-        });
-        let Some(loaded) = loaded else {
+        let Some(f) = file::CacheFile::open(&c.path, salt()) else {
             return c;
         };
-        c.rewrite = loaded.damaged;
-        for (records, forbidden) in loaded.segments {
-            c.rewrite |= forbidden;
-            c.stored += records.len();
-            for (path, h) in records {
-                let slot = c.held.entry(path).or_default();
-                // A later segment restates a result: it wins.
-                slot.retain(|o| o.key != h.key || o.source != h.source);
-                slot.push(h);
+        let privacy = &c.privacy;
+        let indexes: Vec<Option<(Vec<(usize, Held)>, bool)>> = (0..f.segments.len())
+            .into_par_iter()
+            .map(|seg| {
+                let bytes = f.read(seg, Region::Index)?;
+                let mut rest = &bytes[..];
+                let mut out = Vec::with_capacity(f.segments[seg].count as usize);
+                let mut forbidden = false;
+                for n in 0..f.segments[seg].count as usize {
+                    let (r, tail) = postcard::take_from_bytes::<IndexIn>(rest).ok()?;
+                    rest = tail;
+                    // Only the header of a private member may be cached; anything else
+                    // (written before the collection became private) is purged.
+                    if privacy.private(r.scope.as_deref()) && !r.sealed {
+                        forbidden = true;
+                        continue;
+                    }
+                    out.push((
+                        n,
+                        Held {
+                            path: r.path,
+                            key: r.key,
+                            source: r.source,
+                            scope: r.scope,
+                            sealed: r.sealed,
+                            segment: seg as u32,
+                            meta: r.meta,
+                            content: r.content,
+                        },
+                    ));
+                }
+                rest.is_empty().then_some((out, forbidden))
+            })
+            .collect();
+        c.rewrite = f.damaged;
+        let mut all = Vec::new();
+        for index in indexes {
+            match index {
+                None => c.rewrite = true,
+                Some((records, forbidden)) => {
+                    c.rewrite |= forbidden;
+                    c.stored += records.len();
+                    all.extend(records);
+                }
             }
         }
+        // File order breaks ties, so after a stable sort the last of equal records
+        // is the one a later segment wrote.
+        all.sort_by(|(_, a), (_, b)| a.order().cmp(&b.order()));
+        let mut held: Vec<Held> = Vec::with_capacity(all.len());
+        for (_, h) in all {
+            match held.last_mut() {
+                // One result per file, source and kind: the one written last.
+                Some(last) if last.order() == h.order() => *last = h,
+                _ => held.push(h),
+            }
+        }
+        c.held = held;
+        c.file = Some(f);
         c
     }
 
-    /// Claim the result for `path` loaded by `source` with `key`, if the cache holds
-    /// one that can be trusted (not racy).
-    pub fn take(&mut self, path: &str, source: &SourceId, key: &Key) -> Option<Parsed> {
-        let slot = self.held.get_mut(path)?;
-        let at = slot
-            .iter()
-            .position(|h| &h.key == key && &h.source == source)?;
-        let h = slot.swap_remove(at);
+    /// The cached result for `path` loaded by `source` with `key`, if there is one
+    /// that can be trusted (not racy).
+    pub fn find(&self, path: &str, source: &SourceId, key: &Key) -> Option<Ticket> {
+        let at = self
+            .held
+            .binary_search_by(|h| h.order().cmp(&(path, source, key.kind())))
+            .ok()?;
+        if &self.held[at].key != key {
+            return None;
+        }
         if let Key::Stat(s) = key {
-            if s.racy(h.snapshot_ns) {
+            let seg = &self.file.as_ref()?.segments[self.held[at].segment as usize];
+            if s.racy(seg.snapshot_ns) {
                 return None;
             }
         }
-        Some(h.parsed)
+        Some(Ticket(at))
+    }
+
+    /// Decode the results of `wanted` (ticket, slot) pairs, in parallel, one segment
+    /// at a time, handing each to `put(slot, result)`. With `content` false the
+    /// content regions are not even read. Returns the slots whose results could not
+    /// be read back (damage found late): parse those afresh.
+    pub fn fetch(
+        &self,
+        wanted: &[(Ticket, usize)],
+        content: bool,
+        put: &(dyn Fn(usize, Fetched) + Sync),
+    ) -> Vec<usize> {
+        let Some(f) = &self.file else {
+            return wanted.iter().map(|(_, slot)| *slot).collect();
+        };
+        let mut by_segment: Vec<Vec<(usize, usize)>> = vec![Vec::new(); f.segments.len()];
+        for (Ticket(t), slot) in wanted {
+            by_segment[self.held[*t].segment as usize].push((*t, *slot));
+        }
+        by_segment
+            .par_iter()
+            .enumerate()
+            .filter(|(_, w)| !w.is_empty())
+            .flat_map_iter(|(seg, w)| {
+                let meta = f.read(seg, Region::Meta);
+                let text = if content {
+                    f.read(seg, Region::Content)
+                } else {
+                    Some(Vec::new())
+                };
+                let mut failed = Vec::new();
+                for &(t, slot) in w {
+                    let h = &self.held[t];
+                    let decoded = meta.as_deref().zip(text.as_deref()).and_then(|(m, c)| {
+                        let m: MetaIn = postcard::from_bytes(blob(m, h.meta)?).ok()?;
+                        let diags = m
+                            .diags
+                            .into_iter()
+                            .map(DiagIn::into_diag)
+                            .collect::<Option<Vec<_>>>()?;
+                        let mut object = m.object;
+                        if let (true, Some(o)) = (content, object.as_mut()) {
+                            o.content = codec::decode_content(blob(c, h.content)?)?;
+                        }
+                        Some(Fetched { object, diags })
+                    });
+                    match decoded {
+                        Some(r) => put(slot, r),
+                        None => {
+                            self.damaged
+                                .store(true, std::sync::atomic::Ordering::Relaxed);
+                            failed.push(slot);
+                        }
+                    }
+                }
+                failed
+            })
+            .collect()
     }
 
     /// When this session started.
@@ -324,41 +460,43 @@ impl ParseCache {
         &self.path
     }
 
-    /// Persist this session's results. `entries` are all results of the load (live
-    /// ones); only those parsed in this session are appended, unless the file must
-    /// be rewritten (missing, damaged, holding forbidden or mostly dead records).
-    /// Never fails the load: a cache that cannot be written costs only time.
-    pub fn save(self, entries: &[Entry<'_>]) {
-        let allowed: Vec<&Entry<'_>> = entries
+    /// Persist this session. `live` is every result of the load: fresh ones are
+    /// appended as a new segment, unless the file must be rewritten (missing,
+    /// damaged, holding forbidden or mostly dead records), when cached ones are
+    /// copied over as they are. Never fails the load: a cache that cannot be
+    /// written costs only time.
+    pub fn save(self, live: &[Entry<'_>]) {
+        let allowed = |e: &&Entry<'_>| match e {
+            Entry::Fresh { scope, object, .. } => self.privacy.allows(*scope, *object),
+            Entry::Cached(_) => true,
+        };
+        let fresh: Vec<&Entry<'_>> = live
             .iter()
-            .filter(|e| self.privacy.allows(e.scope, e.parsed.object.as_ref()))
+            .filter(|e| matches!(e, Entry::Fresh { .. }))
+            .filter(allowed)
             .collect();
-        let fresh = allowed.iter().filter(|e| e.fresh).count();
-        let compact = self.rewrite || self.stored + fresh > allowed.len() + allowed.len() / 4 + 64;
-        if !compact && fresh == 0 {
+        let kept: Vec<Ticket> = live
+            .iter()
+            .filter_map(|e| match e {
+                Entry::Cached(t) => Some(*t),
+                Entry::Fresh { .. } => None,
+            })
+            .collect();
+        let total = fresh.len() + kept.len();
+        let damaged = self.damaged.load(std::sync::atomic::Ordering::Relaxed);
+        let compact = self.rewrite || damaged || self.stored + fresh.len() > total + total / 4 + 64;
+        if !compact && fresh.is_empty() {
             return;
         }
-        let chosen: Vec<&Entry<'_>> = if compact {
-            allowed
-        } else {
-            allowed.into_iter().filter(|e| e.fresh).collect()
-        };
         let salt = salt();
         let snapshot = self.snapshot_ns;
-        let segments: Vec<Vec<u8>> = chosen
-            .par_chunks(512)
+        let fresh_segments: Vec<Vec<u8>> = fresh
+            .par_chunks(256)
             .flat_map_iter(|chunk| {
                 let mut out = Vec::new();
                 let mut w = SegmentWriter::default();
                 for e in chunk {
-                    w.push(&RecordOut {
-                        path: e.path,
-                        key: &e.key,
-                        source: &e.source,
-                        scope: e.scope,
-                        object: e.parsed.object.as_ref(),
-                        diags: e.parsed.diags.iter().map(DiagOut::of).collect(),
-                    });
+                    encode_fresh(&mut w, e);
                     if w.len() >= file::SEGMENT_TARGET {
                         out.push(std::mem::take(&mut w).finish(salt, snapshot));
                     }
@@ -369,10 +507,10 @@ impl ParseCache {
                 out
             })
             .collect();
-        let _ = self.persist(compact, &segments);
+        let _ = self.persist(compact, &kept, &fresh_segments);
     }
 
-    fn persist(&self, compact: bool, segments: &[Vec<u8>]) -> std::io::Result<()> {
+    fn persist(&self, compact: bool, kept: &[Ticket], fresh: &[Vec<u8>]) -> std::io::Result<()> {
         if let Some(dir) = self.path.parent() {
             location::prepare(dir)?;
         }
@@ -381,11 +519,90 @@ impl ParseCache {
             &self.path.with_extension("lock"),
             crate::fs::Mode::RepositoryDefault,
         )?;
-        if !compact && file::append(&self.path, salt(), segments)? {
+        if !compact && file::append(&self.path, salt(), fresh)? {
             return Ok(());
         }
-        file::write(&self.path, salt(), segments)
+        // Rewrite: cached records are copied blob for blob, segment by segment.
+        let salt = salt();
+        let snapshot = self.snapshot_ns;
+        let mut by_segment: Vec<Vec<usize>> = match &self.file {
+            Some(f) => vec![Vec::new(); f.segments.len()],
+            None => Vec::new(),
+        };
+        for Ticket(t) in kept {
+            by_segment[self.held[*t].segment as usize].push(*t);
+        }
+        file::write(&self.path, salt, |out| {
+            let Some(f) = &self.file else {
+                return fresh.iter().try_for_each(|s| out.write_all(s));
+            };
+            for (seg, wanted) in by_segment.iter().enumerate().filter(|(_, w)| !w.is_empty()) {
+                let (Some(meta), Some(text)) =
+                    (f.read(seg, Region::Meta), f.read(seg, Region::Content))
+                else {
+                    continue; // damaged since it was indexed: those files are parsed next time
+                };
+                let mut w = SegmentWriter::default();
+                for &t in wanted {
+                    let h = &self.held[t];
+                    let (Some(m), Some(c)) = (blob(&meta, h.meta), blob(&text, h.content)) else {
+                        continue;
+                    };
+                    w.push(m, c, |meta, content| IndexOut {
+                        path: &h.path,
+                        key: &h.key,
+                        source: &h.source,
+                        scope: h.scope.as_deref(),
+                        sealed: h.sealed,
+                        meta,
+                        content,
+                    });
+                }
+                if !w.is_empty() {
+                    out.write_all(&w.finish(salt, snapshot))?;
+                }
+            }
+            fresh.iter().try_for_each(|s| out.write_all(s))
+        })
     }
+}
+
+/// The bytes of `span` in `region`, if it is inside.
+fn blob(region: &[u8], (at, len): Span) -> Option<&[u8]> {
+    region.get(at as usize..(at as usize).checked_add(len as usize)?)
+}
+
+/// Encode one fresh result into `w` (left out if it cannot be encoded).
+fn encode_fresh(w: &mut SegmentWriter, e: &Entry<'_>) {
+    let Entry::Fresh {
+        path,
+        key,
+        source,
+        scope,
+        object,
+        diags,
+    } = e
+    else {
+        return;
+    };
+    let Ok(meta) = postcard::to_stdvec(&MetaOut {
+        object: *object,
+        diags: diags.iter().map(DiagOut::of).collect(),
+    }) else {
+        return;
+    };
+    let Ok(content) = codec::encode_content(object.and_then(|o| o.content.as_ref())) else {
+        return;
+    };
+    w.push(&meta, &content, |meta, content| IndexOut {
+        path,
+        key,
+        source,
+        scope: *scope,
+        sealed: object.is_some_and(|o| o.meta.sealed.is_some()),
+        meta,
+        content,
+    });
 }
 
 #[cfg(test)]

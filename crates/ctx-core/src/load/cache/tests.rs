@@ -129,31 +129,46 @@ fn racy_results_are_read_again() {
         .unwrap();
     let s = Stamp::read(&member.abs).unwrap();
     let source = source_id(&m, member);
-    let parsed = crate::load::read_and_parse(&m, member, &LoadOptions::default()).parsed;
-    let entry = |fresh| Entry {
+    let (parsed, _) = crate::load::read_and_parse(&m, member, &LoadOptions::default());
+    let entry = || Entry::Fresh {
         path: member.rel.as_str(),
         key: Key::Stat(s),
         source,
         scope: scope(member),
-        parsed: &parsed,
-        fresh,
+        object: parsed.object.as_ref(),
+        diags: &parsed.diags,
     };
     let path = location(&m).unwrap();
     // Taken when the file had just changed (same tick): never trusted.
-    ParseCache::open_at(path.clone(), &m, s.ctime_ns).save(&[entry(true)]);
-    let mut c = ParseCache::open_at(path.clone(), &m, stamp::now_ns());
-    assert!(c.take("notes/a.md", &source, &Key::Stat(s)).is_none());
+    ParseCache::open_at(path.clone(), &m, s.ctime_ns).save(&[entry()]);
+    let c = ParseCache::open_at(path.clone(), &m, stamp::now_ns());
+    assert!(c.find("notes/a.md", &source, &Key::Stat(s)).is_none());
     // Taken well after the change: trusted, but only for the same key and source.
-    ParseCache::open_at(path.clone(), &m, stamp::now_ns()).save(&[entry(true)]);
-    let mut c = ParseCache::open_at(path, &m, stamp::now_ns());
+    std::fs::remove_file(&path).unwrap();
+    ParseCache::open_at(path.clone(), &m, stamp::now_ns()).save(&[entry()]);
+    let c = ParseCache::open_at(path, &m, stamp::now_ns());
     let other = Stamp {
         size: s.size + 1,
         ..s
     };
-    assert!(c.take("notes/a.md", &source, &Key::Stat(other)).is_none());
-    assert!(c.take("notes/a.md", &[0; 16], &Key::Stat(s)).is_none());
-    let back = c.take("notes/a.md", &source, &Key::Stat(s)).unwrap();
-    assert_eq!(format!("{back:?}"), format!("{parsed:?}"));
+    assert!(c.find("notes/a.md", &source, &Key::Stat(other)).is_none());
+    assert!(c.find("notes/a.md", &[0; 16], &Key::Stat(s)).is_none());
+    assert!(c
+        .find("notes/a.md", &source, &Key::Blob("0".repeat(40)))
+        .is_none());
+    let t = c.find("notes/a.md", &source, &Key::Stat(s)).unwrap();
+    for content in [true, false] {
+        let got = std::sync::Mutex::new(None);
+        let failed = c.fetch(&[(t, 0)], content, &|_, f| *got.lock().unwrap() = Some(f));
+        assert!(failed.is_empty());
+        let back = got.into_inner().unwrap().unwrap();
+        let mut want = parsed.object.clone().unwrap();
+        if !content {
+            want.content = None;
+        }
+        assert_eq!(format!("{:?}", back.object), format!("{:?}", Some(want)));
+        assert_eq!(format!("{:?}", back.diags), format!("{:?}", parsed.diags));
+    }
 }
 
 #[test]
