@@ -10,6 +10,7 @@ use serde_json::{Map, Value};
 use ctx_core::diag::render::{self, HumanStyle};
 use ctx_core::diag::{Diagnostic, Severity};
 use ctx_core::error::{Error, Exit, Result};
+use ctx_core::evidence::{Record, WriteKind};
 use ctx_core::fs::{confine, RepoLock};
 use ctx_core::load::Repo;
 use ctx_core::manifest::Manifest;
@@ -138,14 +139,14 @@ pub fn file_flag(g: &Global, root: &Path, f: &Path) -> Result<String> {
     Ok(rel.into())
 }
 
-/// The consumer writing, if `--agent`/`--role` was given.
+/// The consumer writing, if `--agent`/`--role` was given. Writes pass the policy
+/// gate like reads: no write while role or agent definitions have errors.
 pub fn writer(m: &Manifest, who: &ConsumerArgs) -> Result<Option<Consumer>> {
+    ctx_core::manifest::roles::require_sound(m)?;
     if who.agent.is_none() && who.role.is_empty() {
         return Ok(None);
     }
-    Consumer::from_flags(m, who.agent.as_deref(), &who.role)
-        .map(Some)
-        .map_err(Error::Usage)
+    Consumer::from_flags(m, who.agent.as_deref(), &who.role).map(Some)
 }
 
 /// Parse the planned file as the loader would, refusing on schema errors.
@@ -194,8 +195,20 @@ pub fn refuse_with(p: &Printer, repo: &Repo, diags: &[Diagnostic]) -> Result<()>
 
 /// Refuse if the planned repository has errors the current one does not.
 pub fn check_repository(p: &Printer, repo: &Repo, planned: &Repo) -> Result<()> {
-    let before = validate::validate(repo, ValidateOptions { strict: false });
-    let after = validate::validate(planned, ValidateOptions { strict: false });
+    let before = validate::validate(
+        repo,
+        ValidateOptions {
+            strict: false,
+            at: None,
+        },
+    );
+    let after = validate::validate(
+        planned,
+        ValidateOptions {
+            strict: false,
+            at: None,
+        },
+    );
     let new = write::new_errors(&before, &after);
     if new.is_empty() {
         return Ok(());
@@ -320,11 +333,21 @@ pub fn run(g: &Global, p: &Printer, a: &AddArgs) -> Result<Exit> {
         bytes,
         replaces: None,
     }];
-    finish(
-        p,
-        &m.root,
-        &writes,
-        a.write.dry_run,
-        &format!("added {} in {rel}", a.id),
-    )
+    let audited = (!a.write.dry_run).then(|| {
+        Record::write(
+            a.write.who.agent.as_deref(),
+            &a.write.who.role,
+            WriteKind::Write,
+            [(a.id.clone(), a.kind == "decision")],
+        )
+    });
+    ctx_core::evidence::record_after(m, audited, || {
+        finish(
+            p,
+            &m.root,
+            &writes,
+            a.write.dry_run,
+            &format!("added {} in {rel}", a.id),
+        )
+    })
 }

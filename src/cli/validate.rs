@@ -5,12 +5,12 @@ use std::path::PathBuf;
 
 use clap::{Args, ValueEnum};
 
-use ctx_core::diag::render::{self, HumanStyle};
 use ctx_core::diag::Diagnostic;
 use ctx_core::error::{Exit, Result};
 use ctx_core::load::{self, Repo};
 use ctx_core::validate::{self as checks, ValidateOptions};
 
+use super::findings::Verdict;
 use super::{Global, Printer};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -35,17 +35,19 @@ pub struct ValidateArgs {
     /// Check the staged state (what `git commit` would record) instead of the work tree.
     #[arg(long)]
     pub staged: bool,
+    /// Judge the repository as of this RFC 3339 instant or date (default: now).
+    #[arg(long)]
+    pub at: Option<String>,
+    /// Write the report to this file (atomically) instead of stdout.
+    #[arg(long, short = 'o', value_name = "FILE")]
+    pub output: Option<PathBuf>,
     /// Only report findings in these files or folders (the whole repository is still checked).
     pub paths: Vec<PathBuf>,
 }
 
 /// Load the repository the global flags point at (through the parse cache unless turned off).
 pub fn load_repo(g: &Global, max_file_size: u64) -> Result<Repo> {
-    Ok(load::open(
-        g.dir.as_deref(),
-        &g.cwd,
-        &g.load_options(max_file_size),
-    )?)
+    load::open(g.dir.as_deref(), &g.cwd, &g.load_options(max_file_size))
 }
 
 /// [`load_repo`] for commands that only check (validate, doctor, stale, conflicts):
@@ -56,7 +58,7 @@ pub fn load_repo_for_checks(g: &Global, max_file_size: u64) -> Result<Repo> {
         content: false,
         ..g.load_options(max_file_size)
     };
-    Ok(load::open(g.dir.as_deref(), &g.cwd, &opts)?)
+    load::open(g.dir.as_deref(), &g.cwd, &opts)
 }
 
 /// Keep findings in the given paths (relative to the working directory).
@@ -95,52 +97,40 @@ fn restrict(
 }
 
 pub fn run(g: &Global, p: &Printer, args: &ValidateArgs) -> Result<Exit> {
+    let at = super::resolve::at_flag(args.at.as_deref())?;
+    let out = args.output.as_deref();
     let progress = super::progress::Progress::start("loading");
     // `_checkout` keeps a temporary checkout of the index alive while findings are rendered.
-    let (repo, _checkout) = if args.staged {
-        super::hook::load_staged(g, p, args.max_file_size)?
+    let loaded = if args.staged {
+        super::hook::load_staged(g, p, args.max_file_size)
     } else {
-        (load_repo_for_checks(g, args.max_file_size)?, None)
+        load_repo_for_checks(g, args.max_file_size).map(|r| (r, None))
+    };
+    let (repo, _checkout) = match loaded {
+        Ok(x) => x,
+        Err(e) => {
+            progress.finish();
+            return super::findings::unloadable(p, e, args.format, out);
+        }
     };
     let findings = checks::validate(
         &repo,
         ValidateOptions {
             strict: args.strict,
+            at: Some(at),
         },
     );
     let findings = restrict(findings, &repo, g, &args.paths);
     progress.finish();
     let failed = checks::failed(&findings, args.strict);
-    let objects = repo.objects.len();
-    let io = match args.format {
-        ReportFormat::Human => {
-            let mut text = render::human(
-                &findings,
-                &repo.manifest.root,
-                HumanStyle {
-                    color: p.color_out,
-                    width: p.width,
-                },
-            );
-            let summary = render::summary(&findings, objects);
-            text.push_str(&if failed {
-                format!("✗ invalid: {summary}\n")
-            } else {
-                format!("✓ valid: {summary}\n")
-            });
-            p.out(&text)
-        }
-        ReportFormat::Json => {
-            let doc =
-                render::report_value(&findings, !failed, Some(&repo.manifest.id), objects, None);
-            p.out(&(serde_json::to_string_pretty(&doc).expect("serializable") + "\n"))
-        }
-        ReportFormat::Sarif => p.out(
-            &(serde_json::to_string_pretty(&render::sarif(&findings)).expect("serializable")
-                + "\n"),
-        ),
-        ReportFormat::Github => p.out(&render::github(&findings)),
-    };
-    super::io_result(io)?;
+    super::findings::emit(
+        p,
+        &repo,
+        &findings,
+        args.format,
+        failed,
+        Verdict::Validity,
+        out,
+    )?;
     Ok(if failed { Exit::Invalid } else { Exit::Ok })
 }

@@ -35,6 +35,7 @@ pub const BUNDLE_EXTENSION: &str = "ctx.bundle";
 const ID_PREFIX: &str = "urn:ctx:receipt:";
 const ACTOR_PREFIX: &str = "urn:ctx:key:";
 
+pub mod query;
 pub mod store;
 #[cfg(test)]
 mod tests;
@@ -310,6 +311,27 @@ pub fn verify(r: &Value, trusted: &BTreeMap<String, PublicKey>) -> Result<Verifi
         supersedes,
         policy_snapshot: str_field(r, "policy_snapshot")?.to_string(),
     })
+}
+
+/// [`verify`] under the manifest's `ctx.keys`, naming a declared but
+/// malformed signing key (its id, the manifest field, expected and actual)
+/// instead of calling it undeclared.
+pub fn verify_trusted(r: &Value, trusted: &crate::keys::Trusted) -> Result<Verified, Problem> {
+    let key_id = r
+        .get("signature")
+        .and_then(|s| s.get("key_id"))
+        .and_then(Value::as_str);
+    if let Some(bad) = key_id.and_then(|id| trusted.malformed(id)) {
+        return Err(Problem::new(
+            &format!(
+                "signature.key_id `{}` is declared in {} but malformed: {}",
+                bad.id, bad.file, bad.field
+            ),
+            bad.expected.clone(),
+            bad.actual.clone(),
+        ));
+    }
+    verify(r, &trusted.keys)
 }
 
 /// Check a bundle on its own: its digest recomputes and its `bundle_id` is

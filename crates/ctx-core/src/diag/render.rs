@@ -74,15 +74,22 @@ fn compact(v: &Value) -> String {
     }
 }
 
-/// Byte span of a 1-based line in `text` (without its newline).
+/// Byte span of a 1-based line in `text` (without its newline). A line just past
+/// the end (a parser reporting "unexpected end of file") frames the last line.
 fn line_span(text: &str, line: u32) -> Option<SourceSpan> {
     let mut start = 0usize;
+    let mut last = None;
     for (i, l) in text.split_inclusive('\n').enumerate() {
+        let len = l.trim_end_matches(['\n', '\r']).len();
         if i + 1 == line as usize {
-            let len = l.trim_end_matches(['\n', '\r']).len();
             return Some(SourceSpan::new(start.into(), len));
         }
+        last = Some(SourceSpan::new(start.into(), len));
         start += l.len();
+    }
+    let lines = text.split_inclusive('\n').count();
+    if line as usize == lines + 1 {
+        return last;
     }
     None
 }

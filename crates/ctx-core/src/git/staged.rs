@@ -279,7 +279,9 @@ pub fn load_staged(
             Err(e) => return Err(Error::Invalid(e.to_string())),
         },
         // The work-tree manifest does not load; the staged one may.
-        Err(Error::Invalid(_)) => format!("{file} in the work tree does not load"),
+        Err(Error::Invalid(_) | Error::Manifest { .. }) => {
+            format!("{file} in the work tree does not load")
+        }
         Err(e) => return Err(e),
     };
     let tmp = tempfile::tempdir().map_err(|e| Error::io(std::env::temp_dir(), &e))?;

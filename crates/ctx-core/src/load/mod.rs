@@ -11,6 +11,7 @@ pub mod live;
 pub mod matcher;
 pub mod parse;
 pub mod secrets;
+pub mod uri_entries;
 pub mod walk;
 
 use rayon::prelude::*;
@@ -342,6 +343,11 @@ pub(crate) fn assemble_slots(
     }
     // Collected in place: `Option<ContextObject>` and `ContextObject` have one size.
     let mut objects: Vec<ContextObject> = slots.objects.into_iter().flatten().collect();
+    // URI entries come from the manifest alone: made afresh every time, never cached.
+    for p in uri_entries::parsed(&manifest) {
+        diags.extend(p.diags);
+        objects.extend(p.object);
+    }
     sort_objects(&mut objects);
     diag::normalize(&mut diags);
     Repo {
@@ -371,7 +377,7 @@ pub fn assemble(
     files: usize,
 ) -> Repo {
     let mut objects = Vec::with_capacity(results.len());
-    for r in results {
+    for r in results.into_iter().chain(uri_entries::parsed(&manifest)) {
         diags.extend(r.diags);
         objects.extend(r.object);
     }

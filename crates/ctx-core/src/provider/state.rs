@@ -56,6 +56,22 @@ struct State {
     idempotency_keys: BTreeMap<String, String>,
 }
 
+/// Where acceptance state lives when the host names no folder: per repository
+/// under `.ctx/provider-state/` (beside receipts and the audit log), or per user
+/// under `$XDG_STATE_HOME/ctx/provider-state` (else `~/.local/state/…`, else
+/// `%LOCALAPPDATA%\ctx\provider-state`). Relative XDG and HOME values are
+/// ignored, as the XDG specification asks. None when no user folder is known.
+pub fn default_state_dir(repository: Option<&Path>) -> Option<PathBuf> {
+    if let Some(root) = repository {
+        return Some(root.join(".ctx").join("provider-state"));
+    }
+    let abs = |v: Option<std::ffi::OsString>| v.map(PathBuf::from).filter(|p| p.is_absolute());
+    let base = abs(std::env::var_os("XDG_STATE_HOME"))
+        .or_else(|| abs(std::env::var_os("HOME")).map(|h| h.join(".local").join("state")))
+        .or_else(|| abs(std::env::var_os("LOCALAPPDATA")))?;
+    Some(base.join("ctx").join("provider-state"))
+}
+
 impl StateDir {
     /// Open (creating with mode 0700 if needed) a state directory.
     pub fn open(dir: impl Into<PathBuf>) -> Result<Self, StateError> {

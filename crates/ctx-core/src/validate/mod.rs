@@ -17,15 +17,18 @@ use crate::object::ContextObject;
 pub struct ValidateOptions {
     /// Report approval state and unknown `ctx.` extensions as findings that fail the run.
     pub strict: bool,
+    /// The instant time-dependent judgements are made at (`--at`; None: now).
+    pub at: Option<crate::time::Instant>,
 }
 
 /// Extensions ctx itself defines under its `ctx.` namespace.
-pub const KNOWN_CTX_EXTENSIONS: [&str; 5] = [
+pub const KNOWN_CTX_EXTENSIONS: [&str; 6] = [
     "ctx.keys",
     "ctx.private",
     "ctx.policy",
     "ctx.health",
     "ctx.write",
+    "ctx.redaction",
 ];
 
 /// Index from id to the positions of its objects (objects are sorted by id).
@@ -59,14 +62,26 @@ impl<'a> Index<'a> {
         self.by_id.contains_key(id)
     }
 
-    /// Positions of the objects an `id[@version]` reference names.
+    /// Positions of the objects an `id[@version]` reference names. A pinned
+    /// version is found by binary search (versions of one id are sorted), so a
+    /// chain of many versions costs O(log n) per link.
     pub fn resolve(&self, r: &crate::model::ObjectRef) -> Vec<usize> {
-        match self.by_id.get(r.id.as_str()) {
-            Some(range) => range
-                .clone()
-                .filter(|&i| r.version.is_none() || self.objects[i].version == r.version)
-                .collect(),
-            None => Vec::new(),
+        self.range(r).collect()
+    }
+
+    /// [`Index::resolve`] without allocating.
+    pub fn range(&self, r: &crate::model::ObjectRef) -> std::ops::Range<usize> {
+        let Some(range) = self.by_id.get(r.id.as_str()) else {
+            return 0..0;
+        };
+        match r.version {
+            None => range.clone(),
+            Some(v) => {
+                let slice = &self.objects[range.clone()];
+                let lo = slice.partition_point(|o| o.version < Some(v));
+                let hi = slice.partition_point(|o| o.version <= Some(v));
+                range.start + lo..range.start + hi
+            }
         }
     }
 }
@@ -445,7 +460,7 @@ fn content_uris(repo: &Repo, out: &mut Vec<Diagnostic>) {
                     );
                 }
             }
-            Some(s) if adapters::SCHEMES.contains(&s) => {}
+            Some(s) if adapters::claims(&repo.manifest, s) => {}
             Some(s) => out.push(
                 at(
                     o,
@@ -457,7 +472,7 @@ fn content_uris(repo: &Repo, out: &mut Vec<Diagnostic>) {
                 .field("content_uri")
                 .expected(serde_json::json!(adapters::SCHEMES))
                 .actual(s)
-                .fix("use a built-in scheme, or inline the content"),
+                .fix(format!("use a built-in scheme, inline the content, or install a `ctx-adapter-{s}` plugin and enable it with `adapters.{s}.enabled: true`")),
             ),
         }
     }

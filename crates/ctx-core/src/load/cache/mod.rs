@@ -233,6 +233,10 @@ impl Held {
     }
 }
 
+/// One segment's records (with their position in it), and whether it held any a
+/// private collection forbids.
+type SegmentIndex = (Vec<(usize, Held)>, bool);
+
 /// A result to save, borrowed from the load that produced or used it.
 pub enum Entry<'a> {
     /// Parsed in this session.
@@ -312,7 +316,7 @@ impl ParseCache {
             return c;
         };
         let privacy = &c.privacy;
-        let indexes: Vec<Option<(Vec<(usize, Held)>, bool)>> = (0..f.segments.len())
+        let indexes: Vec<Option<SegmentIndex>> = (0..f.segments.len())
             .into_par_iter()
             .map(|seg| {
                 let bytes = f.read(seg, Region::Index)?;

@@ -238,7 +238,12 @@ fn appended_results_and_compaction() {
     assert_eq!(observed(&r), observed(&load(dir.path(), false).0));
 }
 
-const SEALED: &str = "---\nid: vault.sealed\ntype: fact\nowner: me\nextensions:\n  ctx.private:\n    encrypted: true\n    recipients: [age1example]\n---\n-----BEGIN AGE ENCRYPTED FILE-----\nYWdlLWVuY3J5cHRpb24ub3JnL3YxCi0+IFgyNTUxOSBjaXBoZXJ0ZXh0\n-----END AGE ENCRYPTED FILE-----\n";
+/// A sealed member: clear header, armored ciphertext (to a real public key, so the
+/// strict header check accepts it).
+fn sealed() -> String {
+    let recipient = age::x25519::Identity::generate().to_public().to_string();
+    format!("---\nid: vault.sealed\ntype: fact\nowner: me\nextensions:\n  ctx.private:\n    encrypted: true\n    recipients: [{recipient}]\n---\n-----BEGIN AGE ENCRYPTED FILE-----\nYWdlLWVuY3J5cHRpb24ub3JnL3YxCi0+IFgyNTUxOSBjaXBoZXJ0ZXh0\n-----END AGE ENCRYPTED FILE-----\n")
+}
 
 fn private_manifest(private: bool) -> String {
     let ext = if private {
@@ -256,7 +261,7 @@ fn private_plaintext_never_reaches_the_cache() {
     let dir = repo(&[
         ("opencontext.yaml", &private_manifest(false)),
         ("vault/plain.md", &plain),
-        ("vault/sealed.md", SEALED),
+        ("vault/sealed.md", &sealed()),
         (
             "notes/n.md",
             "---\nid: notes.n\ntype: note\nowner: me\n---\nclear\n",
