@@ -41,6 +41,7 @@ mod adapters;
 mod add_supersede;
 mod bad_input;
 mod cache;
+mod cache_faults;
 mod canary;
 mod diff;
 mod docs_guide;
