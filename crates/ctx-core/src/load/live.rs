@@ -1,20 +1,25 @@
 //! A repository kept in memory by a long-running front end (`ctx mcp`, `ctx serve`).
 //!
-//! Before each request the front end calls [`LiveRepo::refresh`]: a stat sweep
-//! (the walk, which notices added and removed files, and one `stat` per member).
-//! Files whose stamp is unchanged keep their parsed object; only changed, added or
-//! racy files are read and parsed again, and when nothing changed the same
-//! [`Arc<Repo>`] is handed back without rebuilding anything. A change to the
-//! manifest (or which manifest is found) loads everything again, since collections,
-//! defaults and roles may all differ.
+//! Each request starts with [`LiveRepo::snapshot`]: a stat sweep (manifest
+//! discovery, the walk — which notices added, removed and renamed files — and one
+//! `stat` per member). Files whose stamp is unchanged keep their parsed object;
+//! only changed, added, racy or previously unreadable files are read and parsed
+//! again, and when nothing changed the same [`Arc<Repo>`] is handed back without
+//! rebuilding anything. A change to the manifest (its stamp, which manifest is
+//! found, or which ones it shadows) loads everything again: collections, defaults,
+//! roles, agents and redaction rules may all differ, and policy is never served
+//! from before an edit.
+//!
+//! A refresh that fails (the manifest became unreadable or invalid, or vanished)
+//! returns the error and drops the loaded state: the next snapshot loads from
+//! scratch, so a front end can never fall back to the policy of an older manifest.
 //!
 //! ```no_run
 //! use ctx_core::load::{live::LiveRepo, LoadOptions};
 //! let cwd = std::env::current_dir().unwrap();
 //! let mut live = LiveRepo::open(None, &cwd, LoadOptions { cache: true, ..Default::default() })?;
-//! // ... for each request:
-//! live.refresh()?;
-//! let repo = live.repo(); // an Arc<Repo>: requests in flight keep their snapshot
+//! // ... for each request (behind a Mutex when requests run concurrently):
+//! let repo = live.snapshot()?; // an Arc<Repo>: the request keeps it however long it runs
 //! # Ok::<(), ctx_core::error::Error>(())
 //! ```
 
@@ -80,6 +85,8 @@ pub struct LiveRepo {
     manifest_diags: Vec<Diagnostic>,
     walk_diags: Vec<Diagnostic>,
     files: Vec<Tracked>,
+    /// The last refresh failed: the state above is not to be trusted or served.
+    broken: bool,
 }
 
 fn found(dir: Option<&Path>, cwd: &Path) -> Result<ManifestState> {
@@ -119,14 +126,22 @@ impl LiveRepo {
             manifest_diags,
             walk_diags: Vec::new(),
             files: Vec::new(),
+            broken: false,
         };
         live.load_all(manifest);
         Ok(live)
     }
 
-    /// The repository as of the last refresh.
+    /// The repository as of the last refresh. Front ends call [`LiveRepo::snapshot`]
+    /// instead, which refreshes first and never hands out state a failed refresh left.
     pub fn repo(&self) -> Arc<Repo> {
         Arc::clone(&self.repo)
+    }
+
+    /// Refresh, then hand out the current repository: what every request starts with.
+    pub fn snapshot(&mut self) -> Result<Arc<Repo>> {
+        self.refresh()?;
+        Ok(self.repo())
     }
 
     /// Load every member (through the parse cache when enabled).
@@ -156,13 +171,30 @@ impl LiveRepo {
     }
 
     /// Bring the repository up to date with the files on disk; see [`Refresh`].
+    /// On error the loaded state is dropped (see the module documentation).
     pub fn refresh(&mut self) -> Result<Refresh> {
+        let r = self.try_refresh();
+        if r.is_err() {
+            self.broken = true;
+            self.files.clear();
+            self.repo = Arc::new(Repo {
+                manifest: self.repo.manifest.clone(),
+                objects: Vec::new(),
+                diags: Vec::new(),
+                files: 0,
+            });
+        }
+        r
+    }
+
+    fn try_refresh(&mut self) -> Result<Refresh> {
         let now = found(self.dir.as_deref(), &self.cwd)?;
-        if now != self.found || now.stamp.is_none_or(|s| s.racy(self.snapshot_ns)) {
+        if self.broken || now != self.found || now.stamp.is_none_or(|s| s.racy(self.snapshot_ns)) {
             let (manifest, manifest_diags) = Manifest::discover(self.dir.as_deref(), &self.cwd)?;
             self.found = now;
             self.manifest_diags = manifest_diags;
             self.load_all(manifest);
+            self.broken = false;
             return Ok(Refresh {
                 reloaded: true,
                 reparsed: self.files.len(),

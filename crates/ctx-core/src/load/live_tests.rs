@@ -160,3 +160,177 @@ fn a_manifest_change_reloads_everything_and_findings_follow() {
     live.refresh().unwrap();
     assert_eq!(seen(&live.repo()), fresh(dir.path()));
 }
+
+/// The ids `role` may see, through the one authorized view.
+fn visible_to(repo: &Repo, role: &str) -> crate::error::Result<Vec<String>> {
+    use crate::view::{View, Who};
+    let who = Who {
+        agent: None,
+        roles: vec![role.to_string()],
+    };
+    let at = crate::time::parse_timestamp("2026-09-01T00:00:00Z").unwrap();
+    let view = View::open(repo, &who, at)?;
+    let mut ids: Vec<String> = view
+        .visible(false)
+        .into_iter()
+        .map(|(i, _)| repo.objects[i].id.clone())
+        .collect();
+    ids.sort();
+    Ok(ids)
+}
+
+const ROLES: &str = "roles:\n  support:\n    include: [mission, notes.*]\n";
+
+#[test]
+fn renames_of_files_and_folders_are_seen() {
+    let dir = setup(5);
+    let mut live = open(dir.path());
+    std::fs::rename(
+        dir.path().join("notes/n1.md"),
+        dir.path().join("notes/renamed.md"),
+    )
+    .unwrap();
+    // A rename onto a file that existed: same path, another inode.
+    std::fs::rename(
+        dir.path().join("notes/n2.md"),
+        dir.path().join("notes/n3.md"),
+    )
+    .unwrap();
+    let r = live.refresh().unwrap();
+    assert_eq!((r.reloaded, r.reparsed, r.removed), (false, 2, 2));
+    assert_eq!(seen(&live.repo()), fresh(dir.path()));
+    // A folder renamed: every file in it is new.
+    std::fs::create_dir_all(dir.path().join("notes/sub")).unwrap();
+    std::fs::rename(
+        dir.path().join("notes/n4.md"),
+        dir.path().join("notes/sub/n4.md"),
+    )
+    .unwrap();
+    settle();
+    live.refresh().unwrap();
+    std::fs::rename(dir.path().join("notes/sub"), dir.path().join("notes/moved")).unwrap();
+    let r = live.refresh().unwrap();
+    assert_eq!((r.reparsed, r.removed), (1, 1));
+    let repo = live.repo();
+    assert!(repo
+        .objects
+        .iter()
+        .any(|o| o.origin.file == "notes/moved/n4.md"));
+    assert_eq!(seen(&repo), fresh(dir.path()));
+}
+
+#[test]
+fn ignore_files_and_special_files_change_membership_and_findings() {
+    let dir = setup(4);
+    let mut live = open(dir.path());
+    write(dir.path(), ".gitignore", "notes/n1.md\n");
+    let r = live.refresh().unwrap();
+    assert_eq!(r.removed, 1);
+    assert_eq!(seen(&live.repo()), fresh(dir.path()));
+    // A member replaced by a FIFO is reported, never waited on.
+    std::fs::remove_file(dir.path().join("notes/n2.md")).unwrap();
+    let fifo = std::process::Command::new("mkfifo")
+        .arg(dir.path().join("notes/n2.md"))
+        .status()
+        .is_ok_and(|s| s.success());
+    if fifo {
+        live.refresh().unwrap();
+        let repo = live.repo();
+        assert!(repo
+            .diags
+            .iter()
+            .any(|d| d.file.as_deref() == Some("notes/n2.md")));
+        assert_eq!(seen(&repo), fresh(dir.path()));
+    }
+}
+
+#[test]
+fn a_role_change_takes_effect_on_the_next_snapshot() {
+    let dir = setup(2);
+    write(
+        dir.path(),
+        "opencontext.yaml",
+        &format!("{MANIFEST}{ROLES}"),
+    );
+    settle();
+    let mut live = open(dir.path());
+    let before = live.snapshot().unwrap();
+    assert_eq!(
+        visible_to(&before, "support").unwrap(),
+        ["mission", "notes.n0", "notes.n1"]
+    );
+    // Narrowed right away (same second, racy): the next snapshot has the new policy.
+    write(
+        dir.path(),
+        "opencontext.yaml",
+        &format!("{MANIFEST}{}", ROLES.replace("mission, notes.*", "mission")),
+    );
+    let after = live.snapshot().unwrap();
+    assert!(!Arc::ptr_eq(&before, &after));
+    assert_eq!(visible_to(&after, "support").unwrap(), ["mission"]);
+    assert_eq!(seen(&after), fresh(dir.path()));
+    // A request still holding the old snapshot keeps what it started with.
+    assert_eq!(visible_to(&before, "support").unwrap().len(), 3);
+    // The role removed: refused, not served from before.
+    write(dir.path(), "opencontext.yaml", MANIFEST);
+    let gone = live.snapshot().unwrap();
+    assert!(visible_to(&gone, "support").is_err());
+}
+
+#[test]
+fn a_broken_manifest_is_an_error_and_never_falls_back_to_the_old_policy() {
+    let dir = setup(2);
+    write(
+        dir.path(),
+        "opencontext.yaml",
+        &format!("{MANIFEST}{ROLES}"),
+    );
+    settle();
+    let mut live = open(dir.path());
+    assert!(live.snapshot().is_ok());
+    write(dir.path(), "opencontext.yaml", "opencontext: [\n");
+    assert!(live.snapshot().is_err());
+    assert!(live.snapshot().is_err(), "still broken");
+    assert!(
+        live.repo().objects.is_empty(),
+        "nothing of the old state is left to serve"
+    );
+    // A role set the gate refuses (a cycle) loads, but no view opens on it.
+    write(
+        dir.path(),
+        "opencontext.yaml",
+        &format!("{MANIFEST}roles:\n  a:\n    inherits: [b]\n  b:\n    inherits: [a]\n"),
+    );
+    if let Ok(repo) = live.snapshot() {
+        assert!(visible_to(&repo, "a").is_err());
+    }
+    // Fixed: served again, from scratch.
+    write(
+        dir.path(),
+        "opencontext.yaml",
+        &format!("{MANIFEST}{ROLES}"),
+    );
+    let r = live.refresh().unwrap();
+    assert!(r.reloaded);
+    assert_eq!(seen(&live.repo()), fresh(dir.path()));
+    std::fs::remove_file(dir.path().join("opencontext.yaml")).unwrap();
+    assert!(live.snapshot().is_err(), "a vanished manifest is an error");
+}
+
+#[test]
+fn with_the_parse_cache_a_second_front_end_starts_warm() {
+    let dir = setup(6);
+    let opts = LoadOptions {
+        cache: true,
+        ..LoadOptions::default()
+    };
+    let first = LiveRepo::open(Some(dir.path()), dir.path(), opts.clone()).unwrap();
+    assert_eq!(seen(&first.repo()), fresh(dir.path()));
+    let (m, diags) = Manifest::discover(Some(dir.path()), dir.path()).unwrap();
+    let (repo, usage) = crate::load::load_counted(m, diags, &opts);
+    assert_eq!(usage.parsed, 0, "every result came from the cache");
+    assert_eq!(seen(&repo), fresh(dir.path()));
+    let mut second = LiveRepo::open(Some(dir.path()), dir.path(), opts).unwrap();
+    assert_eq!(seen(&second.repo()), fresh(dir.path()));
+    assert!(second.refresh().unwrap().unchanged);
+}
