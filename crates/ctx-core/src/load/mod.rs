@@ -7,10 +7,12 @@
 //! only what changed.
 
 pub mod cache;
+pub mod exclude;
 pub mod live;
 pub mod matcher;
 pub mod parse;
 pub mod secrets;
+pub mod unloaded;
 pub mod uri_entries;
 pub mod walk;
 

@@ -2,8 +2,10 @@
 //! references, conflicts, ownership, provenance, approval and extensions.
 //! Per-file checks (syntax, schema, secrets) happen in [`crate::load::parse`].
 
+pub mod authority;
 pub mod signing;
 pub mod supersession;
+mod timeline;
 
 use std::collections::{HashMap, HashSet};
 
@@ -22,7 +24,8 @@ pub struct ValidateOptions {
 }
 
 /// Extensions ctx itself defines under its `ctx.` namespace.
-pub const KNOWN_CTX_EXTENSIONS: [&str; 6] = [
+pub const KNOWN_CTX_EXTENSIONS: [&str; 7] = [
+    "ctx.collections",
     "ctx.keys",
     "ctx.private",
     "ctx.policy",
@@ -86,7 +89,7 @@ impl<'a> Index<'a> {
     }
 }
 
-fn at(o: &ContextObject, d: Diagnostic) -> Diagnostic {
+pub(crate) fn at(o: &ContextObject, d: Diagnostic) -> Diagnostic {
     d.file(o.origin.file.clone())
         .line(o.origin.line)
         .id(o.id.clone())
@@ -99,6 +102,9 @@ pub fn validate(repo: &Repo, opts: ValidateOptions) -> Vec<Diagnostic> {
     let idx = Index::new(&repo.objects);
     let sup = supersession::analyse(&idx);
     out.extend(sup.diags.iter().cloned());
+    let at = opts.at.unwrap_or_else(chrono::Utc::now);
+    timeline::scheduled_supersession(&idx, &sup, at, repo.manifest.default_ttl, &mut out);
+    timeline::approvals(&idx, &mut out);
     duplicates(&idx, &sup.superseded, &mut out);
     references(&idx, &mut out);
     conflicts(&idx, &sup.superseded, &mut out);
@@ -108,6 +114,8 @@ pub fn validate(repo: &Repo, opts: ValidateOptions) -> Vec<Diagnostic> {
     signing::check(repo, &mut out);
     // Private collections: configuration, and no plaintext where ciphertext belongs.
     out.extend(crate::private::guard::check(repo));
+    // Mistakes that leave the repository valid but change what a consumer sees.
+    out.extend(crate::lint::check(repo));
     if opts.strict {
         strict_checks(repo, &mut out);
     }
@@ -122,7 +130,7 @@ pub fn failed(diags: &[Diagnostic], strict: bool) -> bool {
         .any(|d| d.severity == Severity::Error || (strict && d.severity == Severity::Warning))
 }
 
-fn duplicates(idx: &Index<'_>, superseded: &HashSet<usize>, out: &mut Vec<Diagnostic>) {
+pub(crate) fn duplicates(idx: &Index<'_>, superseded: &HashSet<usize>, out: &mut Vec<Diagnostic>) {
     let objs = idx.objects;
     let mut i = 0;
     while i < objs.len() {
@@ -141,10 +149,11 @@ fn duplicates(idx: &Index<'_>, superseded: &HashSet<usize>, out: &mut Vec<Diagno
                 let files: Vec<String> = objs[k..l].iter().map(|o| o.origin.file.clone()).collect();
                 for o in &objs[k + 1..l] {
                     out.push(at(o, Diagnostic::error(Code::DuplicateId, format!(
-                        "id `{}` at {} is declared again (first in {})",
+                        "id `{}` ({}) is declared in both {} and {}",
                         o.key(),
                         o.version.map(|v| format!("version {v}")).unwrap_or_else(|| "no version".into()),
-                        files[0]
+                        files[0],
+                        o.origin.file
                     )))
                     .ids(files.clone())
                     .field("id")
