@@ -72,7 +72,8 @@ pub fn load(
     p: &Printer,
     r: &ReportArgs,
 ) -> std::result::Result<Repo, Result<Exit>> {
-    super::validate::load_repo(g, ctx_core::load::DEFAULT_MAX_FILE_SIZE)
+    // Checks never read content: loading without it keeps large repositories small.
+    super::validate::load_repo_for_checks(g, ctx_core::load::DEFAULT_MAX_FILE_SIZE)
         .map_err(|e| unloadable(p, e, r.format, r.output.as_deref()))
 }
 

@@ -9,7 +9,6 @@ use ctx_core::error::{Error, Exit, Result};
 use ctx_core::fs::{Existing, Mode};
 use ctx_core::git::staged;
 use ctx_core::git::Git;
-use ctx_core::load::LoadOptions;
 use ctx_core::manifest::Manifest;
 
 use super::{Global, Printer};
@@ -128,7 +127,11 @@ pub fn run(g: &Global, p: &Printer, a: &HookArgs) -> Result<Exit> {
             ctx_core::fs::write_atomic(&path, text.as_bytes(), Mode::Executable, Existing::Replace)
                 .map_err(|e| Error::io(&path, &e))?;
             // Parse the staged state once now, so the first commit finds a warm parse cache.
-            let _ = staged::load_staged(g.dir.as_deref(), &g.cwd, &LoadOptions::default());
+            let _ = staged::load_staged(
+                g.dir.as_deref(),
+                &g.cwd,
+                &g.load_options(ctx_core::load::DEFAULT_MAX_FILE_SIZE),
+            );
             let verb = if ours { "updated" } else { "installed" };
             super::io_result(p.out(&format!(
                 "{verb} {}{note}\nit runs `ctx -C {dir} validate --staged{}` before each commit of {}\n",

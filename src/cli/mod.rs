@@ -57,6 +57,9 @@ pub struct Cli {
     /// Never reach the network.
     #[arg(long, global = true)]
     pub offline: bool,
+    /// Parse every file afresh: neither read nor write the parse cache (also CTX_NO_CACHE=1).
+    #[arg(long, global = true)]
+    pub no_cache: bool,
     #[command(subcommand)]
     pub command: Command,
 }
@@ -134,6 +137,19 @@ pub struct Global {
     pub offline: bool,
     /// The one reading of the clock this command makes.
     pub clock: ctx_core::time::Clock,
+    /// Use the parse cache (no `--no-cache`, no `CTX_NO_CACHE`).
+    pub cache: bool,
+}
+
+impl Global {
+    /// How to load the repository the global flags point at.
+    pub fn load_options(&self, max_file_size: u64) -> ctx_core::load::LoadOptions {
+        ctx_core::load::LoadOptions {
+            max_file_size,
+            cache: self.cache,
+            content: true,
+        }
+    }
 }
 
 /// Map an output error: a closed pipe is not a failure (`ctx list | head -1`).
@@ -153,6 +169,7 @@ pub fn run(cli: Cli) -> Result<Exit> {
         cwd,
         offline: cli.offline,
         clock: ctx_core::time::Clock::system(),
+        cache: !cli.no_cache && !ctx_core::load::cache_disabled_by_env(),
     };
     let p = Printer::new(cli.color);
     let out = dispatch(&g, &p, &cli.command);

@@ -7,7 +7,7 @@ use clap::Args;
 
 use ctx_core::diag::Diagnostic;
 use ctx_core::error::{Exit, Result};
-use ctx_core::load::{self, LoadOptions, Repo};
+use ctx_core::load::{self, Repo};
 use ctx_core::time::Instant;
 use ctx_core::validate::{self as checks, ValidateOptions};
 
@@ -44,10 +44,20 @@ pub struct ValidateArgs {
     pub paths: Vec<PathBuf>,
 }
 
-/// Load the repository the global flags point at.
+/// Load the repository the global flags point at (through the parse cache unless turned off).
 pub fn load_repo(g: &Global, max_file_size: u64) -> Result<Repo> {
-    let (manifest, diags) = ctx_core::manifest::Manifest::discover(g.dir.as_deref(), &g.cwd)?;
-    Ok(load::load(manifest, diags, &LoadOptions { max_file_size }))
+    load::open(g.dir.as_deref(), &g.cwd, &g.load_options(max_file_size))
+}
+
+/// [`load_repo`] for commands that only check clocks and conflicts (stale, conflicts):
+/// objects come without their content, which no check reads, so a large
+/// repository loads in far less memory.
+pub fn load_repo_for_checks(g: &Global, max_file_size: u64) -> Result<Repo> {
+    let opts = ctx_core::load::LoadOptions {
+        content: false,
+        ..g.load_options(max_file_size)
+    };
+    load::open(g.dir.as_deref(), &g.cwd, &opts)
 }
 
 /// The repository's manifest when there is one: commands that also work outside a
@@ -104,9 +114,8 @@ pub fn run(g: &Global, p: &Printer, args: &ValidateArgs) -> Result<Exit> {
     let progress = super::progress::Progress::start("loading");
     // `_checkout` keeps a temporary checkout of the index alive while findings are rendered.
     let loaded = if args.staged {
-        let opts = LoadOptions {
-            max_file_size: args.max_file_size,
-        };
+        // The lints read content (which fields a redaction rule can reach).
+        let opts = g.load_options(args.max_file_size);
         ctx_core::git::staged::load_staged(g.dir.as_deref(), &g.cwd, &opts).map(|s| {
             for n in &s.notes {
                 let _ = p.err(&format!("note: {n}\n"));
@@ -114,6 +123,7 @@ pub fn run(g: &Global, p: &Printer, args: &ValidateArgs) -> Result<Exit> {
             (s.repo, s.checkout)
         })
     } else {
+        // The lints read content (which fields a redaction rule can reach).
         load_repo(g, args.max_file_size).map(|r| (r, None))
     };
     let (repo, _checkout) = match loaded {

@@ -13,6 +13,9 @@ fn snapshot(root: &std::path::Path) -> Vec<(String, Vec<u8>)> {
     while let Some(d) = stack.pop() {
         for e in std::fs::read_dir(&d).unwrap() {
             let p = e.unwrap().path();
+            if p.ends_with(".ctx/cache") {
+                continue; // the parse cache is not the user's files
+            }
             if p.is_dir() {
                 stack.push(p);
             } else {

@@ -41,6 +41,8 @@ mod access_diff;
 mod adapters;
 mod add_supersede;
 mod bad_input;
+mod cache;
+mod cache_faults;
 mod canary;
 mod completion_dynamic;
 mod diff;

@@ -179,12 +179,15 @@ fn staged_parse_cache_changes_nothing_but_time() {
         .args(["validate", "--staged", "--format", "json"])
         .env("CTX_NO_CACHE", "1")
         .run();
-    assert!(
-        !repo.path().join(".git/ctx/parse-cache").exists(),
-        "CTX_NO_CACHE writes no cache"
-    );
+    let cached = || {
+        std::fs::read_dir(repo.path().join(".git/ctx")).is_ok_and(|d| {
+            d.flatten()
+                .any(|e| e.file_name().to_string_lossy().starts_with("parse-cache-"))
+        })
+    };
+    assert!(!cached(), "CTX_NO_CACHE writes no cache");
     let first = repo.ctx(&["validate", "--staged", "--format", "json"]);
-    assert!(repo.path().join(".git/ctx/parse-cache").is_file());
+    assert!(cached());
     let second = repo.ctx(&["validate", "--staged", "--format", "json"]);
     assert_eq!(cold.code, 1);
     for r in [&first, &second] {

@@ -122,7 +122,7 @@ fn default_mode() -> RedactionMode {
 }
 
 /// `id` or `id@version`.
-#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 pub struct ObjectRef {
     pub id: String,
     pub version: Option<u64>,

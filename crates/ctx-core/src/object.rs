@@ -1,13 +1,14 @@
 //! The context object: the effective document plus typed metadata parsed once at load.
 
 use chrono::Duration;
+use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 use crate::model::{Authority, Classification, ObjectRef, Status, Trust};
 use crate::time::{self, Instant};
 
 /// How a file was written.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 pub enum Format {
     Markdown,
     Yaml,
@@ -27,7 +28,7 @@ impl Format {
 }
 
 /// Where an object came from.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Origin {
     /// Path relative to the manifest folder, `/`-separated.
     pub file: String,
@@ -39,17 +40,18 @@ pub struct Origin {
 }
 
 /// `expires` has three states: omitted (repository ttl applies), `null` (never), or an instant.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub enum Expires {
     Omitted,
     Never,
-    At(Instant),
+    At(#[serde(with = "crate::load::cache::codec::instant")] Instant),
 }
 
 /// Governance fields that were present but invalid, as a compact bit set parsed
 /// once at load. An object with any of them is withheld from every consumer-facing
 /// output: a value ctx cannot read is never replaced by a permissive default.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(transparent)]
 pub struct Faults(u32);
 
 impl Faults {
@@ -160,17 +162,22 @@ impl Faults {
 
 /// Typed governance metadata, parsed once. Defaults follow the spec:
 /// authority `reference`, classification `internal`, trust `trusted`.
-#[derive(Debug, Clone)]
+/// Serde derives feed the parse cache (a binary encoding; see `load::cache`).
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Meta {
     pub authority: Authority,
     pub classification: Classification,
     pub trust: Trust,
     pub status: Option<Status>,
     pub owner: Option<String>,
+    #[serde(with = "crate::load::cache::codec::instant_opt")]
     pub created: Option<Instant>,
+    #[serde(with = "crate::load::cache::codec::instant_opt")]
     pub updated: Option<Instant>,
+    #[serde(with = "crate::load::cache::codec::instant_opt")]
     pub valid_from: Option<Instant>,
     pub expires: Expires,
+    #[serde(with = "crate::load::cache::codec::duration_opt")]
     pub ttl: Option<Duration>,
     pub supersedes: Vec<ObjectRef>,
     pub superseded_by: Option<ObjectRef>,
@@ -209,7 +216,7 @@ pub struct Meta {
 }
 
 /// One loaded context object.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct ContextObject {
     pub id: String,
     pub version: Option<u64>,
@@ -219,8 +226,12 @@ pub struct ContextObject {
     /// [`ContextObject::fields`] rebuilds it for the few objects that are output.
     pub doc: Box<str>,
     /// The content: the Markdown body, or inline `content` (text or structured).
+    /// Not in the derived encoding: the parse cache keeps it apart, so loads that
+    /// never read content (validate, doctor) never decode it.
+    #[serde(skip)]
     pub content: Option<Value>,
     /// Keys the loader supplied rather than the author (derived or defaulted).
+    #[serde(with = "crate::load::cache::codec::supplied")]
     pub supplied: Vec<&'static str>,
     pub origin: Origin,
     pub meta: Meta,

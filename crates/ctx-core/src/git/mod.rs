@@ -2,8 +2,6 @@
 //! Everything here is optional: without git, callers degrade (history still
 //! shows declared versions) or fail with a clear message.
 
-pub mod cache;
-mod entry;
 pub mod revision;
 pub mod staged;
 

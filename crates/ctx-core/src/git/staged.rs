@@ -11,11 +11,11 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 use rayon::prelude::*;
 
 use crate::diag::{Code, Diagnostic};
+use crate::load::cache::{self, Key, ParseCache, Stamp};
 use crate::load::walk::{self, Member, MemberSource};
 use crate::load::{parse, LoadOptions, Repo};
 use crate::manifest::Manifest;
 
-use super::cache::{self, Cache};
 use super::{Git, GitError};
 
 /// The outcome of an overlay load.
@@ -55,15 +55,6 @@ fn index_entries(git: &Git) -> Result<HashMap<String, IndexEntry>, GitError> {
     Ok(map)
 }
 
-/// `<git dir>/ctx/parse-cache` (per work tree).
-fn cache_path(git: &Git) -> Option<std::path::PathBuf> {
-    let out = git
-        .run(&["rev-parse", "--git-path", "ctx/parse-cache"])
-        .ok()?;
-    let p = std::path::PathBuf::from(String::from_utf8_lossy(&out).trim_end());
-    Some(if p.is_absolute() { p } else { git.cwd.join(p) })
-}
-
 /// Tracked paths whose work-tree copy differs from the index (modified or deleted).
 fn unstaged(git: &Git) -> Result<HashSet<String>, GitError> {
     let out = git.run(&["diff-files", "--name-only", "-z", "--relative"])?;
@@ -81,21 +72,20 @@ pub fn load(
     mut diags: Vec<Diagnostic>,
     opts: &LoadOptions,
 ) -> Result<Staged, GitError> {
-    // The two git queries run while this thread walks the work tree.
-    // So does reading the parse cache.
-    let use_cache = std::env::var_os("CTX_NO_CACHE").is_none();
+    let snapshot = crate::load::cache::stamp::now_ns();
+    // The two git queries and reading the parse cache run while this thread walks the work tree.
     let (index, changed, (members, walk_diags), cache) = std::thread::scope(|s| {
         let idx = s.spawn(|| index_entries(git));
         let unst = s.spawn(|| unstaged(git));
         let cache = s.spawn(|| {
-            use_cache
-                .then(|| cache_path(git).map(Cache::open))
+            opts.cache
+                .then(|| ParseCache::open(&manifest, snapshot))
                 .flatten()
         });
         let walked = walk::members(&manifest);
         let idx = idx.join().expect("ls-files thread");
         let unst = unst.join().expect("diff-files thread");
-        let cache = cache.join().expect("cache thread");
+        let cache = cache.join().ok().flatten();
         (idx, unst, walked, cache)
     });
     let (index, changed) = (index?, changed?);
@@ -154,116 +144,96 @@ pub fn load(
             "no file of collection `{name}` is staged"
         )));
     }
-    // Cached results first (keyed by blob id, path, collection and defaults); parse the rest.
-    let defaults_text: HashMap<&str, String> = manifest
-        .collections
-        .iter()
-        .map(|c| {
-            let text =
-                serde_json::to_string(&(&c.defaults, &manifest.defaults)).unwrap_or_default();
-            (c.name.as_str(), text)
-        })
-        .collect();
-    let entry_defaults = serde_json::to_string(&manifest.defaults).unwrap_or_default();
-    let keyed: Vec<(String, &Member)> = kept
-        .iter()
-        .map(|m| {
-            let d = match &m.source {
-                MemberSource::Collection { name, .. } => {
-                    defaults_text.get(name.as_str()).unwrap_or(&entry_defaults)
+    // What each result is keyed by: the staged blob for files with unstaged changes,
+    // the work-tree file (which matches the index) for the others.
+    let staged_blob = |m: &Member| changed.contains(m.rel.as_str());
+    let keys: Vec<Option<Key>> = match &cache {
+        None => vec![None; kept.len()],
+        Some(_) => kept
+            .par_iter()
+            .map(|m| {
+                if staged_blob(m) {
+                    Some(Key::Blob(index[m.rel.as_str()].oid.clone()))
+                } else {
+                    Stamp::read(&m.abs)
+                        .filter(|s| s.size <= opts.max_file_size)
+                        .map(Key::Stat)
                 }
-                MemberSource::Entry { .. } => &entry_defaults,
-            };
-            (cache::key(&index[m.rel.as_str()].oid, m, d), *m)
-        })
-        .collect();
-    let hits: Vec<Option<parse::Parsed>> = match &cache {
-        Some(c) => c.get_many(&keyed),
-        None => keyed.iter().map(|_| None).collect(),
+            })
+            .collect(),
     };
+    let sources = cache::source_ids(&manifest, kept.iter().copied());
+    // Staged blobs are fetched in one `git cat-file --batch` for the files the cache misses.
     let want: Vec<String> = kept
         .iter()
-        .zip(&hits)
-        .filter(|(m, hit)| hit.is_none() && changed.contains(m.rel.as_str()))
-        .map(|(m, _)| index[m.rel.as_str()].oid.clone())
+        .zip(&keys)
+        .zip(&sources)
+        .filter(|((m, k), source)| {
+            staged_blob(m)
+                && !matches!((&cache, k), (Some(c), Some(k)) if c.find(m.rel.as_str(), source, k).is_some())
+        })
+        .map(|((m, _), _)| index[m.rel.as_str()].oid.clone())
         .collect();
     let blobs = git.blobs(&want)?;
     diags.extend(walk_diags);
-    let results: Vec<(parse::Parsed, bool)> = kept
-        .par_iter()
-        .zip(hits.into_par_iter())
-        .map(|(m, hit)| {
-            if let Some(p) = hit {
-                return (p, false);
-            }
-            let defaults = parse::Defaults::for_member(&manifest, m);
-            let bytes = if changed.contains(m.rel.as_str()) {
-                match blobs.get(&index[m.rel.as_str()].oid) {
-                    Some(b) if b.len() as u64 <= opts.max_file_size => Ok(b.clone()),
-                    Some(_) => Err(Box::new(
-                        Diagnostic::error(
-                            Code::SourceUnavailable,
-                            format!("staged file is over the {}-byte limit", opts.max_file_size),
-                        )
+    let slots = crate::load::fill(&kept, &keys, &sources, cache, opts.content, |m| {
+        let defaults = parse::Defaults::for_member(&manifest, m);
+        let bytes = if staged_blob(m) {
+            match blobs.get(&index[m.rel.as_str()].oid) {
+                Some(b) if b.len() as u64 <= opts.max_file_size => Ok(b.clone()),
+                Some(_) => Err(Box::new(
+                    Diagnostic::error(
+                        Code::SourceUnavailable,
+                        format!("staged file is over the {}-byte limit", opts.max_file_size),
+                    )
+                    .file(m.rel.clone()),
+                )),
+                None => Err(Box::new(
+                    Diagnostic::error(Code::SourceUnavailable, "staged blob is missing")
                         .file(m.rel.clone()),
-                    )),
-                    None => Err(Box::new(
-                        Diagnostic::error(Code::SourceUnavailable, "staged blob is missing")
-                            .file(m.rel.clone()),
-                    )),
-                }
-            } else {
-                crate::load::read_member(m, opts.max_file_size)
-            };
-            match bytes {
-                Ok(b) => (parse::parse(m, &b, &defaults), true),
-                // Unreadable files are not cached: the next run tries again.
-                Err(d) => (
-                    parse::Parsed {
-                        object: None,
-                        diags: vec![*d],
-                    },
-                    false,
-                ),
+                )),
             }
-        })
-        .collect();
-    if let Some(mut c) = cache {
-        for ((k, _), (p, fresh)) in keyed.iter().zip(&results) {
-            if *fresh {
-                c.put(k.clone(), p);
-            }
+        } else {
+            crate::load::read_member(m, opts.max_file_size)
+        };
+        match bytes {
+            Ok(b) => (parse::parse(m, &b, &defaults), true),
+            // Unreadable files are not cached: the next run tries again.
+            Err(d) => (
+                parse::Parsed {
+                    object: None,
+                    diags: vec![*d],
+                },
+                false,
+            ),
         }
-        let live: Vec<String> = keyed.iter().map(|(k, _)| k.clone()).collect();
-        // A cache that cannot be written only costs time next run.
-        let _ = c.save(&live);
-    }
-    let results: Vec<parse::Parsed> = results.into_iter().map(|(p, _)| p).collect();
+    });
     let files = kept.len();
     let differing: Vec<String> = kept
         .iter()
-        .filter(|m| changed.contains(m.rel.as_str()))
+        .filter(|m| staged_blob(m))
         .map(|m| m.rel.to_string())
         .collect();
     Ok(Staged::Loaded(
-        Box::new(crate::load::assemble(manifest, diags, results, files)),
+        Box::new(crate::load::assemble_slots(manifest, diags, slots, files)),
         differing,
     ))
 }
 
-/// The staged repository `validate --staged` and the pre-commit hook check.
+/// The staged state, loaded: what `validate --staged` and the pre-commit hook check.
+#[derive(Debug)]
 pub struct StagedRepo {
     pub repo: Repo,
-    /// A temporary checkout of the index, when the overlay could not reproduce the
-    /// staged state; the repository's files live there until this is dropped.
+    /// The temporary checkout of the index when the overlay could not be used: the
+    /// repository's paths point into it, so keep it alive while using `repo`.
     pub checkout: Option<tempfile::TempDir>,
-    /// Notes for people (which files were read from the index, and why a checkout).
+    /// What people should know about how the staged state was read (one line each).
     pub notes: Vec<String>,
 }
 
-/// Load what `git commit` would record of the repository `dir`/`cwd` names: the
-/// overlay when it can reproduce the staged state, else a temporary checkout of the
-/// index. A work-tree manifest that does not load is no obstacle: the staged one may.
+/// Load what `git commit` would record of the repository found from `dir` (or
+/// upward from `cwd`): the work tree overlaid with the index when that is exact
+/// ([`load`]), else a temporary checkout of the index (never cached).
 pub fn load_staged(
     dir: Option<&std::path::Path>,
     cwd: &std::path::Path,
@@ -275,7 +245,7 @@ pub fn load_staged(
         .path
         .parent()
         .map(std::path::Path::to_path_buf)
-        .unwrap_or_else(|| ".".into());
+        .unwrap_or_else(|| std::path::PathBuf::from("."));
     let file = located
         .path
         .file_name()
@@ -287,33 +257,33 @@ pub fn load_staged(
             folder.display()
         ))
     })?;
-    let reason =
-        match Manifest::discover(dir, cwd) {
-            Ok((manifest, diags)) => match load(&git, manifest, diags, opts) {
-                Ok(Staged::Loaded(repo, differing)) => {
-                    let mut notes = Vec::new();
-                    if !differing.is_empty() {
-                        notes.push(format!(
-                        "checking the staged content of {} file(s) with unstaged changes ({}); \
+    let reason = match Manifest::discover(dir, cwd) {
+        Ok((manifest, diags)) => match load(&git, manifest, diags, opts) {
+            Ok(Staged::Loaded(repo, differing)) => {
+                let mut notes = Vec::new();
+                if !differing.is_empty() {
+                    notes.push(format!(
+                        "note: checking the staged content of {} file(s) with unstaged changes ({}); \
                          line numbers refer to the staged content",
                         differing.len(),
                         differing.iter().take(3).cloned().collect::<Vec<_>>().join(", ")
                     ));
-                    }
-                    return Ok(StagedRepo {
-                        repo: *repo,
-                        checkout: None,
-                        notes,
-                    });
                 }
-                Ok(Staged::Materialize(reason)) => reason,
-                Err(e) => return Err(Error::Invalid(e.to_string())),
-            },
-            Err(Error::Invalid(_) | Error::Manifest { .. }) => {
-                format!("{file} in the work tree does not load")
+                return Ok(StagedRepo {
+                    repo: *repo,
+                    checkout: None,
+                    notes,
+                });
             }
-            Err(e) => return Err(e),
-        };
+            Ok(Staged::Materialize(reason)) => reason,
+            Err(e) => return Err(Error::Invalid(e.to_string())),
+        },
+        // The work-tree manifest does not load; the staged one may.
+        Err(Error::Invalid(_) | Error::Manifest { .. }) => {
+            format!("{file} in the work tree does not load")
+        }
+        Err(e) => return Err(e),
+    };
     let tmp = tempfile::tempdir().map_err(|e| Error::io(std::env::temp_dir(), &e))?;
     let root = git
         .materialize_index(&tmp.path().join("index"))
@@ -325,11 +295,16 @@ pub fn load_staged(
         )));
     }
     let (manifest, diags) = Manifest::discover(Some(&root), cwd)?;
+    // A throw-away checkout: nothing is cached for it.
+    let opts = LoadOptions {
+        cache: false,
+        ..opts.clone()
+    };
     Ok(StagedRepo {
-        repo: crate::load::load(manifest, diags, opts),
+        repo: crate::load::load(manifest, diags, &opts),
         checkout: Some(tmp),
         notes: vec![format!(
-            "checking a temporary checkout of the index ({reason})"
+            "note: checking a temporary checkout of the index ({reason})"
         )],
     })
 }

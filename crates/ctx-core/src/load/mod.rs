@@ -1,7 +1,14 @@
 //! Loading a repository: list member files, read and parse them in parallel,
 //! and return objects in a deterministic order with every per-file finding.
+//!
+//! With [`LoadOptions::cache`], results of files that have not changed come from
+//! the parse cache ([`cache`]) at the cost of one `stat` each; [`live::LiveRepo`]
+//! keeps a loaded repository in memory for long-running front ends and refreshes
+//! only what changed.
 
+pub mod cache;
 pub mod exclude;
+pub mod live;
 pub mod matcher;
 pub mod parse;
 pub mod secrets;
@@ -14,6 +21,7 @@ use rayon::prelude::*;
 use crate::diag::{self, Code, Diagnostic};
 use crate::manifest::Manifest;
 use crate::object::ContextObject;
+use cache::{Entry, Key, ParseCache, Stamp, Usage};
 use walk::Member;
 
 /// Files larger than this are refused (a context object is not a data dump).
@@ -22,18 +30,45 @@ pub const DEFAULT_MAX_FILE_SIZE: u64 = 8 * 1024 * 1024;
 #[derive(Debug, Clone)]
 pub struct LoadOptions {
     pub max_file_size: u64,
+    /// Reuse and update the parse cache. Off by default: a caller loading a folder
+    /// it does not own (a conformance fixture, a temporary checkout) must not write
+    /// into it. Front ends turn it on unless `--no-cache` or `CTX_NO_CACHE` say otherwise.
+    pub cache: bool,
+    /// Keep each object's content. Commands that never read content (validate,
+    /// doctor) turn it off: a large repository then loads in far less memory, and
+    /// cached content is not even read.
+    pub content: bool,
 }
 
 impl Default for LoadOptions {
     fn default() -> Self {
         LoadOptions {
             max_file_size: DEFAULT_MAX_FILE_SIZE,
+            cache: false,
+            content: true,
         }
     }
 }
 
+/// Does the environment turn the parse cache off? `CTX_NO_CACHE` set to anything
+/// but empty or `0`.
+pub fn cache_disabled_by_env() -> bool {
+    std::env::var_os("CTX_NO_CACHE").is_some_and(|v| !v.is_empty() && v != "0")
+}
+
+/// Find the manifest from `dir` (or upward from `cwd`) and load the repository:
+/// the entry point every front end uses.
+pub fn open(
+    dir: Option<&std::path::Path>,
+    cwd: &std::path::Path,
+    opts: &LoadOptions,
+) -> crate::error::Result<Repo> {
+    let (manifest, diags) = Manifest::discover(dir, cwd)?;
+    Ok(load(manifest, diags, opts))
+}
+
 /// A loaded repository.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub struct Repo {
     pub manifest: Manifest,
     /// Sorted by id, then version, then file: independent of walk order and threads.
@@ -91,24 +126,238 @@ pub fn read_member(m: &Member, limit: u64) -> Result<Vec<u8>, Box<Diagnostic>> {
 }
 
 /// Load every object the manifest declares.
-pub fn load(manifest: Manifest, mut diags: Vec<Diagnostic>, opts: &LoadOptions) -> Repo {
-    let (members, walk_diags) = walk::members(&manifest);
-    diags.extend(walk_diags);
-    let results: Vec<parse::Parsed> = members
-        .par_iter()
-        .map(|m| {
-            let defaults = parse::Defaults::for_member(&manifest, m);
-            match read_member(m, opts.max_file_size) {
-                Ok(bytes) => parse::parse(m, &bytes, &defaults),
-                Err(d) => parse::Parsed {
-                    object: None,
-                    diags: vec![*d],
-                },
-            }
-        })
-        .collect();
-    let files = members.len();
-    assemble(manifest, diags, results, files)
+pub fn load(manifest: Manifest, diags: Vec<Diagnostic>, opts: &LoadOptions) -> Repo {
+    load_counted(manifest, diags, opts).0
+}
+
+/// [`load`], also saying how many results came from the cache.
+pub fn load_counted(
+    manifest: Manifest,
+    mut diags: Vec<Diagnostic>,
+    opts: &LoadOptions,
+) -> (Repo, Usage) {
+    let pass = Pass::run(&manifest, opts, false);
+    diags.extend(pass.walk_diags);
+    let usage = pass.slots.usage();
+    let files = pass.members.len();
+    (assemble_slots(manifest, diags, pass.slots, files), usage)
+}
+
+/// Per-member results, in member order, filled in place (a repository's objects
+/// are never held twice while loading).
+#[derive(Debug, Default)]
+pub(crate) struct Slots {
+    pub objects: Vec<Option<ContextObject>>,
+    pub diags: Vec<Vec<Diagnostic>>,
+    /// The result came from the cache.
+    pub hit: Vec<bool>,
+    /// The file was read (or its result cached): false for unreadable files, whose
+    /// findings are never cached so the next run tries again.
+    pub read: Vec<bool>,
+}
+
+impl Slots {
+    fn usage(&self) -> Usage {
+        let hits = self.hit.iter().filter(|h| **h).count();
+        Usage {
+            hits,
+            parsed: self.hit.len() - hits,
+        }
+    }
+}
+
+/// Fill the results of `members`: those `cache` holds under `keys` are decoded,
+/// the others made by `produce` (result, and whether the file could be read) in
+/// parallel; then the cache is saved. Without `content`, objects come back
+/// without it (the cache then never even reads it).
+pub(crate) fn fill(
+    members: &[&Member],
+    keys: &[Option<Key>],
+    sources: &[cache::SourceId],
+    cache: Option<ParseCache>,
+    content: bool,
+    produce: impl Fn(&Member) -> (parse::Parsed, bool) + Sync,
+) -> Slots {
+    let n = members.len();
+    let mut slots = Slots {
+        objects: (0..n).map(|_| None).collect(),
+        diags: vec![Vec::new(); n],
+        hit: vec![false; n],
+        read: vec![true; n],
+    };
+    let tickets: Vec<Option<cache::Ticket>> = match &cache {
+        Some(c) => members
+            .iter()
+            .zip(keys)
+            .zip(sources)
+            .map(|((m, k), source)| c.find(m.rel.as_str(), source, k.as_ref()?))
+            .collect(),
+        None => vec![None; n],
+    };
+    if let Some(c) = &cache {
+        let wanted: Vec<(cache::Ticket, usize)> = tickets
+            .iter()
+            .enumerate()
+            .filter_map(|(i, t)| Some(((*t)?, i)))
+            .collect();
+        for &(_, i) in &wanted {
+            slots.hit[i] = true;
+        }
+        let sink = std::sync::Mutex::new((&mut slots.objects, &mut slots.diags));
+        let failed = c.fetch(&wanted, content, &|i, f| {
+            let mut s = sink.lock().unwrap_or_else(|e| e.into_inner());
+            s.0[i] = f.object;
+            s.1[i] = f.diags;
+        });
+        for i in failed {
+            slots.hit[i] = false;
+        }
+    }
+    let hit = &slots.hit;
+    slots
+        .objects
+        .par_iter_mut()
+        .zip(slots.diags.par_iter_mut())
+        .zip(slots.read.par_iter_mut())
+        .enumerate()
+        .filter(|(i, _)| !hit[*i])
+        .for_each(|(i, ((o, d), r))| {
+            let (p, ok) = produce(members[i]);
+            *o = p.object;
+            *d = p.diags;
+            *r = ok;
+        });
+    if let Some(c) = cache {
+        let live: Vec<Entry<'_>> = (0..n)
+            .filter_map(|i| {
+                if slots.hit[i] {
+                    return tickets[i].map(Entry::Cached);
+                }
+                Some(Entry::Fresh {
+                    path: members[i].rel.as_str(),
+                    key: keys[i].clone()?,
+                    source: sources[i],
+                    scope: cache::scope(members[i]),
+                    object: slots.objects[i].as_ref(),
+                    diags: &slots.diags[i],
+                })
+                .filter(|_| slots.read[i])
+            })
+            .collect();
+        c.save(&live);
+    }
+    if !content {
+        slots
+            .objects
+            .par_iter_mut()
+            .flatten()
+            .for_each(|o| o.content = None);
+    }
+    slots
+}
+
+/// One loading pass over the member files, before assembly.
+pub(crate) struct Pass {
+    pub members: Vec<Member>,
+    pub walk_diags: Vec<Diagnostic>,
+    /// Per member (empty unless the cache was used or stamps were asked for).
+    pub sources: Vec<cache::SourceId>,
+    pub stamps: Vec<Option<Stamp>>,
+    pub slots: Slots,
+    /// When the pass started, before any file was looked at.
+    pub snapshot_ns: i64,
+}
+
+impl Pass {
+    /// Walk, stat, take what the cache holds, read and parse the rest, save.
+    /// `track` asks for sources and stamps even without the cache.
+    pub fn run(manifest: &Manifest, opts: &LoadOptions, track: bool) -> Pass {
+        // Taken before any file is looked at: what the cache's racy check compares to.
+        let snapshot_ns = cache::stamp::now_ns();
+        let ((members, walk_diags), cache) = if opts.cache {
+            // Reading the cache's indexes overlaps the walk.
+            std::thread::scope(|s| {
+                let c = s.spawn(|| ParseCache::open(manifest, snapshot_ns));
+                let walked = walk::members(manifest);
+                (walked, c.join().ok().flatten())
+            })
+        } else {
+            (walk::members(manifest), None)
+        };
+        let keyed = cache.is_some() || track;
+        let (sources, stamps): (Vec<cache::SourceId>, Vec<Option<Stamp>>) = if keyed {
+            (
+                cache::source_ids(manifest, &members),
+                members.par_iter().map(|m| Stamp::read(&m.abs)).collect(),
+            )
+        } else {
+            (vec![[0; 16]; members.len()], vec![None; members.len()])
+        };
+        let keys: Vec<Option<Key>> = stamps
+            .iter()
+            .map(|s| s.filter(|s| s.size <= opts.max_file_size).map(Key::Stat))
+            .collect();
+        let refs: Vec<&Member> = members.iter().collect();
+        let slots = fill(&refs, &keys, &sources, cache, opts.content, |m| {
+            let r = read_and_parse(manifest, m, opts);
+            (r.0, r.1)
+        });
+        drop(refs);
+        Pass {
+            members,
+            walk_diags,
+            sources,
+            stamps,
+            slots,
+            snapshot_ns,
+        }
+    }
+}
+
+/// Read one member and parse it; false when it could not be read.
+pub(crate) fn read_and_parse(
+    manifest: &Manifest,
+    m: &Member,
+    opts: &LoadOptions,
+) -> (parse::Parsed, bool) {
+    let defaults = parse::Defaults::for_member(manifest, m);
+    match read_member(m, opts.max_file_size) {
+        Ok(bytes) => (parse::parse(m, &bytes, &defaults), true),
+        Err(d) => (
+            parse::Parsed {
+                object: None,
+                diags: vec![*d],
+            },
+            false,
+        ),
+    }
+}
+
+/// [`assemble`] from per-member slots, reusing their storage for the objects.
+pub(crate) fn assemble_slots(
+    manifest: Manifest,
+    mut diags: Vec<Diagnostic>,
+    slots: Slots,
+    files: usize,
+) -> Repo {
+    for d in slots.diags {
+        diags.extend(d);
+    }
+    // Collected in place: `Option<ContextObject>` and `ContextObject` have one size.
+    let mut objects: Vec<ContextObject> = slots.objects.into_iter().flatten().collect();
+    // URI entries come from the manifest alone: made afresh every time, never cached.
+    for p in uri_entries::parsed(&manifest) {
+        diags.extend(p.diags);
+        objects.extend(p.object);
+    }
+    sort_objects(&mut objects);
+    diag::normalize(&mut diags);
+    Repo {
+        manifest,
+        objects,
+        diags,
+        files,
+    }
 }
 
 /// The canonical object order: id, version, file. Independent of walk order and threads.

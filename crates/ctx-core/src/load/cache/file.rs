@@ -1,0 +1,352 @@
+//! The cache file: a header, then self-checking segments.
+//!
+//! ```text
+//! header    "ctx-parse-cache" 0x03 (16 bytes) · salt (32 bytes)
+//! segment   "SEG\0" · count u32 · index, meta and content lengths u32 · snapshot i64 (ns)
+//!           · SHA-256 of the index, of the meta region and of the content region
+//!           · index · meta region · content region
+//! ```
+//!
+//! Little-endian integers. The index lists the segment's records (path, key,
+//! source, and where each record's blobs are); a record's meta blob holds its
+//! object (without content) and findings, its content blob the content. Regions
+//! are read and checked separately: a load first reads every index, then only
+//! the meta (and, if wanted, content) regions of segments holding results it
+//! uses. Each checksum is salted, so a segment another build wrote never passes.
+//!
+//! New results are appended as one more segment under the cache's lock; a rewrite
+//! replaces the file atomically. A segment that is truncated or fails a checksum
+//! is ignored (the others still count) and the next save rewrites the file.
+
+use std::fs::File;
+use std::io::{self, Read, Write};
+use std::path::Path;
+
+use sha2::{Digest, Sha256};
+
+const MAGIC: &[u8; 16] = b"ctx-parse-cache\x03";
+const HEADER: u64 = 16 + 32;
+const SEGMENT_MAGIC: &[u8; 4] = b"SEG\0";
+const SEGMENT_HEADER: usize = 4 + 4 * 4 + 8 + 32 * 3;
+/// A segment is cut once its meta and content regions pass this many bytes, so
+/// reads parallelise and a damaged segment loses little.
+pub const SEGMENT_TARGET: usize = 4 << 20;
+
+/// What the file must have been written by; see [`super::salt`].
+pub type Salt = [u8; 32];
+
+/// The three regions of a segment.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Region {
+    Index = 0,
+    Meta = 1,
+    Content = 2,
+}
+
+fn checksum(salt: &Salt, region: Region, count: u32, snapshot: i64, bytes: &[u8]) -> [u8; 32] {
+    let mut h = Sha256::new();
+    h.update(salt);
+    h.update([region as u8]);
+    h.update(count.to_le_bytes());
+    h.update(snapshot.to_le_bytes());
+    h.update((bytes.len() as u64).to_le_bytes());
+    h.update(bytes);
+    h.finalize().into()
+}
+
+/// A byte range inside a region.
+pub type Span = (u32, u32);
+
+/// One segment being filled: records go to the index, their blobs to the regions.
+#[derive(Default)]
+pub struct SegmentWriter {
+    index: Vec<u8>,
+    meta: Vec<u8>,
+    content: Vec<u8>,
+    count: u32,
+}
+
+impl SegmentWriter {
+    /// Append one record: `meta` and `content` blobs, and the index entry that
+    /// `head` makes from where they landed. A record whose entry cannot be encoded
+    /// is left out (false): it is simply parsed again next time.
+    pub fn push<T: serde::Serialize>(
+        &mut self,
+        meta: &[u8],
+        content: &[u8],
+        head: impl FnOnce(Span, Span) -> T,
+    ) -> bool {
+        let span = |region: &Vec<u8>, blob: &[u8]| -> Option<Span> {
+            Some((
+                u32::try_from(region.len()).ok()?,
+                u32::try_from(blob.len()).ok()?,
+            ))
+        };
+        let (Some(m), Some(c)) = (span(&self.meta, meta), span(&self.content, content)) else {
+            return false;
+        };
+        let before = self.index.len();
+        match postcard::to_extend(&head(m, c), std::mem::take(&mut self.index)) {
+            Ok(index) => self.index = index,
+            Err(_) => {
+                // `to_extend` consumed the buffer; this is rare (an unencodable key).
+                self.index = Vec::with_capacity(before);
+                return false;
+            }
+        }
+        self.meta.extend_from_slice(meta);
+        self.content.extend_from_slice(content);
+        self.count += 1;
+        true
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.count == 0
+    }
+
+    /// Bytes held so far (for cutting segments).
+    pub fn len(&self) -> usize {
+        self.index.len() + self.meta.len() + self.content.len()
+    }
+
+    /// The finished segment, header and regions.
+    pub fn finish(self, salt: &Salt, snapshot_ns: i64) -> Vec<u8> {
+        let len = |v: &Vec<u8>| u32::try_from(v.len()).expect("segments stay far below 4 GiB");
+        let mut out = Vec::with_capacity(SEGMENT_HEADER + self.len());
+        out.extend_from_slice(SEGMENT_MAGIC);
+        out.extend_from_slice(&self.count.to_le_bytes());
+        for v in [&self.index, &self.meta, &self.content] {
+            out.extend_from_slice(&len(v).to_le_bytes());
+        }
+        out.extend_from_slice(&snapshot_ns.to_le_bytes());
+        for (region, v) in [
+            (Region::Index, &self.index),
+            (Region::Meta, &self.meta),
+            (Region::Content, &self.content),
+        ] {
+            out.extend_from_slice(&checksum(salt, region, self.count, snapshot_ns, v));
+        }
+        out.extend_from_slice(&self.index);
+        out.extend_from_slice(&self.meta);
+        out.extend_from_slice(&self.content);
+        out
+    }
+}
+
+/// Where one segment is, from its header.
+#[derive(Debug, Clone)]
+pub struct Segment {
+    at: u64,
+    pub count: u32,
+    lens: [u32; 3],
+    pub snapshot_ns: i64,
+    sums: [[u8; 32]; 3],
+}
+
+impl Segment {
+    fn start(&self, region: Region) -> u64 {
+        let mut at = self.at + SEGMENT_HEADER as u64;
+        for r in 0..region as usize {
+            at += u64::from(self.lens[r]);
+        }
+        at
+    }
+
+    fn end(&self) -> u64 {
+        self.start(Region::Content) + u64::from(self.lens[2])
+    }
+}
+
+/// An open cache file whose header this build accepts.
+pub struct CacheFile {
+    file: File,
+    salt: Salt,
+    /// Segments whose headers are whole, in file order.
+    pub segments: Vec<Segment>,
+    /// Something after the last whole segment (a torn append, damage): rewrite.
+    pub damaged: bool,
+}
+
+impl CacheFile {
+    /// Open the cache at `path`: None when there is no usable file (missing,
+    /// unreadable, or written by another build or format).
+    pub fn open(path: &Path, salt: &Salt) -> Option<CacheFile> {
+        let file = File::open(path).ok()?;
+        let len = file.metadata().ok()?.len();
+        let mut header = [0u8; HEADER as usize];
+        read_at(&file, &mut header, 0).ok()?;
+        if &header[..16] != MAGIC || &header[16..] != salt {
+            return None;
+        }
+        let mut segments = Vec::new();
+        let mut damaged = false;
+        let mut at = HEADER;
+        while at < len {
+            let mut h = [0u8; SEGMENT_HEADER];
+            if at + SEGMENT_HEADER as u64 > len || read_at(&file, &mut h, at).is_err() {
+                damaged = true;
+                break;
+            }
+            let word = |i: usize| u32::from_le_bytes(h[i..i + 4].try_into().expect("4 bytes"));
+            let sum = |i: usize| -> [u8; 32] {
+                h[28 + 32 * i..60 + 32 * i].try_into().expect("32 bytes")
+            };
+            let s = Segment {
+                at,
+                count: word(4),
+                lens: [word(8), word(12), word(16)],
+                snapshot_ns: i64::from_le_bytes(h[20..28].try_into().expect("8 bytes")),
+                sums: [sum(0), sum(1), sum(2)],
+            };
+            if &h[..4] != SEGMENT_MAGIC || s.end() > len {
+                damaged = true;
+                break;
+            }
+            at = s.end();
+            segments.push(s);
+        }
+        Some(CacheFile {
+            file,
+            salt: *salt,
+            segments,
+            damaged,
+        })
+    }
+
+    /// One region of one segment, read and checked; None if it fails its checksum.
+    pub fn read(&self, segment: usize, region: Region) -> Option<Vec<u8>> {
+        let s = self.segments.get(segment)?;
+        let mut bytes = vec![0u8; s.lens[region as usize] as usize];
+        read_at(&self.file, &mut bytes, s.start(region)).ok()?;
+        (checksum(&self.salt, region, s.count, s.snapshot_ns, &bytes) == s.sums[region as usize])
+            .then_some(bytes)
+    }
+}
+
+#[cfg(unix)]
+fn read_at(file: &File, buf: &mut [u8], offset: u64) -> io::Result<()> {
+    use std::os::unix::fs::FileExt;
+    file.read_exact_at(buf, offset)
+}
+
+#[cfg(not(unix))]
+fn read_at(file: &File, buf: &mut [u8], offset: u64) -> io::Result<()> {
+    use std::io::Seek;
+    // A shared cursor: one positioned read at a time.
+    static SEEK: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    let _guard = SEEK.lock();
+    let mut f = file;
+    f.seek(io::SeekFrom::Start(offset))?;
+    f.read_exact(buf)
+}
+
+/// Replace the cache file with what `fill` writes after the header, atomically
+/// (readers see the old file or the new one).
+pub fn write(
+    path: &Path,
+    salt: &Salt,
+    fill: impl FnOnce(&mut dyn Write) -> io::Result<()>,
+) -> io::Result<()> {
+    crate::fs::write_atomic_with(
+        path,
+        crate::fs::Mode::RepositoryDefault,
+        crate::fs::Existing::Replace,
+        |w| {
+            w.write_all(MAGIC)?;
+            w.write_all(salt)?;
+            fill(w)
+        },
+    )
+}
+
+/// Append `segments` to the cache file, if it is still one this build wrote.
+/// Returns false (and writes nothing) when it is not. The caller holds the lock.
+pub fn append(path: &Path, salt: &Salt, segments: &[Vec<u8>]) -> io::Result<bool> {
+    let mut f = match std::fs::OpenOptions::new()
+        .read(true)
+        .append(true)
+        .open(path)
+    {
+        Ok(f) => f,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(false),
+        Err(e) => return Err(e),
+    };
+    let mut header = [0u8; HEADER as usize];
+    if f.read_exact(&mut header).is_err() || &header[..16] != MAGIC || &header[16..] != salt {
+        return Ok(false);
+    }
+    let all = segments.concat();
+    // One write: a reader sees whole segments, or a short tail it ignores.
+    f.write_all(&all)?;
+    Ok(true)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn segment(salt: &Salt, items: &[&str], snapshot: i64) -> Vec<u8> {
+        let mut w = SegmentWriter::default();
+        for i in items {
+            assert!(w.push(i.as_bytes(), b"c", |m, c| (i.to_string(), m, c)));
+        }
+        w.finish(salt, snapshot)
+    }
+
+    fn items(f: &CacheFile, seg: usize) -> Option<Vec<String>> {
+        let index = f.read(seg, Region::Index)?;
+        let meta = f.read(seg, Region::Meta)?;
+        let mut rest = &index[..];
+        let mut out = Vec::new();
+        for _ in 0..f.segments[seg].count {
+            let ((name, m, _), r): ((String, Span, Span), _) =
+                postcard::take_from_bytes(rest).ok()?;
+            rest = r;
+            let blob = &meta[m.0 as usize..(m.0 + m.1) as usize];
+            assert_eq!(blob, name.as_bytes());
+            out.push(name);
+        }
+        Some(out)
+    }
+
+    #[test]
+    fn segments_round_trip_append_and_survive_damage() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("c");
+        let salt = [7u8; 32];
+        let first = segment(&salt, &["a", "bb"], 5);
+        write(&p, &salt, |w| w.write_all(&first)).unwrap();
+        assert!(append(&p, &salt, &[segment(&salt, &["c"], 9)]).unwrap());
+        let f = CacheFile::open(&p, &salt).unwrap();
+        assert!(!f.damaged);
+        assert_eq!(f.segments.len(), 2);
+        assert_eq!(f.segments[1].snapshot_ns, 9);
+        assert_eq!(items(&f, 0).unwrap(), ["a", "bb"]);
+        assert_eq!(items(&f, 1).unwrap(), ["c"]);
+        // Another build's salt: nothing is used, nothing is appended.
+        let other = [8u8; 32];
+        assert!(CacheFile::open(&p, &other).is_none());
+        assert!(!append(&p, &other, &[segment(&other, &["x"], 1)]).unwrap());
+        // A flipped byte in the last segment's content: only that region fails.
+        let mut bytes = std::fs::read(&p).unwrap();
+        let n = bytes.len();
+        bytes[n - 1] ^= 1;
+        std::fs::write(&p, &bytes).unwrap();
+        let f = CacheFile::open(&p, &salt).unwrap();
+        assert!(items(&f, 1).is_some());
+        assert!(f.read(1, Region::Content).is_none());
+        assert!(f.read(0, Region::Content).is_some());
+        // Truncated in the middle of a segment header or region: the whole segments remain.
+        for cut in [n - 1, n - 30, first.len() + HEADER as usize + 10] {
+            std::fs::write(&p, &bytes[..cut]).unwrap();
+            let f = CacheFile::open(&p, &salt).unwrap();
+            assert!(f.damaged, "cut at {cut}");
+            assert_eq!(f.segments.len(), 1);
+        }
+        std::fs::write(&p, &bytes[..10]).unwrap();
+        assert!(
+            CacheFile::open(&p, &salt).is_none(),
+            "a torn header is no cache"
+        );
+    }
+}
