@@ -17,6 +17,8 @@ pub mod hook;
 pub mod init;
 pub mod keys;
 pub mod list;
+#[cfg(feature = "mcp")]
+pub mod mcp;
 pub mod printer;
 pub mod private;
 pub mod progress;
@@ -110,6 +112,10 @@ pub enum Command {
     Supersede(supersede::SupersedeArgs),
     /// Write the resolved context as AGENTS.md, CLAUDE.md or Cursor rules (with --check for CI).
     Export(export::ExportArgs),
+    /// Serve this repository to AI agents over MCP (stdio); `ctx mcp install` configures a client.
+    #[cfg(feature = "mcp")]
+    #[command(long_about = mcp::LONG_ABOUT)]
+    Mcp(mcp::McpArgs),
     /// Print a shell completion script.
     Completions(completions::CompletionsArgs),
     /// Write the man pages into a folder (how man/ is regenerated).
@@ -169,6 +175,8 @@ pub fn run(cli: Cli) -> Result<Exit> {
         Command::Add(a) => add::run(&g, &p, a),
         Command::Supersede(a) => supersede::run(&g, &p, a),
         Command::Export(a) => export::run(&g, &p, a),
+        #[cfg(feature = "mcp")]
+        Command::Mcp(a) => mcp::run(&g, &p, a),
         Command::Completions(a) => completions::run(&p, a),
         Command::GenerateMan(a) => completions::generate_man(&p, a),
     }

@@ -24,20 +24,21 @@ pub struct SearchArgs {
     pub format: String,
 }
 
-pub fn run(g: &Global, p: &Printer, a: &SearchArgs) -> Result<Exit> {
-    let repo = super::validate::load_repo(g, ctx_core::load::DEFAULT_MAX_FILE_SIZE)?;
-    let v = view::view(&repo, &a.who, chrono::Utc::now(), false)?;
+/// Ranked hits over what the view shows, best first: `(object index, score)`,
+/// only objects the query matches. Shared by `ctx search` and `ctx mcp`.
+pub fn hits(
+    repo: &ctx_core::load::Repo,
+    v: &view::View,
+    query: &str,
+    kind: Option<&str>,
+) -> Vec<(usize, f64)> {
     let candidates: Vec<usize> = v
         .visible
         .iter()
         .map(|(i, _)| *i)
-        .filter(|&i| {
-            a.kind
-                .as_deref()
-                .is_none_or(|t| repo.objects[i].kind() == t)
-        })
+        .filter(|&i| kind.is_none_or(|t| repo.objects[i].kind() == t))
         .collect();
-    let scores = rank::scores(&repo.objects, &candidates, Some(&a.query));
+    let scores = rank::scores(&repo.objects, &candidates, Some(query));
     let mut hits: Vec<(usize, f64)> = candidates
         .into_iter()
         .zip(scores)
@@ -48,6 +49,13 @@ pub fn run(g: &Global, p: &Printer, a: &SearchArgs) -> Result<Exit> {
             .unwrap_or(std::cmp::Ordering::Equal)
             .then(repo.objects[x.0].id.cmp(&repo.objects[y.0].id))
     });
+    hits
+}
+
+pub fn run(g: &Global, p: &Printer, a: &SearchArgs) -> Result<Exit> {
+    let repo = super::validate::load_repo(g, ctx_core::load::DEFAULT_MAX_FILE_SIZE)?;
+    let v = view::view(&repo, &a.who, chrono::Utc::now(), false)?;
+    let mut hits = hits(&repo, &v, &a.query, a.kind.as_deref());
     hits.truncate(a.limit);
     let rows: Vec<Value> = hits
         .iter()

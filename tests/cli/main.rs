@@ -16,3 +16,7 @@ mod private;
 mod readme;
 mod resolve;
 mod signing;
+mod mcp;
+mod mcp_approval;
+mod mcp_wire;
+mod mcp_python;

@@ -4,6 +4,7 @@
 //! (and every other front end) only parses arguments, calls in here and renders.
 pub mod adapters;
 pub mod audit;
+pub mod budget;
 pub mod bundle;
 pub mod canonical;
 pub mod changes;

@@ -20,12 +20,14 @@ pub struct ValidateOptions {
 }
 
 /// Extensions ctx itself defines under its `ctx.` namespace.
-pub const KNOWN_CTX_EXTENSIONS: [&str; 5] = [
+pub const KNOWN_CTX_EXTENSIONS: [&str; 7] = [
     "ctx.keys",
     "ctx.private",
     "ctx.policy",
     "ctx.health",
     "ctx.write",
+    "ctx.mcp",
+    "ctx.prompts",
 ];
 
 /// Index from id to the positions of its objects (objects are sorted by id).
