@@ -162,10 +162,10 @@ pub fn shop() -> Repo {
             r#"opencontext: "1.0"
 id: shop
 collections:
-  policies: ./policies/**
-  customers: ./customers/**
+  policies: {source: ./policies/**, type: policy}
+  customers: {source: ./customers/**, type: customer}
   notes: ./notes/**
-  hr: ./hr/**
+  hr: {source: ./hr/**, type: record}
 roles:
   support:
     include: ["policies.*", "customers.*", "notes.*"]
@@ -201,7 +201,10 @@ extensions:
         ),
         (
             "policies/hours.md",
-            "---\ntitle: Opening hours\nclassification: public\n---\nWe answer support mail on weekdays.\n",
+            &format!(
+                "---\ntitle: Opening hours\nclassification: public\n---\n{}\n",
+                "We answer support mail on weekdays, from nine to five, and on public holidays we reply the next working day. ".repeat(4)
+            ),
         ),
         (
             "customers/acme.md",
@@ -213,7 +216,7 @@ extensions:
         ),
         (
             "notes/timezone.md",
-            "---\ntitle: Customer timezone\nextensions:\n  ctx.memory:\n    written_by: other-agent\n---\nAcme works in CET.\n",
+            "---\ntitle: Customer timezone\ntype: note\nextensions:\n  ctx.memory:\n    written_by: other-agent\n---\nAcme works in CET.\n",
         ),
         (
             "hr/salaries.md",
@@ -368,9 +371,12 @@ async fn context_set_proposes_or_writes_through_the_governed_path() {
     let w = call(&s, "context_set", json!({"id": "notes.acme-language", "value": "Acme writes in German.", "sensitivity": "standard"})).await;
     let v = w.structured_content.clone().unwrap_or_else(|| panic!("{}", text(&w)));
     assert_eq!(v["outcome"], "written", "{v}");
-    let file = std::fs::read_to_string(repo.path().join("notes/acme-language.md")).expect("written");
-    assert!(file.contains("written_by: \"helper\"") || file.contains("written_by: helper"), "{file}");
-    assert!(file.contains("Acme writes in German."));
+    let got = repo.ctx(&["get", "notes.acme-language", "--format", "json"]);
+    assert_eq!(got.code, 0, "{}", got.stderr);
+    let obj = got.json();
+    assert_eq!(obj["extensions"]["ctx.memory"]["written_by"], "helper", "{obj}");
+    assert_eq!(obj["authority"], "observed");
+    assert!(obj["content"].as_str().unwrap_or("").contains("Acme writes in German."));
     // No grant for policies: a proposal, nothing in the repository changes.
     let p = call(&s, "context_set", json!({"id": "policies.refunds", "value": "Refunds within 90 days."})).await;
     let v = p.structured_content.clone().unwrap_or_else(|| panic!("{}", text(&p)));
@@ -381,9 +387,10 @@ async fn context_set_proposes_or_writes_through_the_governed_path() {
     assert_eq!(rec["status"], "pending_validation");
     let policy = std::fs::read_to_string(repo.path().join("policies/refunds.md")).expect("policy");
     assert!(policy.contains("30 days"), "the policy was changed");
-    // Validation still passes with the agent's note in the repository.
+    // The repository stays valid with the agent's note in it.
     let run = repo.ctx(&["validate"]);
     assert_eq!(run.code, 0, "{}{}", run.stdout, run.stderr);
+    assert!(!run.stdout.contains("× notes.acme-language"), "{}", run.stdout);
     s.cancel().await.expect("close");
 }
 
