@@ -68,14 +68,20 @@ pub fn run(g: &Global, p: &Printer, a: &McpArgs) -> Result<Exit> {
 }
 
 fn install_cmd(g: &Global, p: &Printer, a: &InstallArgs) -> Result<Exit> {
-    if a.name.is_empty() || a.name.len() > 64 || !a.name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_') {
+    if a.name.is_empty()
+        || a.name.len() > 64
+        || !a
+            .name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
+    {
         return Err(Error::Usage(format!(
             "--name `{}`: use 1-64 letters, digits, `-` or `_`",
             a.name
         )));
     }
     // Check the consumer against the manifest now, so the client never starts a server that refuses.
-    let (who, _) = crate::mcp::identity(g, &a.who)?;
+    let (who, _, _) = crate::mcp::identity(g, &a.who)?;
     let (manifest, _) = ctx_core::manifest::Manifest::discover(g.dir.as_deref(), &g.cwd)?;
     let root = manifest.root.clone();
     let mut flags = Vec::new();
@@ -95,7 +101,8 @@ fn install_cmd(g: &Global, p: &Printer, a: &InstallArgs) -> Result<Exit> {
         .unwrap_or_else(|| "ctx".into());
     let entry = install::entry(a.client, &exe, &root, &flags);
     if !a.write {
-        let mut text = serde_json::to_string_pretty(&install::snippet(&a.name, &entry)).expect("JSON");
+        let mut text =
+            serde_json::to_string_pretty(&install::snippet(&a.name, &entry)).expect("JSON");
         text.push('\n');
         super::io_result(p.out(&text))?;
         let file = a.client.default_file(&root)?;

@@ -210,7 +210,11 @@ impl Ask {
             _ => return Err(Refusal::Declined),
         }
         let content = answer.content.as_ref();
-        if content.and_then(|c| c.get("approve")).and_then(Value::as_bool) != Some(true) {
+        if content
+            .and_then(|c| c.get("approve"))
+            .and_then(Value::as_bool)
+            != Some(true)
+        {
             return Err(Refusal::Declined);
         }
         if let Some(want) = self.confirmation() {
@@ -264,17 +268,23 @@ impl Refusal {
             Refusal::ConfirmationMismatch => {
                 "the typed confirmation did not match, so restricted context stays withheld".into()
             }
-            Refusal::CannotElicit => "it needs the user's approval and this MCP client cannot ask the user \
+            Refusal::CannotElicit => {
+                "it needs the user's approval and this MCP client cannot ask the user \
                  (it declared no elicitation capability); use a client that supports elicitation, \
                  or ask the user to run `ctx resolve` themselves"
-                .into(),
-            Refusal::BadState => "the echoed requestState is not valid for this request (forged, altered, \
+                    .into()
+            }
+            Refusal::BadState => {
+                "the echoed requestState is not valid for this request (forged, altered, \
                  expired, already used, or the request or repository changed); call the tool again \
                  without requestState to ask the user afresh"
-                .into(),
-            Refusal::MissingState => "inputResponses were sent without the requestState they answer; \
+                    .into()
+            }
+            Refusal::MissingState => {
+                "inputResponses were sent without the requestState they answer; \
                  call the tool again without them to ask the user"
-                .into(),
+                    .into()
+            }
             Refusal::Failed(e) => format!("the approval request failed ({e})"),
         }
     }
@@ -307,7 +317,8 @@ impl Gate {
     /// A gate with a fresh random key: states never survive the process.
     pub fn new() -> Result<Gate, String> {
         let mut key = [0u8; 32];
-        getrandom::fill(&mut key).map_err(|e| format!("no randomness for the request-state key: {e}"))?;
+        getrandom::fill(&mut key)
+            .map_err(|e| format!("no randomness for the request-state key: {e}"))?;
         let codec = RequestStateCodec::try_new(key.to_vec()).map_err(|e| e.to_string())?;
         Ok(Gate {
             codec,
@@ -498,7 +509,8 @@ mod tests {
     #[test]
     fn decline_cancel_and_approve_false_are_refusals() {
         let a = ask(&[Tier::Sensitive]);
-        let no = ElicitResult::new(ElicitationAction::Accept).with_content(json!({"approve": false}));
+        let no =
+            ElicitResult::new(ElicitationAction::Accept).with_content(json!({"approve": false}));
         assert_eq!(a.judge(&no), Err(Refusal::Declined));
         assert_eq!(
             a.judge(&ElicitResult::new(ElicitationAction::Decline)),
@@ -521,7 +533,11 @@ mod tests {
         forged.push('x');
         assert_eq!(gate.redeem(&forged, &a.binding), Err(Refusal::BadState));
         assert_eq!(gate.redeem(&state, &a.binding), Ok(()));
-        assert_eq!(gate.redeem(&state, &a.binding), Err(Refusal::BadState), "single use");
+        assert_eq!(
+            gate.redeem(&state, &a.binding),
+            Err(Refusal::BadState),
+            "single use"
+        );
         let other = Gate::new().expect("gate");
         let r2 = other.first_round(&a, None).expect("round");
         assert_eq!(

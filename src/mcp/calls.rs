@@ -24,14 +24,19 @@ pub async fn call(
     ctx: RequestContext<RoleServer>,
 ) -> Result<CallToolResponse, ErrorData> {
     let name = request.name.to_string();
-    if !tools::all().iter().any(|t| t.name == name) {
+    if rmcp::ServerHandler::get_tool(s, &name).is_none() {
         return Err(ErrorData::invalid_params(
-            format!("unknown tool `{}`; tools/list names the tools this server has", inert(&name)),
+            format!(
+                "unknown tool `{}`; tools/list names the tools this server has",
+                inert(&name)
+            ),
             None,
         ));
     }
     let args = request.arguments.clone().unwrap_or_default();
-    let size = serde_json::to_vec(&args).map(|v| v.len()).unwrap_or(usize::MAX);
+    let size = serde_json::to_vec(&args)
+        .map(|v| v.len())
+        .unwrap_or(usize::MAX);
     if size > MAX_ARGUMENTS_BYTES {
         return Err(ErrorData::invalid_params(
             format!("arguments are {size} bytes; `{name}` accepts at most {MAX_ARGUMENTS_BYTES}"),
@@ -57,7 +62,9 @@ pub async fn call(
                             event: "context.denied",
                             objects: &[],
                             outcome: "denied",
-                            reason: Some(format!("tool argument `{k}` tried to change the consumer")),
+                            reason: Some(format!(
+                                "tool argument `{k}` tried to change the consumer"
+                            )),
                             mcp: json!({"action": name}),
                         },
                     )
@@ -132,7 +139,9 @@ async fn list(s: &CtxServer, args: &JsonObject) -> Result<CallToolResponse, Erro
         })
         .await;
     Ok(match r {
-        Ok(rows) => CallToolResult::structured(json!({ "objects": rows, "count": rows.len() })).into(),
+        Ok(rows) => {
+            CallToolResult::structured(json!({ "objects": rows, "count": rows.len() })).into()
+        }
         Err(e) => tool_error(&e).into(),
     })
 }
@@ -367,8 +376,8 @@ async fn finish(
         }
     }
     let issued = match &shape {
-        Shape::Request(_) => s.issue(disclosure, query).await,
-        _ => s.release(disclosure, query).await,
+        Shape::Request(_) => s.issue(*disclosure, query).await,
+        _ => s.release(*disclosure, query).await,
     };
     let (d, markdown) = match issued {
         Ok(x) => x,
@@ -473,7 +482,10 @@ fn grouped_markdown(d: &super::service::Disclosure) -> String {
     if let Some(objects) = view["objects"].as_array_mut() {
         objects.sort_by_key(|o| {
             let id = o["id"].as_str().unwrap_or("");
-            order.iter().position(|x| x.as_str() == id).unwrap_or(usize::MAX)
+            order
+                .iter()
+                .position(|x| x.as_str() == id)
+                .unwrap_or(usize::MAX)
         });
     }
     ctx_core::bundle::render::markdown(&view)
@@ -497,7 +509,10 @@ async fn set(
     }
     let requested = a.sensitivity.map(|x| x.tier());
     let (id, value) = (a.id.clone(), a.value.clone());
-    let plan = match s.blocking(move |svc| memory::plan(svc, &id, &value, requested)).await {
+    let plan = match s
+        .blocking(move |svc| memory::plan(svc, &id, &value, requested))
+        .await
+    {
         Ok(p) => p,
         Err(e) => return Ok(tool_error(&e).into()),
     };
@@ -523,7 +538,10 @@ async fn set(
                             event: "context.write",
                             objects: std::slice::from_ref(&draft.target),
                             outcome: "partial",
-                            reason: Some(format!("memory update proposed ({}), pending review", rec.proposal_id)),
+                            reason: Some(format!(
+                                "memory update proposed ({}), pending review",
+                                rec.proposal_id
+                            )),
                             mcp: json!({"action": "context_set", "proposal": rec.proposal_id}),
                         },
                     )?;
@@ -588,7 +606,9 @@ async fn set(
                             event: "context.write",
                             objects: std::slice::from_ref(&id),
                             outcome: "allowed",
-                            reason: Some(format!("written through the governed write path ({rel})")),
+                            reason: Some(format!(
+                                "written through the governed write path ({rel})"
+                            )),
                             mcp: json!({"action": "context_set"}),
                         },
                     )?;

@@ -22,7 +22,13 @@ use crate::cli::resolve::{BundleFormat, ResolveArgs};
 use crate::cli::{ColorChoice, Printer};
 
 /// Record a bundle before it is handed out (audit event and receipt, as the CLI does).
-pub fn disclosure(svc: &Service, d: &Disclosure, q: &Query, text: &str, started_at: &str) -> Result<()> {
+pub fn disclosure(
+    svc: &Service,
+    d: &Disclosure,
+    q: &Query,
+    text: &str,
+    started_at: &str,
+) -> Result<()> {
     let args = ResolveArgs {
         agent: svc.who.args.agent.clone(),
         role: svc.who.args.role.clone(),

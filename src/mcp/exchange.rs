@@ -127,8 +127,7 @@ impl Exchange for LocalExchange {
     fn propose(&self, svc: &Service, draft: &ProposalDraft) -> Result<ProposalRecord> {
         let (repo, consumer) = svc.load()?;
         let root = repo.manifest.root.clone();
-        let (_lock, _) =
-            ctx_core::write::lock(&root).map_err(|e| Error::io(&root, &e))?;
+        let (_lock, _) = ctx_core::write::lock(&root).map_err(|e| Error::io(&root, &e))?;
         let created_at = crate::cli::sign::now();
         let mut record = json!({
             "format": "ctx.memory-proposal.v0",

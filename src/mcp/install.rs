@@ -82,7 +82,12 @@ pub enum Merged {
 }
 
 /// Merge our entry into an existing configuration document (or a new one).
-pub fn merge(existing: Option<&str>, name: &str, entry: &Value, file: &Path) -> Result<(String, Merged)> {
+pub fn merge(
+    existing: Option<&str>,
+    name: &str,
+    entry: &Value,
+    file: &Path,
+) -> Result<(String, Merged)> {
     let mut doc = match existing {
         None => Map::new(),
         Some(text) if text.trim().is_empty() => Map::new(),
@@ -128,7 +133,10 @@ pub fn merge(existing: Option<&str>, name: &str, entry: &Value, file: &Path) -> 
 pub fn write(file: &Path, name: &str, entry: &Value) -> Result<Merged> {
     let existing = match std::fs::read(file) {
         Ok(b) => Some(String::from_utf8(b).map_err(|_| {
-            Error::Invalid(format!("{}: not UTF-8 text; nothing was written", file.display()))
+            Error::Invalid(format!(
+                "{}: not UTF-8 text; nothing was written",
+                file.display()
+            ))
         })?),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
         Err(e) => return Err(Error::io(file, &e)),
@@ -150,14 +158,22 @@ mod tests {
 
     #[test]
     fn merging_keeps_unrelated_entries_and_replaces_only_ours() {
-        let e = entry(Client::Cursor, "/bin/ctx", Path::new("/r"), &["--agent".into(), "a".into()]);
+        let e = entry(
+            Client::Cursor,
+            "/bin/ctx",
+            Path::new("/r"),
+            &["--agent".into(), "a".into()],
+        );
         let existing = r#"{"theme": "dark", "mcpServers": {"other": {"command": "x"}, "ctx": {"command": "old"}}}"#;
         let (text, how) = merge(Some(existing), "ctx", &e, Path::new("f.json")).expect("merges");
         assert_eq!(how, Merged::Replaced);
         let v: Value = serde_json::from_str(&text).expect("json");
         assert_eq!(v["theme"], "dark");
         assert_eq!(v["mcpServers"]["other"]["command"], "x");
-        assert_eq!(v["mcpServers"]["ctx"]["args"], json!(["mcp", "--agent", "a", "-C", "/r"]));
+        assert_eq!(
+            v["mcpServers"]["ctx"]["args"],
+            json!(["mcp", "--agent", "a", "-C", "/r"])
+        );
         let (_, again) = merge(Some(&text), "ctx", &e, Path::new("f.json")).expect("merges");
         assert_eq!(again, Merged::Unchanged);
     }

@@ -42,10 +42,12 @@ pub enum Plan {
 /// Decide, without writing anything.
 pub fn plan(svc: &Service, id: &str, value: &str, tier: Option<Tier>) -> Result<Plan> {
     let (repo, consumer) = svc.load()?;
-    Ok(match planned_write(svc, &repo, &consumer, id, value, tier)? {
-        Ok((rel, _, tier)) => Plan::Write { rel, tier },
-        Err(reason) => Plan::Propose { tier, reason },
-    })
+    Ok(
+        match planned_write(svc, &repo, &consumer, id, value, tier)? {
+            Ok((rel, _, tier)) => Plan::Write { rel, tier },
+            Err(reason) => Plan::Propose { tier, reason },
+        },
+    )
 }
 
 /// Write the object (a [`Plan::Write`] that was approved when it needed to be).
@@ -121,7 +123,11 @@ fn planned_write(
     let p = Printer::new(ColorChoice::Never);
     let obj = match crate::cli::add::planned_object(&p, repo, &rel, &bytes) {
         Ok(o) => o,
-        Err(e) => return Ok(Err(format!("the value would not form a valid object ({e})"))),
+        Err(e) => {
+            return Ok(Err(format!(
+                "the value would not form a valid object ({e})"
+            )))
+        }
     };
     if let Err(why) = write::authorize_write(m, consumer, &obj, None) {
         return Ok(Err(why));

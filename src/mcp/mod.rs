@@ -46,17 +46,18 @@ const MAX_LINE_BYTES: usize = 4 * 1024 * 1024;
 
 /// Who the server answers for: the flags, else the manifest's `ctx.mcp` default.
 /// Anything malformed is an error, never a permissive default.
-pub fn identity(g: &Global, flags: &ConsumerArgs) -> Result<(ConsumerArgs, Consumer)> {
+pub fn identity(g: &Global, flags: &ConsumerArgs) -> Result<(ConsumerArgs, Consumer, String)> {
     let (manifest, _) = ctx_core::manifest::Manifest::discover(g.dir.as_deref(), &g.cwd)?;
     let args = if flags.agent.is_some() || !flags.role.is_empty() {
         flags.clone()
     } else {
         default_consumer(&manifest)?
     };
-    let consumer = Consumer::from_flags(&manifest, args.agent.as_deref(), &args.role)
-        .map_err(Error::Usage)?;
+    let consumer =
+        Consumer::from_flags(&manifest, args.agent.as_deref(), &args.role).map_err(Error::Usage)?;
     ctx_core::manifest::roles::scope(&manifest, &consumer.roles).map_err(Error::Usage)?;
-    Ok((args, consumer))
+    let label = format!("`{}` ({})", manifest.id, manifest.root.display());
+    Ok((args, consumer, label))
 }
 
 fn default_consumer(m: &ctx_core::manifest::Manifest) -> Result<ConsumerArgs> {
@@ -73,7 +74,9 @@ fn default_consumer(m: &ctx_core::manifest::Manifest) -> Result<ConsumerArgs> {
     };
     let obj = v.as_object().ok_or_else(|| bad("expected a mapping"))?;
     if let Some(k) = obj.keys().find(|k| *k != "agent" && *k != "role") {
-        return Err(bad(&format!("unknown key `{k}` (expected `agent` or `role`)")));
+        return Err(bad(&format!(
+            "unknown key `{k}` (expected `agent` or `role`)"
+        )));
     }
     match (obj.get("agent"), obj.get("role")) {
         (Some(Value::String(a)), None) => Ok(ConsumerArgs {
@@ -88,21 +91,27 @@ fn default_consumer(m: &ctx_core::manifest::Manifest) -> Result<ConsumerArgs> {
             agent: None,
             role: rs
                 .iter()
-                .map(|r| r.as_str().map(str::to_string).ok_or_else(|| bad("`role` entries must be strings")))
+                .map(|r| {
+                    r.as_str()
+                        .map(str::to_string)
+                        .ok_or_else(|| bad("`role` entries must be strings"))
+                })
                 .collect::<Result<_>>()?,
         }),
         (Some(_), Some(_)) => Err(bad("give `agent` or `role`, not both")),
-        _ => Err(bad("`agent` must be a string, `role` a string or a list of strings")),
+        _ => Err(bad(
+            "`agent` must be a string, `role` a string or a list of strings",
+        )),
     }
 }
 
 /// Serve MCP on stdin/stdout until the client closes stdin.
 pub fn serve(g: &Global, flags: &ConsumerArgs) -> Result<Exit> {
-    let (args, consumer) = identity(g, flags)?;
+    let (args, consumer, label) = identity(g, flags)?;
     let who = service::Identity::new(args, &consumer);
-    let svc = service::Service::new(g.clone(), who)?;
-    let server = server::CtxServer::new(svc, Arc::new(exchange::LocalExchange))
-        .map_err(Error::Invalid)?;
+    let svc = service::Service::new(g.clone(), who, label)?;
+    let server =
+        server::CtxServer::new(svc, Arc::new(exchange::LocalExchange)).map_err(Error::Invalid)?;
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()

@@ -80,7 +80,9 @@ fn parse(v: &Value) -> Result<Template, String> {
             .bytes()
             .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-' || b == b'_');
     if !valid_name {
-        return Err(format!("`name` {name:?} must be 1-64 lowercase letters, digits, `-` or `_`"));
+        return Err(format!(
+            "`name` {name:?} must be 1-64 lowercase letters, digits, `-` or `_`"
+        ));
     }
     let template = s("template").ok_or("`template` (a string) is required")?;
     let scope: Vec<String> = v
@@ -88,23 +90,36 @@ fn parse(v: &Value) -> Result<Template, String> {
         .and_then(Value::as_array)
         .ok_or("`scope` (a list of id patterns) is required")?
         .iter()
-        .map(|p| p.as_str().map(str::to_string).ok_or("`scope` entries must be strings"))
+        .map(|p| {
+            p.as_str()
+                .map(str::to_string)
+                .ok_or("`scope` entries must be strings")
+        })
         .collect::<Result<_, _>>()?;
     if scope.is_empty() {
         return Err("`scope` must name at least one id pattern".into());
     }
     for p in &scope {
-        ctx_core::pattern::Pattern::parse(p).map_err(|e| format!("scope `{}`: {}", e.pattern, e.reason))?;
+        ctx_core::pattern::Pattern::parse(p)
+            .map_err(|e| format!("scope `{}`: {}", e.pattern, e.reason))?;
     }
     let mut arguments = Vec::new();
-    for a in v.get("arguments").and_then(Value::as_array).into_iter().flatten() {
+    for a in v
+        .get("arguments")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+    {
         let n = a
             .get("name")
             .and_then(Value::as_str)
             .ok_or("every argument needs a `name`")?;
         arguments.push((
             n.to_string(),
-            a.get("description").and_then(Value::as_str).unwrap_or("").to_string(),
+            a.get("description")
+                .and_then(Value::as_str)
+                .unwrap_or("")
+                .to_string(),
             a.get("required").and_then(Value::as_bool).unwrap_or(false),
         ));
     }
@@ -130,7 +145,10 @@ pub fn templates(m: &ctx_core::manifest::Manifest) -> Vec<Template> {
     {
         match parse(v) {
             Ok(t) => out.push(t),
-            Err(e) => eprintln!("ctx mcp: {}: extensions.{EXTENSION}[{n}] skipped: {e}", m.file),
+            Err(e) => eprintln!(
+                "ctx mcp: {}: extensions.{EXTENSION}[{n}] skipped: {e}",
+                m.file
+            ),
         }
     }
     for d in defaults() {
@@ -201,19 +219,31 @@ pub async fn get(
             Some(Value::String(v)) if v.chars().count() <= MAX_ARG_CHARS => {}
             Some(_) => {
                 return Err(ErrorData::invalid_params(
-                    format!("argument `{n}` must be a string of at most {MAX_ARG_CHARS} characters"),
+                    format!(
+                        "argument `{n}` must be a string of at most {MAX_ARG_CHARS} characters"
+                    ),
                     None,
                 ))
             }
             None if *required => {
-                return Err(ErrorData::invalid_params(format!("argument `{n}` is required"), None))
+                return Err(ErrorData::invalid_params(
+                    format!("argument `{n}` is required"),
+                    None,
+                ))
             }
             None => {}
         }
     }
-    if let Some(k) = args.keys().find(|k| !t.arguments.iter().any(|(n, _, _)| n == *k)) {
+    if let Some(k) = args
+        .keys()
+        .find(|k| !t.arguments.iter().any(|(n, _, _)| n == *k))
+    {
         return Err(ErrorData::invalid_params(
-            format!("prompt `{}` has no argument {}", t.name, super::inert::quoted(k)),
+            format!(
+                "prompt `{}` has no argument {}",
+                t.name,
+                super::inert::quoted(k)
+            ),
             None,
         ));
     }
@@ -252,7 +282,7 @@ pub async fn get(
             query,
             refusal,
             ..
-        } => (disclosure, query, refusal),
+        } => (*disclosure, query, refusal),
     };
     let (_, context) = s
         .release(d, q)
@@ -262,7 +292,10 @@ pub async fn get(
     if let Some(r) = refusal {
         messages.push(PromptMessage::new_text(
             Role::User,
-            format!("(Some confidential or restricted context was withheld: {}.)", r.explain()),
+            format!(
+                "(Some confidential or restricted context was withheld: {}.)",
+                r.explain()
+            ),
         ));
     }
     messages.push(PromptMessage::new_text(Role::User, context));

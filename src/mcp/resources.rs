@@ -69,7 +69,9 @@ pub fn templates() -> ListResourceTemplatesResult {
             .with_description("Metadata of the objects you may see in one collection (no values)")
             .with_mime_type("application/json"),
         ResourceTemplate::new("context://{collection}/{id}", "object")
-            .with_description("One object as you may see it (approval needed for confidential or restricted)")
+            .with_description(
+                "One object as you may see it (approval needed for confidential or restricted)",
+            )
             .with_mime_type("text/markdown"),
     ])
 }
@@ -78,7 +80,9 @@ fn not_found(uri: &str) -> ErrorData {
     let shown = super::inert::quoted(uri);
     ErrorData::new(
         NOT_FOUND,
-        format!("resource {shown} is not available: no such collection or object is visible to you"),
+        format!(
+            "resource {shown} is not available: no such collection or object is visible to you"
+        ),
         Some(json!({ "uri": uri })),
     )
 }
@@ -108,10 +112,11 @@ pub async fn read(
         if rows.is_empty() {
             return Err(not_found(&uri));
         }
-        let text = serde_json::to_string_pretty(&json!({ "collection": collection, "objects": rows }))
-            .unwrap_or_default();
+        let text =
+            serde_json::to_string_pretty(&json!({ "collection": collection, "objects": rows }))
+                .unwrap_or_default();
         return Ok(ReadResourceResult::new(vec![
-            ResourceContents::text(text, uri).with_mime_type("application/json"),
+            ResourceContents::text(text, uri).with_mime_type("application/json")
         ])
         .into());
     };
@@ -142,7 +147,13 @@ pub async fn read(
                     d.bundle["objects"] = Value::Array(Vec::new());
                     d.sensitive.clear();
                 }
-                Ok((d, Query { include: vec![want.1.clone()], ..Query::default() }))
+                Ok((
+                    d,
+                    Query {
+                        include: vec![want.1.clone()],
+                        ..Query::default()
+                    },
+                ))
             },
         )
         .await
@@ -161,11 +172,11 @@ pub async fn read(
                 return Err(not_found(&uri));
             }
             let (_, text) = s
-                .release(disclosure, query)
+                .release(*disclosure, query)
                 .await
                 .map_err(|e| ErrorData::internal_error(e.to_string(), None))?;
             Ok(ReadResourceResult::new(vec![
-                ResourceContents::text(text, uri).with_mime_type("text/markdown"),
+                ResourceContents::text(text, uri).with_mime_type("text/markdown")
             ])
             .into())
         }

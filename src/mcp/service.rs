@@ -39,7 +39,7 @@ pub const DEFAULT_CONTEXT_TOKENS: usize = 8_000;
 #[derive(Debug, Clone)]
 pub struct Identity {
     pub args: ConsumerArgs,
-    /// `agent coding-agent` / `role contributor+support`, for people.
+    /// `agent "coding-agent"` / `role "contributor+support"`, for people (escaped: names are data).
     pub shown: String,
     /// The consumer id (`written_by` of what it writes).
     pub id: String,
@@ -48,7 +48,11 @@ pub struct Identity {
 impl Identity {
     pub fn new(args: ConsumerArgs, consumer: &Consumer) -> Identity {
         Identity {
-            shown: format!("{} `{}`", consumer.kind.as_str(), consumer.id),
+            shown: format!(
+                "{} {}",
+                consumer.kind.as_str(),
+                super::inert::quoted(&consumer.id)
+            ),
             id: consumer.id.clone(),
             args,
         }
@@ -59,6 +63,8 @@ impl Identity {
 pub struct Service {
     pub g: Global,
     pub who: Identity,
+    /// The repository as named at launch (`id` and root), for the server's instructions.
+    pub label: String,
     identities: Option<Arc<Keyring>>,
 }
 
@@ -115,18 +121,20 @@ pub struct Query {
 }
 
 impl Service {
-    pub fn new(g: Global, who: Identity) -> Result<Service> {
-        let identities = Keyring::discover(&[])
-            .map_err(Error::Usage)?
-            .map(Arc::new);
-        Ok(Service { g, who, identities })
+    pub fn new(g: Global, who: Identity, label: String) -> Result<Service> {
+        let identities = Keyring::discover(&[]).map_err(Error::Usage)?.map(Arc::new);
+        Ok(Service {
+            g,
+            who,
+            label,
+            identities,
+        })
     }
 
     /// Load the repository and the consumer as the manifest defines it *now*:
     /// an agent or role removed since launch fails closed.
     pub fn load(&self) -> Result<(Repo, Consumer)> {
-        let repo =
-            crate::cli::validate::load_repo(&self.g, ctx_core::load::DEFAULT_MAX_FILE_SIZE)?;
+        let repo = crate::cli::validate::load_repo(&self.g, ctx_core::load::DEFAULT_MAX_FILE_SIZE)?;
         let consumer = Consumer::from_flags(
             &repo.manifest,
             self.who.args.agent.as_deref(),

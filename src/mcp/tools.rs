@@ -18,7 +18,13 @@ pub const MAX_ARGUMENTS_BYTES: usize = 128 * 1024;
 
 /// Argument names that would change who the server answers for.
 pub const IDENTITY_KEYS: [&str; 7] = [
-    "agent", "role", "roles", "consumer", "as", "requester", "recipient",
+    "agent",
+    "role",
+    "roles",
+    "consumer",
+    "as",
+    "requester",
+    "recipient",
 ];
 
 /// An object id: dotted lowercase segments.
@@ -40,7 +46,10 @@ pub struct ListArgs {
 #[serde(deny_unknown_fields)]
 pub struct GetArgs {
     /// The object id, e.g. `procedures.add-command` (from `context_list` or `search`).
-    #[schemars(length(min = 1, max = 200), regex(pattern = r"^[a-z0-9][a-z0-9_-]*(\.[a-z0-9][a-z0-9_-]*)*$"))]
+    #[schemars(
+        length(min = 1, max = 200),
+        regex(pattern = r"^[a-z0-9][a-z0-9_-]*(\.[a-z0-9][a-z0-9_-]*)*$")
+    )]
     pub id: String,
 }
 
@@ -78,7 +87,10 @@ impl Sensitivity {
 #[serde(deny_unknown_fields)]
 pub struct SetArgs {
     /// The id to record the value under, e.g. `notes.customer-timezone`.
-    #[schemars(length(min = 1, max = 200), regex(pattern = r"^[a-z0-9][a-z0-9_-]*(\.[a-z0-9][a-z0-9_-]*)*$"))]
+    #[schemars(
+        length(min = 1, max = 200),
+        regex(pattern = r"^[a-z0-9][a-z0-9_-]*(\.[a-z0-9][a-z0-9_-]*)*$")
+    )]
     pub id: String,
     /// The value (Markdown text).
     #[schemars(length(min = 1, max = 65536))]
@@ -137,7 +149,12 @@ fn schema<T: JsonSchema + 'static>() -> Arc<JsonObject> {
     s
 }
 
-fn tool<T: JsonSchema + 'static>(name: &'static str, title: &str, description: &str, read_only: bool) -> Tool {
+fn tool<T: JsonSchema + 'static>(
+    name: &'static str,
+    title: &str,
+    description: &str,
+    read_only: bool,
+) -> Tool {
     let mut t = Tool::new(name, description.to_string(), schema::<T>());
     t.title = Some(title.to_string());
     let ann = ToolAnnotations::new()
@@ -223,8 +240,7 @@ pub fn all() -> Vec<Tool> {
 
 /// Checks the schema states but deserialization does not enforce.
 pub fn check_id(id: &str) -> Result<(), String> {
-    let ok = id.len() <= 200
-        && regex_lite_match(id);
+    let ok = id.len() <= 200 && regex_lite_match(id);
     if ok {
         Ok(())
     } else {
@@ -256,12 +272,17 @@ pub fn check_len(name: &str, s: &str, min: usize, max: usize) -> Result<(), Stri
 }
 
 /// An integer argument's bounds.
-pub fn check_range(name: &str, v: Option<u64>, min: u64, max: u64) -> Result<Option<usize>, String> {
+pub fn check_range(
+    name: &str,
+    v: Option<u64>,
+    min: u64,
+    max: u64,
+) -> Result<Option<usize>, String> {
     match v {
         None => Ok(None),
-        Some(x) if x < min || x > max => Err(format!(
-            "`{name}` must be between {min} and {max}, got {x}"
-        )),
+        Some(x) if x < min || x > max => {
+            Err(format!("`{name}` must be between {min} and {max}, got {x}"))
+        }
         Some(x) => Ok(Some(x as usize)),
     }
 }

@@ -74,8 +74,9 @@ impl ClientHandler for TestClient {
             }
             Answer::ApproveTyping(t) => ElicitResult::new(ElicitationAction::Accept)
                 .with_content(json!({"approve": true, "confirm": t})),
-            Answer::Refuse => ElicitResult::new(ElicitationAction::Accept)
-                .with_content(json!({"approve": false})),
+            Answer::Refuse => {
+                ElicitResult::new(ElicitationAction::Accept).with_content(json!({"approve": false}))
+            }
             Answer::Decline => ElicitResult::new(ElicitationAction::Decline),
             Answer::Cancel => ElicitResult::new(ElicitationAction::Cancel),
         })
@@ -106,7 +107,10 @@ pub async fn connect(dir: &Path, args: &[&str], era: Era, elicit: bool, answer: 
         prompts: Arc::default(),
     };
     let mut cmd = tokio::process::Command::new(env!("CARGO_BIN_EXE_ctx"));
-    cmd.arg("mcp").args(args).current_dir(dir).env("NO_COLOR", "1");
+    cmd.arg("mcp")
+        .args(args)
+        .current_dir(dir)
+        .env("NO_COLOR", "1");
     let (transport, _) = TokioChildProcess::builder(cmd)
         .stderr(std::process::Stdio::null())
         .spawn()
@@ -129,7 +133,9 @@ pub async fn connect(dir: &Path, args: &[&str], era: Era, elicit: bool, answer: 
 pub async fn call(s: &Session, name: &str, args: Value) -> CallToolResult {
     let mut p = CallToolRequestParams::new(name.to_string());
     p.arguments = args.as_object().cloned();
-    s.call_tool(p).await.unwrap_or_else(|e| panic!("{name}: {e}"))
+    s.call_tool(p)
+        .await
+        .unwrap_or_else(|e| panic!("{name}: {e}"))
 }
 
 /// Everything a tool result says, as one string (text blocks and structured content).
@@ -229,7 +235,14 @@ extensions:
 async fn lists_tools_resources_and_prompts_in_both_eras() {
     let repo = shop();
     for era in ERAS {
-        let s = connect(repo.path(), &["--agent", "helper"], era, true, Answer::Approve).await;
+        let s = connect(
+            repo.path(),
+            &["--agent", "helper"],
+            era,
+            true,
+            Answer::Approve,
+        )
+        .await;
         let tools = s.list_all_tools().await.expect("tools/list");
         let names: Vec<&str> = tools.iter().map(|t| t.name.as_ref()).collect();
         for want in [
@@ -242,24 +255,41 @@ async fn lists_tools_resources_and_prompts_in_both_eras() {
             "resolve",
             "search",
         ] {
-            assert!(names.contains(&want), "{era:?}: {want} missing from {names:?}");
+            assert!(
+                names.contains(&want),
+                "{era:?}: {want} missing from {names:?}"
+            );
         }
         let get = tools.iter().find(|t| t.name == "context_get").expect("get");
         let schema = serde_json::to_value(get.input_schema.as_ref()).expect("schema");
         assert_eq!(schema["additionalProperties"], json!(false), "{schema}");
         assert_eq!(schema["required"], json!(["id"]));
         assert!(schema["properties"]["id"]["pattern"].is_string());
-        assert!(get.description.as_deref().unwrap_or("").contains("approval"));
+        assert!(get
+            .description
+            .as_deref()
+            .unwrap_or("")
+            .contains("approval"));
 
         let resources = s.list_all_resources().await.expect("resources/list");
         let uris: Vec<&str> = resources.iter().map(|r| r.uri.as_str()).collect();
         assert!(uris.contains(&"context://policies"), "{uris:?}");
-        assert!(uris.contains(&"context://customers/customers.acme"), "{uris:?}");
-        assert!(!uris.iter().any(|u| u.contains("hr")), "denied collection listed: {uris:?}");
+        assert!(
+            uris.contains(&"context://customers/customers.acme"),
+            "{uris:?}"
+        );
+        assert!(
+            !uris.iter().any(|u| u.contains("hr")),
+            "denied collection listed: {uris:?}"
+        );
 
         let prompts = s.list_all_prompts().await.expect("prompts/list");
         let names: Vec<&str> = prompts.iter().map(|p| p.name.as_str()).collect();
-        assert_eq!(names, ["refund-answer", "support-reply", "add-command"], "{era:?}");
+        assert_eq!(
+            names,
+            ["refund-answer", "support-reply", "add-command"],
+            "{era:?}"
+        );
         s.cancel().await.expect("close");
     }
 }
@@ -268,7 +298,14 @@ async fn lists_tools_resources_and_prompts_in_both_eras() {
 async fn status_list_search_and_get_answer_within_scope() {
     let repo = shop();
     for era in ERAS {
-        let s = connect(repo.path(), &["--agent", "helper"], era, true, Answer::Decline).await;
+        let s = connect(
+            repo.path(),
+            &["--agent", "helper"],
+            era,
+            true,
+            Answer::Decline,
+        )
+        .await;
         let st = call(&s, "context_status", json!({})).await;
         let v = st.structured_content.clone().expect("structured");
         assert_eq!(v["visible_objects"], 5, "{v}");
@@ -276,8 +313,14 @@ async fn status_list_search_and_get_answer_within_scope() {
 
         let list = call(&s, "context_list", json!({})).await;
         let t = text(&list);
-        assert!(t.contains("customers.vault") && t.contains("\"needs_approval\":true"), "{t}");
-        assert!(!t.contains(RESTRICTED) && !t.contains(CONFIDENTIAL), "list leaked a value");
+        assert!(
+            t.contains("customers.vault") && t.contains("\"needs_approval\":true"),
+            "{t}"
+        );
+        assert!(
+            !t.contains(RESTRICTED) && !t.contains(CONFIDENTIAL),
+            "list leaked a value"
+        );
         assert!(!t.contains("hr.salaries"), "out-of-scope object listed");
         assert!(t.contains("written by agent `other-agent`"), "{t}");
 
@@ -293,7 +336,10 @@ async fn status_list_search_and_get_answer_within_scope() {
         let missing = call(&s, "context_get", json!({"id": "hr.salaries"})).await;
         assert!(is_error(&missing));
         let m = text(&missing);
-        assert!(m.contains("no object `hr.salaries` is visible") && !m.contains(DENIED), "{m}");
+        assert!(
+            m.contains("no object `hr.salaries` is visible") && !m.contains(DENIED),
+            "{m}"
+        );
 
         let note = call(&s, "context_get", json!({"id": "notes.timezone"})).await;
         assert!(
@@ -308,22 +354,39 @@ async fn status_list_search_and_get_answer_within_scope() {
 #[tokio::test(flavor = "current_thread")]
 async fn resolve_context_and_request_context_respect_budgets_and_scope() {
     let repo = shop();
-    let s = connect(repo.path(), &["--agent", "trainee"], Era::Modern, true, Answer::Decline).await;
+    let s = connect(
+        repo.path(),
+        &["--agent", "trainee"],
+        Era::Modern,
+        true,
+        Answer::Decline,
+    )
+    .await;
     let r = call(&s, "resolve", json!({"task": "refund"})).await;
     let v = r.structured_content.clone().expect("structured");
     assert!(v["digest"].as_str().unwrap_or("").starts_with("sha256:"));
-    assert_eq!(v["objects"], json!(["policies.refunds", "policies.hours"]), "{v}");
+    assert_eq!(
+        v["objects"],
+        json!(["policies.refunds", "policies.hours"]),
+        "{v}"
+    );
     let budget = call(&s, "resolve", json!({"task": "refund", "max_tokens": 100})).await;
     let b = budget.structured_content.clone().expect("structured");
     assert_eq!(b["objects"], json!(["policies.refunds"]), "{b}");
     assert_eq!(b["budget"]["trimmed"][0]["id"], "policies.hours");
     assert!(text(&budget).contains("ctx-estimate-v1"));
     let excl = b["excluded"].as_array().expect("excluded");
-    assert!(excl.iter().any(|e| e["id"] == "policies.hours" && e["reason"] == "not-relevant"));
+    assert!(excl
+        .iter()
+        .any(|e| e["id"] == "policies.hours" && e["reason"] == "not-relevant"));
 
     let ctx = call(&s, "context_context", json!({})).await;
     let c = ctx.structured_content.clone().expect("structured");
-    assert_eq!(c["collections"]["policies"].as_array().map(Vec::len), Some(2), "{c}");
+    assert_eq!(
+        c["collections"]["policies"].as_array().map(Vec::len),
+        Some(2),
+        "{c}"
+    );
 
     let req = call(
         &s,
@@ -342,19 +405,37 @@ async fn resolve_context_and_request_context_respect_budgets_and_scope() {
 async fn a_tool_argument_cannot_widen_the_consumer() {
     let repo = shop();
     for era in ERAS {
-        let s = connect(repo.path(), &["--agent", "trainee"], era, true, Answer::Approve).await;
+        let s = connect(
+            repo.path(),
+            &["--agent", "trainee"],
+            era,
+            true,
+            Answer::Approve,
+        )
+        .await;
         for (tool, args) in [
-            ("context_get", json!({"id": "customers.acme", "agent": "helper"})),
+            (
+                "context_get",
+                json!({"id": "customers.acme", "agent": "helper"}),
+            ),
             ("resolve", json!({"task": "refund", "role": ["support"]})),
             ("context_list", json!({"consumer": "helper"})),
         ] {
             let r = call(&s, tool, args).await;
             assert!(is_error(&r), "{era:?} {tool}");
             let t = text(&r);
-            assert!(t.contains("fixed when `ctx mcp` starts") && !t.contains(CONFIDENTIAL), "{t}");
+            assert!(
+                t.contains("fixed when `ctx mcp` starts") && !t.contains(CONFIDENTIAL),
+                "{t}"
+            );
         }
         // Narrowing is fine, widening by pattern is not: trainee never sees customers.
-        let r = call(&s, "resolve", json!({"task": "acme", "include": ["customers.*"]})).await;
+        let r = call(
+            &s,
+            "resolve",
+            json!({"task": "acme", "include": ["customers.*"]}),
+        )
+        .await;
         assert!(!text(&r).contains(CONFIDENTIAL));
         assert_eq!(r.structured_content.expect("s")["objects"], json!([]));
         s.cancel().await.expect("close");
@@ -366,23 +447,48 @@ async fn a_tool_argument_cannot_widen_the_consumer() {
 #[tokio::test(flavor = "current_thread")]
 async fn context_set_proposes_or_writes_through_the_governed_path() {
     let repo = shop();
-    let s = connect(repo.path(), &["--agent", "helper"], Era::Modern, true, Answer::Approve).await;
+    let s = connect(
+        repo.path(),
+        &["--agent", "helper"],
+        Era::Modern,
+        true,
+        Answer::Approve,
+    )
+    .await;
     // A grant (`ctx.write: helper: [notes.*]`) and a new id: written, with written_by.
     let w = call(&s, "context_set", json!({"id": "notes.acme-language", "value": "Acme writes in German.", "sensitivity": "standard"})).await;
-    let v = w.structured_content.clone().unwrap_or_else(|| panic!("{}", text(&w)));
+    let v = w
+        .structured_content
+        .clone()
+        .unwrap_or_else(|| panic!("{}", text(&w)));
     assert_eq!(v["outcome"], "written", "{v}");
     let got = repo.ctx(&["get", "notes.acme-language", "--format", "json"]);
     assert_eq!(got.code, 0, "{}", got.stderr);
     let obj = got.json();
-    assert_eq!(obj["extensions"]["ctx.memory"]["written_by"], "helper", "{obj}");
+    assert_eq!(
+        obj["extensions"]["ctx.memory"]["written_by"], "helper",
+        "{obj}"
+    );
     assert_eq!(obj["authority"], "observed");
-    assert!(obj["content"].as_str().unwrap_or("").contains("Acme writes in German."));
+    assert!(obj["content"]
+        .as_str()
+        .unwrap_or("")
+        .contains("Acme writes in German."));
     // No grant for policies: a proposal, nothing in the repository changes.
-    let p = call(&s, "context_set", json!({"id": "policies.refunds", "value": "Refunds within 90 days."})).await;
-    let v = p.structured_content.clone().unwrap_or_else(|| panic!("{}", text(&p)));
+    let p = call(
+        &s,
+        "context_set",
+        json!({"id": "policies.refunds", "value": "Refunds within 90 days."}),
+    )
+    .await;
+    let v = p
+        .structured_content
+        .clone()
+        .unwrap_or_else(|| panic!("{}", text(&p)));
     assert_eq!(v["outcome"], "proposed", "{v}");
     let path = repo.path().join(v["path"].as_str().expect("path"));
-    let rec: Value = serde_json::from_str(&std::fs::read_to_string(path).expect("proposal")).expect("json");
+    let rec: Value =
+        serde_json::from_str(&std::fs::read_to_string(path).expect("proposal")).expect("json");
     assert_eq!(rec["written_by"], "helper");
     assert_eq!(rec["status"], "pending_validation");
     let policy = std::fs::read_to_string(repo.path().join("policies/refunds.md")).expect("policy");
@@ -390,19 +496,35 @@ async fn context_set_proposes_or_writes_through_the_governed_path() {
     // The repository stays valid with the agent's note in it.
     let run = repo.ctx(&["validate"]);
     assert_eq!(run.code, 0, "{}{}", run.stdout, run.stderr);
-    assert!(!run.stdout.contains("× notes.acme-language"), "{}", run.stdout);
+    assert!(
+        !run.stdout.contains("× notes.acme-language"),
+        "{}",
+        run.stdout
+    );
     s.cancel().await.expect("close");
 }
 
 #[tokio::test(flavor = "current_thread")]
 async fn prompts_resolve_their_declared_scope() {
     let repo = shop();
-    let s = connect(repo.path(), &["--agent", "helper"], Era::Handshake, true, Answer::Decline).await;
+    let s = connect(
+        repo.path(),
+        &["--agent", "helper"],
+        Era::Handshake,
+        true,
+        Answer::Decline,
+    )
+    .await;
     let mut p = rmcp::model::GetPromptRequestParams::new("refund-answer");
-    p.arguments = json!({"question": "can I return shoes?"}).as_object().cloned();
+    p.arguments = json!({"question": "can I return shoes?"})
+        .as_object()
+        .cloned();
     let r = s.get_prompt(p).await.expect("prompts/get");
     let all = serde_json::to_string(&r.messages).expect("json");
-    assert!(all.contains("can I return shoes?") && all.contains("within 30 days"), "{all}");
+    assert!(
+        all.contains("can I return shoes?") && all.contains("within 30 days"),
+        "{all}"
+    );
     assert!(!all.contains(CONFIDENTIAL), "prompt scope was widened");
     s.cancel().await.expect("close");
 }

@@ -75,7 +75,8 @@ impl Wire {
             line.clone()
         };
         self.transcript.push(format!("← {shown}"));
-        serde_json::from_str(&line).unwrap_or_else(|e| panic!("stdout is not JSON-RPC ({e}): {line}"))
+        serde_json::from_str(&line)
+            .unwrap_or_else(|e| panic!("stdout is not JSON-RPC ({e}): {line}"))
     }
 
     /// Nothing arrives within `ms`.
@@ -90,16 +91,25 @@ impl Wire {
             if let Some(status) = self.child.try_wait().expect("wait") {
                 return (status.code().unwrap_or(-1), self.transcript);
             }
-            assert!(start.elapsed() < Duration::from_secs(10), "did not exit after stdin closed");
+            assert!(
+                start.elapsed() < Duration::from_secs(10),
+                "did not exit after stdin closed"
+            );
             std::thread::sleep(Duration::from_millis(20));
         }
     }
 
     fn handshake(&mut self, elicit: bool) {
-        let caps = if elicit { json!({"elicitation": {"form": {}}}) } else { json!({}) };
-        self.send(json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        let caps = if elicit {
+            json!({"elicitation": {"form": {}}})
+        } else {
+            json!({})
+        };
+        self.send(
+            json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
             "protocolVersion": "2025-11-25", "capabilities": caps,
-            "clientInfo": {"name": "wire-test", "version": "1"}}}));
+            "clientInfo": {"name": "wire-test", "version": "1"}}}),
+        );
         let r = self.recv();
         assert_eq!(r["result"]["protocolVersion"], "2025-11-25", "{r}");
         self.send(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
@@ -218,13 +228,21 @@ fn approval_round_trip_in_the_2026_07_28_era() {
     let mut w = Wire::start(repo.path(), &["--agent", "helper"]);
     w.send(json!({"jsonrpc": "2.0", "id": 1, "method": "server/discover", "params": {"_meta": modern_meta(true)}}));
     let d = w.recv();
-    assert!(d["result"]["supportedVersions"].to_string().contains("2026-07-28"), "{d}");
+    assert!(
+        d["result"]["supportedVersions"]
+            .to_string()
+            .contains("2026-07-28"),
+        "{d}"
+    );
     let args = json!({"id": "customers.acme"});
     w.send(json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"_meta": modern_meta(true), "name": "context_get", "arguments": args}}));
     let ask = w.recv();
     assert_eq!(ask["result"]["resultType"], "input_required", "{ask}");
     assert!(!ask.to_string().contains(CONFIDENTIAL));
-    let state = ask["result"]["requestState"].as_str().expect("state").to_string();
+    let state = ask["result"]["requestState"]
+        .as_str()
+        .expect("state")
+        .to_string();
     w.send(json!({"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {"_meta": modern_meta(true), "name": "context_get", "arguments": args,
         "inputResponses": {"approval": {"action": "accept", "content": {"approve": true}}}, "requestState": state}}));
     let done = w.recv();
@@ -238,17 +256,36 @@ fn approval_round_trip_in_the_2026_07_28_era() {
     assert!(!again.to_string().contains(CONFIDENTIAL));
     let (code, t) = w.close();
     assert_eq!(code, 0);
-    show("2026-07-28 era: approval round-trip (input_required + sealed requestState)", &t);
+    show(
+        "2026-07-28 era: approval round-trip (input_required + sealed requestState)",
+        &t,
+    );
 }
 
 #[tokio::test(flavor = "current_thread")]
 async fn resolve_gives_the_same_digest_as_ctx_resolve_on_this_repository() {
     let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
-    let cli = crate::support::ctx(root, &["resolve", "--agent", "coding-agent", "--task", "add a command"]);
+    let cli = crate::support::ctx(
+        root,
+        &[
+            "resolve",
+            "--agent",
+            "coding-agent",
+            "--task",
+            "add a command",
+        ],
+    );
     assert_eq!(cli.code, 0, "{}", cli.stderr);
     let want = cli.json()["digest"].as_str().expect("digest").to_string();
     for era in [Era::Handshake, Era::Modern] {
-        let s = connect(root, &["--agent", "coding-agent"], era, true, Answer::Decline).await;
+        let s = connect(
+            root,
+            &["--agent", "coding-agent"],
+            era,
+            true,
+            Answer::Decline,
+        )
+        .await;
         let r = call(&s, "resolve", json!({"task": "add a command"})).await;
         let got = r.structured_content.clone().expect("structured")["digest"].clone();
         assert_eq!(got, json!(want), "{era:?}");
@@ -261,26 +298,51 @@ async fn resolve_gives_the_same_digest_as_ctx_resolve_on_this_repository() {
 #[test]
 fn install_prints_or_merges_the_client_configuration() {
     let repo = shop();
-    let r = repo.ctx(&["mcp", "install", "--client", "claude-code", "--agent", "helper"]);
+    let r = repo.ctx(&[
+        "mcp",
+        "install",
+        "--client",
+        "claude-code",
+        "--agent",
+        "helper",
+    ]);
     assert_eq!(r.code, 0, "{}", r.stderr);
     let v: Value = serde_json::from_str(&r.stdout).expect("json snippet");
     let args = v["mcpServers"]["ctx"]["args"].as_array().expect("args");
     assert_eq!(args[0], "mcp");
     assert!(args.contains(&json!("helper")));
-    assert!(!repo.path().join(".mcp.json").exists(), "printing writes nothing");
+    assert!(
+        !repo.path().join(".mcp.json").exists(),
+        "printing writes nothing"
+    );
 
     let cfg = repo.path().join(".cursor/mcp.json");
     std::fs::create_dir_all(cfg.parent().expect("dir")).expect("mkdir");
-    std::fs::write(&cfg, r#"{"mcpServers": {"other": {"command": "other-server"}}, "keep": 1}"#).expect("seed");
-    let r = repo.ctx(&["mcp", "install", "--client", "cursor", "--agent", "helper", "--write"]);
+    std::fs::write(
+        &cfg,
+        r#"{"mcpServers": {"other": {"command": "other-server"}}, "keep": 1}"#,
+    )
+    .expect("seed");
+    let r = repo.ctx(&[
+        "mcp", "install", "--client", "cursor", "--agent", "helper", "--write",
+    ]);
     assert_eq!(r.code, 0, "{}", r.stderr);
-    let merged: Value = serde_json::from_str(&std::fs::read_to_string(&cfg).expect("read")).expect("json");
+    let merged: Value =
+        serde_json::from_str(&std::fs::read_to_string(&cfg).expect("read")).expect("json");
     assert_eq!(merged["keep"], 1);
     assert_eq!(merged["mcpServers"]["other"]["command"], "other-server");
     assert!(merged["mcpServers"]["ctx"]["command"].is_string());
 
     std::fs::write(repo.path().join(".mcp.json"), "{ broken").expect("seed");
-    let r = repo.ctx(&["mcp", "install", "--client", "claude-code", "--agent", "helper", "--write"]);
+    let r = repo.ctx(&[
+        "mcp",
+        "install",
+        "--client",
+        "claude-code",
+        "--agent",
+        "helper",
+        "--write",
+    ]);
     assert_ne!(r.code, 0);
     assert!(r.stderr.contains("not valid JSON"), "{}", r.stderr);
     assert_eq!(

@@ -140,7 +140,13 @@ mod tests {
             std::fs::write(p, text).expect("write");
         }
         let (m, diags) = Manifest::load(&dir.path().join("opencontext.yaml")).expect("manifest");
-        let repo = load(m, diags, &LoadOptions { max_file_size: DEFAULT_MAX_FILE_SIZE });
+        let repo = load(
+            m,
+            diags,
+            &LoadOptions {
+                max_file_size: DEFAULT_MAX_FILE_SIZE,
+            },
+        );
         (dir, repo)
     }
 
@@ -213,7 +219,11 @@ mod tests {
             .filter(|id| *id != "notes.b")
             .collect();
         assert_eq!(kept, expected);
-        let e = r.excluded.iter().find(|e| e.id == "notes.b").expect("reported");
+        let e = r
+            .excluded
+            .iter()
+            .find(|e| e.id == "notes.b")
+            .expect("reported");
         assert_eq!(e.reason, "not-relevant");
         assert!(e.detail.as_deref().unwrap_or("").contains("max_tokens 200"));
         assert!(report.tokenizer.starts_with("ctx-estimate-v1"));
