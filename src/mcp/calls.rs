@@ -12,9 +12,8 @@ use rmcp::service::{RequestContext, RoleServer};
 use serde_json::{json, Value};
 
 use super::evidence::Note;
-use super::exchange::{ProposalDraft, ScopedRequest};
-use super::memory::{self, Plan};
-use super::server::{client_name, parse, tool_error, CtxServer, Gated};
+use super::exchange::ScopedRequest;
+use super::server::{parse, tool_error, CtxServer, Gated};
 use super::service::{Query, DEFAULT_CONTEXT_TOKENS};
 use super::tools::{self, IDENTITY_KEYS, MAX_ARGUMENTS_BYTES};
 
@@ -83,7 +82,7 @@ pub async fn call(
         "context_context" => context(s, &ctx, &args, state, responses).await,
         "resolve" => resolve(s, &ctx, &args, state, responses).await,
         "request_context" => request_context(s, &ctx, &args, state, responses).await,
-        "context_set" => set(s, &ctx, &args, state, responses).await,
+        "context_set" => super::memory::tool(s, &ctx, &args, state, responses).await,
         _ => unreachable!("checked above"),
     };
     out
@@ -95,7 +94,7 @@ fn inert(s: &str) -> String {
     q[1..q.len() - 1].to_string()
 }
 
-fn arg_error(msg: String) -> ErrorData {
+pub(super) fn arg_error(msg: String) -> ErrorData {
     ErrorData::invalid_params(msg, None)
 }
 
@@ -489,143 +488,4 @@ fn grouped_markdown(d: &super::service::Disclosure) -> String {
         });
     }
     ctx_core::bundle::render::markdown(&view)
-}
-
-async fn set(
-    s: &CtxServer,
-    ctx: &RequestContext<RoleServer>,
-    args: &JsonObject,
-    state: Option<&str>,
-    responses: Option<&rmcp::model::InputResponses>,
-) -> Result<CallToolResponse, ErrorData> {
-    let a: tools::SetArgs = parse(args)?;
-    tools::check_id(&a.id).map_err(arg_error)?;
-    if a.value.is_empty() || a.value.len() > memory::MAX_VALUE_BYTES {
-        return Err(arg_error(format!(
-            "`value` must be 1 to {} bytes, got {}",
-            memory::MAX_VALUE_BYTES,
-            a.value.len()
-        )));
-    }
-    let requested = a.sensitivity.map(|x| x.tier());
-    let (id, value) = (a.id.clone(), a.value.clone());
-    let plan = match s
-        .blocking(move |svc| memory::plan(svc, &id, &value, requested))
-        .await
-    {
-        Ok(p) => p,
-        Err(e) => return Ok(tool_error(&e).into()),
-    };
-    let client = client_name(ctx);
-    match plan {
-        Plan::Propose { tier, reason } => {
-            let draft = ProposalDraft {
-                target: a.id.clone(),
-                value: a.value,
-                tier,
-                reason,
-                client,
-            };
-            let exchange = s.exchange.clone();
-            let r = s
-                .blocking(move |svc| {
-                    let rec = exchange.propose(svc, &draft)?;
-                    let (repo, _) = svc.load()?;
-                    super::evidence::event(
-                        svc,
-                        &repo,
-                        Note {
-                            event: "context.write",
-                            objects: std::slice::from_ref(&draft.target),
-                            outcome: "partial",
-                            reason: Some(format!(
-                                "memory update proposed ({}), pending review",
-                                rec.proposal_id
-                            )),
-                            mcp: json!({"action": "context_set", "proposal": rec.proposal_id}),
-                        },
-                    )?;
-                    Ok((rec, draft.reason))
-                })
-                .await;
-            Ok(match r {
-                Ok((rec, reason)) => CallToolResult::structured(json!({
-                    "outcome": "proposed",
-                    "proposal_id": rec.proposal_id,
-                    "status": rec.status,
-                    "path": rec.path,
-                    "written_by": s.svc.who.id,
-                    "why_not_written": reason,
-                    "next": "a person reviews the proposal; nothing in the repository changed",
-                }))
-                .into(),
-                Err(e) => tool_error(&e).into(),
-            })
-        }
-        Plan::Write { rel, tier } => {
-            if tier.needs_approval() {
-                let binding = ctx_core::jcs::sha256(&json!({
-                    "action": "context_set", "consumer": s.svc.who.id, "arguments": Value::Object(args.clone()),
-                }));
-                let ask = super::approval::Ask {
-                    action: "context_set".into(),
-                    consumer: s.svc.who.shown.clone(),
-                    purpose: None,
-                    verb: "write",
-                    items: vec![super::approval::Item {
-                        id: a.id.clone(),
-                        title: Some(format!("new object in {rel}")),
-                        tier,
-                    }],
-                    binding,
-                };
-                match s.gate.check(ctx, &ask, state, responses).await {
-                    super::approval::Verdict::Ask(r) => return Ok(r.into()),
-                    super::approval::Verdict::Refused(r) => {
-                        let _ = s
-                            .note_refusal(ctx, "context_set", std::slice::from_ref(&a.id), &r)
-                            .await;
-                        return Ok(CallToolResult::error(vec![ContentBlock::text(format!(
-                            "not written: {}",
-                            r.explain()
-                        ))])
-                        .into());
-                    }
-                    super::approval::Verdict::Approved(_) => {}
-                }
-            }
-            let (id, value) = (a.id.clone(), a.value.clone());
-            let r = s
-                .blocking(move |svc| {
-                    let rel = memory::commit(svc, &id, &value, requested)?;
-                    let (repo, _) = svc.load()?;
-                    super::evidence::event(
-                        svc,
-                        &repo,
-                        Note {
-                            event: "context.write",
-                            objects: std::slice::from_ref(&id),
-                            outcome: "allowed",
-                            reason: Some(format!(
-                                "written through the governed write path ({rel})"
-                            )),
-                            mcp: json!({"action": "context_set"}),
-                        },
-                    )?;
-                    Ok(rel)
-                })
-                .await;
-            Ok(match r {
-                Ok(rel) => CallToolResult::structured(json!({
-                    "outcome": "written",
-                    "id": a.id,
-                    "file": rel,
-                    "tier": tier.as_str(),
-                    "written_by": s.svc.who.id,
-                }))
-                .into(),
-                Err(e) => tool_error(&e).into(),
-            })
-        }
-    }
 }

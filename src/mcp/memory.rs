@@ -1,4 +1,5 @@
-//! `context_set`: an agent-written value never lands directly.
+//! `context_set`: an agent-written value never lands directly (planning, the
+//! governed write, and the tool itself).
 //!
 //! - Where the manifest grants the agent write access to a *new* id
 //!   (`extensions.ctx.write`), the value goes through the governed write path:
@@ -23,8 +24,16 @@ use ctx_core::object::Format;
 use ctx_core::resolve::Consumer;
 use ctx_core::write::{self, emit, FileWrite};
 
+use rmcp::model::{CallToolResponse, CallToolResult, ContentBlock, ErrorData, JsonObject};
+use rmcp::service::{RequestContext, RoleServer};
+
 use super::approval::Tier;
+use super::calls::arg_error;
+use super::evidence::Note;
+use super::exchange::ProposalDraft;
+use super::server::{client_name, parse, tool_error, CtxServer};
 use super::service::{Service, MEMORY_EXTENSION};
+use super::tools;
 use crate::cli::{ColorChoice, Printer};
 
 /// The largest value `context_set` accepts, in bytes.
@@ -136,4 +145,144 @@ fn planned_write(
     let planned = write::planned_repo(repo, &[], vec![obj]);
     crate::cli::add::check_repository(&p, repo, &planned)?;
     Ok(Ok((rel, bytes, tier)))
+}
+
+/// `context_set`: plan, ask when a sensitive value would be written, then write or propose.
+pub async fn tool(
+    s: &CtxServer,
+    ctx: &RequestContext<RoleServer>,
+    args: &JsonObject,
+    state: Option<&str>,
+    responses: Option<&rmcp::model::InputResponses>,
+) -> Result<CallToolResponse, ErrorData> {
+    let a: tools::SetArgs = parse(args)?;
+    tools::check_id(&a.id).map_err(arg_error)?;
+    if a.value.is_empty() || a.value.len() > MAX_VALUE_BYTES {
+        return Err(arg_error(format!(
+            "`value` must be 1 to {} bytes, got {}",
+            MAX_VALUE_BYTES,
+            a.value.len()
+        )));
+    }
+    let requested = a.sensitivity.map(|x| x.tier());
+    let (id, value) = (a.id.clone(), a.value.clone());
+    let plan = match s
+        .blocking(move |svc| plan(svc, &id, &value, requested))
+        .await
+    {
+        Ok(p) => p,
+        Err(e) => return Ok(tool_error(&e).into()),
+    };
+    let client = client_name(ctx);
+    match plan {
+        Plan::Propose { tier, reason } => {
+            let draft = ProposalDraft {
+                target: a.id.clone(),
+                value: a.value,
+                tier,
+                reason,
+                client,
+            };
+            let exchange = s.exchange.clone();
+            let r = s
+                .blocking(move |svc| {
+                    let rec = exchange.propose(svc, &draft)?;
+                    let (repo, _) = svc.load()?;
+                    super::evidence::event(
+                        svc,
+                        &repo,
+                        Note {
+                            event: "context.write",
+                            objects: std::slice::from_ref(&draft.target),
+                            outcome: "partial",
+                            reason: Some(format!(
+                                "memory update proposed ({}), pending review",
+                                rec.proposal_id
+                            )),
+                            mcp: json!({"action": "context_set", "proposal": rec.proposal_id}),
+                        },
+                    )?;
+                    Ok((rec, draft.reason))
+                })
+                .await;
+            Ok(match r {
+                Ok((rec, reason)) => CallToolResult::structured(json!({
+                    "outcome": "proposed",
+                    "proposal_id": rec.proposal_id,
+                    "status": rec.status,
+                    "path": rec.path,
+                    "written_by": s.svc.who.id,
+                    "why_not_written": reason,
+                    "next": "a person reviews the proposal; nothing in the repository changed",
+                }))
+                .into(),
+                Err(e) => tool_error(&e).into(),
+            })
+        }
+        Plan::Write { rel, tier } => {
+            if tier.needs_approval() {
+                let binding = ctx_core::jcs::sha256(&json!({
+                    "action": "context_set", "consumer": s.svc.who.id, "arguments": Value::Object(args.clone()),
+                }));
+                let ask = super::approval::Ask {
+                    action: "context_set".into(),
+                    consumer: s.svc.who.shown.clone(),
+                    purpose: None,
+                    verb: "write",
+                    items: vec![super::approval::Item {
+                        id: a.id.clone(),
+                        title: Some(format!("new object in {rel}")),
+                        tier,
+                    }],
+                    binding,
+                };
+                match s.gate.check(ctx, &ask, state, responses).await {
+                    super::approval::Verdict::Ask(r) => return Ok(r.into()),
+                    super::approval::Verdict::Refused(r) => {
+                        let _ = s
+                            .note_refusal(ctx, "context_set", std::slice::from_ref(&a.id), &r)
+                            .await;
+                        return Ok(CallToolResult::error(vec![ContentBlock::text(format!(
+                            "not written: {}",
+                            r.explain()
+                        ))])
+                        .into());
+                    }
+                    super::approval::Verdict::Approved(_) => {}
+                }
+            }
+            let (id, value) = (a.id.clone(), a.value.clone());
+            let r = s
+                .blocking(move |svc| {
+                    let rel = commit(svc, &id, &value, requested)?;
+                    let (repo, _) = svc.load()?;
+                    super::evidence::event(
+                        svc,
+                        &repo,
+                        Note {
+                            event: "context.write",
+                            objects: std::slice::from_ref(&id),
+                            outcome: "allowed",
+                            reason: Some(format!(
+                                "written through the governed write path ({rel})"
+                            )),
+                            mcp: json!({"action": "context_set"}),
+                        },
+                    )?;
+                    Ok(rel)
+                })
+                .await;
+            Ok(match r {
+                Ok(rel) => CallToolResult::structured(json!({
+                    "outcome": "written",
+                    "id": a.id,
+                    "file": rel,
+                    "tier": tier.as_str(),
+                    "written_by": s.svc.who.id,
+                }))
+                .into(),
+                Err(e) => tool_error(&e).into(),
+            })
+        }
+    }
 }
