@@ -62,8 +62,17 @@ pub struct InstallArgs {
 
 pub fn run(g: &Global, p: &Printer, a: &McpArgs) -> Result<Exit> {
     match &a.action {
-        None => crate::mcp::serve(g, &a.who),
+        None => crate::mcp::serve(config(g), &a.who.who()),
         Some(McpAction::Install(i)) => install_cmd(g, p, i),
+    }
+}
+
+/// The server's plain configuration from the global flags.
+fn config(g: &Global) -> crate::mcp::Config {
+    crate::mcp::Config {
+        dir: g.dir.clone(),
+        cwd: g.cwd.clone(),
+        offline: g.offline,
     }
 }
 
@@ -81,7 +90,7 @@ fn install_cmd(g: &Global, p: &Printer, a: &InstallArgs) -> Result<Exit> {
         )));
     }
     // Check the consumer against the manifest now, so the client never starts a server that refuses.
-    let (who, _, _) = crate::mcp::identity(g, &a.who)?;
+    let (who, _, _) = crate::mcp::identity(&config(g), &a.who.who())?;
     let (manifest, _) = ctx_core::manifest::Manifest::discover(g.dir.as_deref(), &g.cwd)?;
     let root = manifest.root.clone();
     let mut flags = Vec::new();
@@ -90,7 +99,7 @@ fn install_cmd(g: &Global, p: &Printer, a: &InstallArgs) -> Result<Exit> {
         if let Some(agent) = &who.agent {
             flags.extend(["--agent".to_string(), agent.clone()]);
         }
-        for r in &who.role {
+        for r in &who.roles {
             flags.extend(["--role".to_string(), r.clone()]);
         }
     }

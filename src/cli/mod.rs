@@ -10,6 +10,7 @@ pub mod diff;
 pub mod doctor;
 pub mod export;
 pub mod findings;
+pub mod fmt;
 pub mod get;
 pub mod graph;
 pub mod history;
@@ -17,12 +18,14 @@ pub mod hook;
 pub mod init;
 pub mod keys;
 pub mod list;
+mod manual;
 #[cfg(feature = "mcp")]
 pub mod mcp;
 pub mod printer;
 pub mod private;
 pub mod progress;
 pub mod provider;
+pub mod redaction;
 pub mod resolve;
 pub mod schema;
 pub mod search;
@@ -112,6 +115,11 @@ pub enum Command {
     Supersede(supersede::SupersedeArgs),
     /// Write the resolved context as AGENTS.md, CLAUDE.md or Cursor rules (with --check for CI).
     Export(export::ExportArgs),
+    /// Create the repository's redaction key (the secret that keys `mode: hash`).
+    RedactionKey(redaction::RedactionKeyArgs),
+    /// Rewrite object files into canonical form (key order, RFC 3339 timestamps, quoting).
+    #[command(long_about = fmt::long_about())]
+    Fmt(fmt::FmtArgs),
     /// Serve this repository to AI agents over MCP (stdio); `ctx mcp install` configures a client.
     #[cfg(feature = "mcp")]
     #[command(long_about = mcp::LONG_ABOUT)]
@@ -175,6 +183,8 @@ pub fn run(cli: Cli) -> Result<Exit> {
         Command::Add(a) => add::run(&g, &p, a),
         Command::Supersede(a) => supersede::run(&g, &p, a),
         Command::Export(a) => export::run(&g, &p, a),
+        Command::RedactionKey(a) => redaction::run(&g, &p, a),
+        Command::Fmt(a) => fmt::run(&g, &p, a),
         #[cfg(feature = "mcp")]
         Command::Mcp(a) => mcp::run(&g, &p, a),
         Command::Completions(a) => completions::run(&p, a),

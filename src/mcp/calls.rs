@@ -58,7 +58,7 @@ pub async fn call(
                         svc,
                         &repo,
                         Note {
-                            event: "context.denied",
+                            access: ctx_core::evidence::Access::Denied,
                             objects: &[],
                             outcome: "denied",
                             reason: Some(format!(
@@ -123,17 +123,7 @@ async fn list(s: &CtxServer, args: &JsonObject) -> Result<CallToolResponse, Erro
                 .filter_map(|r| r["id"].as_str().map(str::to_string))
                 .collect();
             let (repo, _) = svc.load()?;
-            super::evidence::event(
-                svc,
-                &repo,
-                Note {
-                    event: "context.search",
-                    objects: &ids,
-                    outcome: "allowed",
-                    reason: Some("metadata listed (no values)".into()),
-                    mcp: json!({"action": "context_list"}),
-                },
-            )?;
+            super::evidence::shown(svc, &repo, false, &ids)?;
             Ok(rows)
         })
         .await;
@@ -159,17 +149,7 @@ async fn search(s: &CtxServer, args: &JsonObject) -> Result<CallToolResponse, Er
                 .filter_map(|r| r["id"].as_str().map(str::to_string))
                 .collect();
             let (repo, _) = svc.load()?;
-            super::evidence::event(
-                svc,
-                &repo,
-                Note {
-                    event: "context.search",
-                    objects: &ids,
-                    outcome: "allowed",
-                    reason: None,
-                    mcp: json!({"action": "search"}),
-                },
-            )?;
+            super::evidence::shown(svc, &repo, true, &ids)?;
             Ok(hits)
         })
         .await;

@@ -1,119 +1,90 @@
-//! Evidence for what the server discloses or refuses.
+//! Evidence for what the server discloses or refuses, through the library's
+//! one recorder ([`ctx_core::evidence`]).
 //!
-//! A bundle handed out through MCP is recorded exactly as `ctx resolve`
-//! records one: the CLI's own `sign::record` writes the audit event and the
-//! signed receipt (when the manifest's `audit` block or `ctx.policy` asks), and
-//! a required record that cannot be written means nothing is disclosed.
-//! Approvals, refusals and metadata answers add one audit event each through
-//! `ctx_core::audit`, carrying the MCP details under `extensions.ctx.mcp`.
-//! Events carry ids and reasons only, never content.
+//! - A bundle handed out is recorded exactly as `ctx resolve` records one it
+//!   prints: [`bundle::prepare`] locks and verifies the audit log (and signs a
+//!   receipt over the exact text when the manifest's policy asks) before
+//!   anything leaves, and the records are committed before the text is
+//!   returned. A required record that cannot be written means nothing is
+//!   disclosed.
+//! - Metadata answers are `context.read` / `context.search` events
+//!   ([`Record::read`], [`Record::search`]), as `ctx list` / `ctx search` write.
+//! - Approvals, refusals, denials and proposals are [`Record::Access`] events
+//!   carrying the MCP details (action, era, client) under
+//!   `extensions.ctx.mcp`.
 //!
-//! When the library's single evidence recorder lands, these two functions
-//! become calls to it.
+//! Events carry ids, codes and reasons only, never content.
 
-use serde_json::{json, Map, Value};
+use serde_json::Value;
 
-use ctx_core::audit;
 use ctx_core::error::Result;
+use ctx_core::evidence::bundle::{self, Emission, RequestEcho, SignOptions};
+use ctx_core::evidence::{self as recorder, Access, BundleEvent, Record};
 use ctx_core::load::Repo;
 
 use super::service::{Disclosure, Query, Service};
-use crate::cli::resolve::{BundleFormat, ResolveArgs};
-use crate::cli::{ColorChoice, Printer};
 
-/// Record a bundle before it is handed out (audit event and receipt, as the CLI does).
-pub fn disclosure(
-    svc: &Service,
-    d: &Disclosure,
-    q: &Query,
-    text: &str,
-    started_at: &str,
-) -> Result<()> {
-    let args = ResolveArgs {
-        agent: svc.who.args.agent.clone(),
-        role: svc.who.args.role.clone(),
-        task: q.task.clone(),
-        at: None,
-        explain: false,
-        include_historical: false,
-        limit: q.limit,
-        min_relevance: None,
-        include: q.include.clone(),
-        format: Some(BundleFormat::Markdown),
-        output: None,
-        sign: Default::default(),
-        identity: Vec::new(),
+/// Record a bundle before it is handed out (audit event and receipt, as
+/// `ctx resolve --format markdown` records a bundle it prints).
+pub fn disclosure(d: &Disclosure, q: &Query, text: &str, started_at: &str) -> Result<()> {
+    let emission = Emission {
+        event: BundleEvent::Resolve,
+        bundle: &d.bundle,
+        request: RequestEcho {
+            include_historical: false,
+            limit: q.limit,
+            min_relevance: None,
+            include: &q.include,
+            max_tokens: q.max_tokens,
+        },
+        format: "markdown",
+        started_at,
     };
-    let p = Printer::new(ColorChoice::Never);
-    crate::cli::sign::record(&p, &d.repo, &args, &d.bundle, text, false, started_at)
+    bundle::prepare(
+        &d.repo.manifest,
+        &SignOptions::default(),
+        &emission,
+        Some(text.as_bytes()),
+    )?
+    .commit()?;
+    Ok(())
 }
 
-/// What one MCP event says besides the standard fields.
+/// Metadata shown to the consumer: a listing (`context.read`) or search hits
+/// (`context.search`).
+pub fn shown(svc: &Service, repo: &Repo, search: bool, objects: &[String]) -> Result<()> {
+    let who = &svc.who.who;
+    let ids = objects.iter().cloned();
+    let record = if search {
+        Record::search(who.agent.as_deref(), &who.roles, ids)
+    } else {
+        Record::read(who.agent.as_deref(), &who.roles, ids)
+    };
+    recorder::record(&repo.manifest, record)
+}
+
+/// What one access decision says besides the standard fields.
 pub struct Note<'a> {
-    /// `context.read`, `context.search`, `context.denied`, `context.write`.
-    pub event: &'a str,
+    pub access: Access,
     pub objects: &'a [String],
     /// `allowed`, `denied`, `partial`, `error`.
-    pub outcome: &'a str,
+    pub outcome: &'static str,
     pub reason: Option<String>,
     /// MCP details: tool, era, approval, client (never content).
     pub mcp: Value,
 }
 
-/// Append one audit event when the manifest enables reads or decisions.
+/// Record one access decision (when the manifest's audit block asks for it).
 pub fn event(svc: &Service, repo: &Repo, note: Note<'_>) -> Result<()> {
-    let Some(cfg) = audit::Config::from_manifest(&repo.manifest)? else {
-        return Ok(());
-    };
-    let wanted = match note.event {
-        "context.write" => cfg.context_writes || cfg.decisions,
-        _ => cfg.context_reads || cfg.decisions,
-    };
-    if !wanted {
-        return Ok(());
-    }
-    let mut actor = Map::new();
-    let (kind, roles) = match &svc.who.args.agent {
-        Some(a) => (
-            "agent",
-            repo.manifest
-                .agents
-                .get(a)
-                .map(|b| b.roles.clone())
-                .unwrap_or_default(),
-        ),
-        None => ("role", svc.who.args.role.clone()),
-    };
-    actor.insert("type".into(), json!(kind));
-    actor.insert("id".into(), json!(svc.who.id));
-    let mut roles = roles;
-    roles.sort();
-    roles.dedup();
-    if !roles.is_empty() {
-        actor.insert("roles".into(), json!(roles));
-    }
-    let mut objects: Vec<&String> = note.objects.iter().collect();
-    objects.sort();
-    objects.dedup();
-    let mut e = Map::new();
-    e.insert("opencontext".into(), json!(ctx_core::SPEC_VERSION));
-    e.insert("event".into(), json!(note.event));
-    e.insert("at".into(), json!(crate::cli::sign::now()));
-    e.insert("actor".into(), Value::Object(actor));
-    e.insert("objects".into(), json!(objects));
-    e.insert("outcome".into(), json!(note.outcome));
-    if let Some(r) = note.reason {
-        e.insert("reason".into(), json!(r));
-    }
-    let ns = &repo.manifest.id;
-    if !ns.is_empty()
-        && ns
-            .bytes()
-            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
-    {
-        e.insert("namespace".into(), json!(ns));
-    }
-    e.insert("extensions".into(), json!({ "ctx.mcp": note.mcp }));
-    cfg.log.append(Value::Object(e))?;
-    Ok(())
+    recorder::record(
+        &repo.manifest,
+        Record::Access {
+            actor: svc.who.actor(),
+            access: note.access,
+            objects: note.objects.to_vec(),
+            outcome: note.outcome,
+            reason: note.reason,
+            details: Some(("ctx.mcp", note.mcp)),
+        },
+    )
 }

@@ -114,21 +114,21 @@ impl Exchange for LocalExchange {
 
     fn issue(
         &self,
-        svc: &Service,
+        _svc: &Service,
         disclosure: &Disclosure,
         query: &Query,
         started_at: &str,
     ) -> Result<String> {
         let text = disclosure.markdown();
-        evidence::disclosure(svc, disclosure, query, &text, started_at)?;
+        evidence::disclosure(disclosure, query, &text, started_at)?;
         Ok(text)
     }
 
     fn propose(&self, svc: &Service, draft: &ProposalDraft) -> Result<ProposalRecord> {
         let (repo, consumer) = svc.load()?;
         let root = repo.manifest.root.clone();
-        let (_lock, _) = ctx_core::write::lock(&root).map_err(|e| Error::io(&root, &e))?;
-        let created_at = crate::cli::sign::now();
+        let _lock = ctx_core::fs::RepoLock::acquire(&root).map_err(|e| Error::io(&root, &e))?;
+        let created_at = ctx_core::evidence::now();
         let mut record = json!({
             "format": "ctx.memory-proposal.v0",
             "status": "pending_validation",
@@ -156,7 +156,14 @@ impl Exchange for LocalExchange {
         }
         let mut bytes = serde_json::to_vec_pretty(&record).expect("serializable");
         bytes.push(b'\n');
-        ctx_core::fs::write_atomic(&path, &bytes, false).map_err(|e| Error::io(&path, &e))?;
+        ctx_core::fs::write_atomic(
+            &path,
+            &bytes,
+            // The value may be confidential: readable by its owner only.
+            ctx_core::fs::Mode::Private,
+            ctx_core::fs::Existing::Refuse,
+        )
+        .map_err(|e| Error::io(&path, &e))?;
         Ok(ProposalRecord {
             proposal_id,
             path: rel,

@@ -148,7 +148,14 @@ pub fn write(file: &Path, name: &str, entry: &Value) -> Result<Merged> {
     if let Some(dir) = file.parent() {
         std::fs::create_dir_all(dir).map_err(|e| Error::io(dir, &e))?;
     }
-    ctx_core::fs::write_atomic(file, text.as_bytes(), true).map_err(|e| Error::io(file, &e))?;
+    // The client's file keeps its mode (it may hold other servers' secrets).
+    ctx_core::fs::write_atomic(
+        file,
+        text.as_bytes(),
+        ctx_core::fs::Mode::Preserve,
+        ctx_core::fs::Existing::Replace,
+    )
+    .map_err(|e| Error::io(file, &e))?;
     Ok(how)
 }
 

@@ -18,10 +18,12 @@
 
 use serde_json::{json, Map, Value};
 
+use ctx_core::diag::{Diagnostic, Severity};
 use ctx_core::error::{Error, Result};
 use ctx_core::load::Repo;
-use ctx_core::object::Format;
+use ctx_core::object::{ContextObject, Format};
 use ctx_core::resolve::Consumer;
+use ctx_core::validate::{self, ValidateOptions};
 use ctx_core::write::{self, emit, FileWrite};
 
 use rmcp::model::{CallToolResponse, CallToolResult, ContentBlock, ErrorData, JsonObject};
@@ -34,7 +36,6 @@ use super::exchange::ProposalDraft;
 use super::server::{client_name, parse, tool_error, CtxServer};
 use super::service::{Service, MEMORY_EXTENSION};
 use super::tools;
-use crate::cli::{ColorChoice, Printer};
 
 /// The largest value `context_set` accepts, in bytes.
 pub const MAX_VALUE_BYTES: usize = 64 * 1024;
@@ -64,7 +65,7 @@ pub fn plan(svc: &Service, id: &str, value: &str, tier: Option<Tier>) -> Result<
 /// allowed, nothing is written.
 pub fn commit(svc: &Service, id: &str, value: &str, tier: Option<Tier>) -> Result<String> {
     let root = svc.load()?.0.manifest.root;
-    let (_lock, _) = write::lock(&root).map_err(|e| Error::io(&root, &e))?;
+    let _lock = ctx_core::fs::RepoLock::acquire(&root).map_err(|e| Error::io(&root, &e))?;
     let (repo, consumer) = svc.load()?;
     let (rel, bytes, _) = planned_write(svc, &repo, &consumer, id, value, tier)?
         .map_err(|why| Error::Invalid(format!("refusing to write: {why} (nothing was written)")))?;
@@ -122,15 +123,14 @@ fn planned_write(
         "sources".into(),
         json!([{ "uri": format!("urn:ctx:mcp:{}:{}", consumer.kind.as_str(), consumer.id), "label": "written by an agent through ctx mcp" }]),
     );
-    let now = crate::cli::resolve::generated_at();
+    let now = super::service::generated_at();
     fields.insert("updated".into(), json!(now));
     fields.insert(
         "extensions".into(),
         json!({ MEMORY_EXTENSION: { "written_by": svc.who.id, "via": "mcp", "at": now } }),
     );
     let bytes = emit::document(format, &fields, Some(&Value::from(value))).into_bytes();
-    let p = Printer::new(ColorChoice::Never);
-    let obj = match crate::cli::add::planned_object(&p, repo, &rel, &bytes) {
+    let obj = match planned_object(repo, &rel, &bytes) {
         Ok(o) => o,
         Err(e) => {
             return Ok(Err(format!(
@@ -143,8 +143,41 @@ fn planned_write(
     }
     let tier = Tier::of(obj.meta.classification);
     let planned = write::planned_repo(repo, &[], vec![obj]);
-    crate::cli::add::check_repository(&p, repo, &planned)?;
+    check_repository(repo, &planned)?;
     Ok(Ok((rel, bytes, tier)))
+}
+
+/// Parse the planned file as the loader would; `Err` says why it is no object.
+fn planned_object(repo: &Repo, rel: &str, bytes: &[u8]) -> std::result::Result<ContextObject, String> {
+    let parsed = write::parse_planned(&repo.manifest, rel, bytes)
+        .ok_or_else(|| format!("no collection loads {rel}"))?;
+    if let Some(d) = parsed.diags.iter().find(|d| d.severity == Severity::Error) {
+        return Err(format!("{} {}", d.code.as_str(), d.message));
+    }
+    parsed
+        .object
+        .ok_or_else(|| format!("{rel} would not hold an object"))
+}
+
+/// Refuse if the planned repository has errors the current one does not
+/// (messages name codes and ids; the agent's own value is the only content).
+fn check_repository(repo: &Repo, planned: &Repo) -> Result<()> {
+    let opts = || ValidateOptions {
+        strict: false,
+        at: None,
+    };
+    let before = validate::validate(repo, opts());
+    let after = validate::validate(planned, opts());
+    let new: Vec<Diagnostic> = write::new_errors(&before, &after);
+    match new.first() {
+        None => Ok(()),
+        Some(d) => Err(Error::Invalid(format!(
+            "refusing to write: the repository would gain {} error(s), first {} ({}); nothing was written",
+            new.len(),
+            d.code.as_str(),
+            d.message
+        ))),
+    }
 }
 
 /// `context_set`: plan, ask when a sensitive value would be written, then write or propose.
@@ -192,7 +225,7 @@ pub async fn tool(
                         svc,
                         &repo,
                         Note {
-                            event: "context.write",
+                            access: ctx_core::evidence::Access::Write,
                             objects: std::slice::from_ref(&draft.target),
                             outcome: "partial",
                             reason: Some(format!(
@@ -260,7 +293,7 @@ pub async fn tool(
                         svc,
                         &repo,
                         Note {
-                            event: "context.write",
+                            access: ctx_core::evidence::Access::Write,
                             objects: std::slice::from_ref(&id),
                             outcome: "allowed",
                             reason: Some(format!(

@@ -33,10 +33,11 @@ use rmcp::ServiceExt;
 use serde_json::Value;
 
 use ctx_core::error::{Error, Exit, Result};
+use ctx_core::manifest::Manifest;
 use ctx_core::resolve::Consumer;
+use ctx_core::view::Who;
 
-use crate::cli::view::ConsumerArgs;
-use crate::cli::Global;
+pub use service::Config;
 
 /// The manifest extension naming the default consumer: `ctx.mcp: { agent: NAME }`
 /// or `{ role: NAME | [NAME, ...] }`.
@@ -45,22 +46,23 @@ pub const EXTENSION: &str = "ctx.mcp";
 const MAX_LINE_BYTES: usize = 4 * 1024 * 1024;
 
 /// Who the server answers for: the flags, else the manifest's `ctx.mcp` default.
-/// Anything malformed is an error, never a permissive default.
-pub fn identity(g: &Global, flags: &ConsumerArgs) -> Result<(ConsumerArgs, Consumer, String)> {
-    let (manifest, _) = ctx_core::manifest::Manifest::discover(g.dir.as_deref(), &g.cwd)?;
-    let args = if flags.agent.is_some() || !flags.role.is_empty() {
-        flags.clone()
-    } else {
+/// Anything malformed is an error, never a permissive default; a broken role
+/// set refuses (the policy gate).
+pub fn identity(cfg: &Config, flags: &Who) -> Result<(Who, Consumer, String)> {
+    let manifest = cfg.manifest()?;
+    ctx_core::manifest::roles::require_sound(&manifest)?;
+    let who = if flags.is_author() {
         default_consumer(&manifest)?
+    } else {
+        flags.clone()
     };
-    let consumer =
-        Consumer::from_flags(&manifest, args.agent.as_deref(), &args.role).map_err(Error::Usage)?;
-    ctx_core::manifest::roles::scope(&manifest, &consumer.roles).map_err(Error::Usage)?;
+    let consumer = Consumer::from_flags(&manifest, who.agent.as_deref(), &who.roles)?;
+    ctx_core::manifest::roles::scope(&manifest, &consumer.roles)?;
     let label = format!("`{}` ({})", manifest.id, manifest.root.display());
-    Ok((args, consumer, label))
+    Ok((who, consumer, label))
 }
 
-fn default_consumer(m: &ctx_core::manifest::Manifest) -> Result<ConsumerArgs> {
+fn default_consumer(m: &Manifest) -> Result<Who> {
     let bad = |why: &str| {
         Error::Usage(format!(
             "{}: extensions.{EXTENSION}: {why}\n  help: write `{EXTENSION}: {{agent: <name>}}` or `{{role: <name>}}`, or pass --agent/--role",
@@ -79,17 +81,17 @@ fn default_consumer(m: &ctx_core::manifest::Manifest) -> Result<ConsumerArgs> {
         )));
     }
     match (obj.get("agent"), obj.get("role")) {
-        (Some(Value::String(a)), None) => Ok(ConsumerArgs {
+        (Some(Value::String(a)), None) => Ok(Who {
             agent: Some(a.clone()),
-            role: Vec::new(),
+            roles: Vec::new(),
         }),
-        (None, Some(Value::String(r))) => Ok(ConsumerArgs {
+        (None, Some(Value::String(r))) => Ok(Who {
             agent: None,
-            role: vec![r.clone()],
+            roles: vec![r.clone()],
         }),
-        (None, Some(Value::Array(rs))) if !rs.is_empty() => Ok(ConsumerArgs {
+        (None, Some(Value::Array(rs))) if !rs.is_empty() => Ok(Who {
             agent: None,
-            role: rs
+            roles: rs
                 .iter()
                 .map(|r| {
                     r.as_str()
@@ -106,10 +108,10 @@ fn default_consumer(m: &ctx_core::manifest::Manifest) -> Result<ConsumerArgs> {
 }
 
 /// Serve MCP on stdin/stdout until the client closes stdin.
-pub fn serve(g: &Global, flags: &ConsumerArgs) -> Result<Exit> {
-    let (args, consumer, label) = identity(g, flags)?;
-    let who = service::Identity::new(args, &consumer);
-    let svc = service::Service::new(g.clone(), who, label)?;
+pub fn serve(cfg: Config, flags: &Who) -> Result<Exit> {
+    let (who, consumer, label) = identity(&cfg, flags)?;
+    let who = service::Identity::new(who, &consumer);
+    let svc = service::Service::new(cfg, who, label);
     let server =
         server::CtxServer::new(svc, Arc::new(exchange::LocalExchange)).map_err(Error::Invalid)?;
     let rt = tokio::runtime::Builder::new_current_thread()

@@ -106,7 +106,18 @@ pub async fn read(
     let Some(id) = id else {
         let c = collection.clone();
         let rows = s
-            .blocking(move |svc| svc.list(Some(&c)))
+            .blocking(move |svc| {
+                let rows = svc.list(Some(&c))?;
+                if !rows.is_empty() {
+                    let ids: Vec<String> = rows
+                        .iter()
+                        .filter_map(|r| r["id"].as_str().map(str::to_string))
+                        .collect();
+                    let (repo, _) = svc.load()?;
+                    super::evidence::shown(svc, &repo, false, &ids)?;
+                }
+                Ok(rows)
+            })
             .await
             .map_err(|e| ErrorData::internal_error(e.to_string(), None))?;
         if rows.is_empty() {

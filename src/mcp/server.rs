@@ -167,7 +167,7 @@ impl CtxServer {
                 s,
                 &repo,
                 Note {
-                    event: "context.read",
+                    access: ctx_core::evidence::Access::Read,
                     objects: &ids,
                     outcome: "allowed",
                     reason: Some(
@@ -199,7 +199,7 @@ impl CtxServer {
                 s,
                 &repo,
                 Note {
-                    event: "context.denied",
+                    access: ctx_core::evidence::Access::Denied,
                     objects: &ids,
                     outcome: "denied",
                     reason: Some(reason),
@@ -216,10 +216,10 @@ impl CtxServer {
         d: Disclosure,
         q: Query,
     ) -> Result<(Disclosure, String), ctx_core::error::Error> {
-        let started = crate::cli::sign::now();
-        self.blocking(move |s| {
+        let started = ctx_core::evidence::now();
+        self.blocking(move |_| {
             let text = d.markdown();
-            evidence::disclosure(s, &d, &q, &text, &started)?;
+            evidence::disclosure(&d, &q, &text, &started)?;
             Ok((d, text))
         })
         .await
@@ -231,7 +231,7 @@ impl CtxServer {
         d: Disclosure,
         q: Query,
     ) -> Result<(Disclosure, String), ctx_core::error::Error> {
-        let started = crate::cli::sign::now();
+        let started = ctx_core::evidence::now();
         let exchange = self.exchange.clone();
         self.blocking(move |s| {
             let text = exchange.issue(s, &d, &q, &started)?;

@@ -1,44 +1,63 @@
 //! The facade: the one way the MCP server reaches the library.
 //!
 //! Every tool, resource and prompt calls an operation here; nothing in the
-//! server decides what a consumer may see. Today the operations sit on the
-//! same code the CLI runs (`ctx_core::resolve::resolve` + `bundle::compile`
-//! for anything that carries values, the CLI's authorized view for metadata,
-//! `cli::search::hits` for search, `cli::sign::record` for receipts). When the
-//! library's own authorized view, evidence recorder and exchange land, only
-//! this module (and `evidence.rs`, `exchange.rs`) change.
+//! server decides what a consumer may see, and nothing here calls into the
+//! CLI. Metadata (status, list) and search come from the library's one
+//! authorized view ([`ctx_core::view::View`]); anything that carries values
+//! comes from the resolver ([`ResolveOptions`] → [`Request::build`] →
+//! [`resolve::resolve`] → [`bundle::compile`]: [`resolve::bundle`], what
+//! `ctx resolve` runs, with one MCP step between resolving and compiling —
+//! withholding what the user refused to approve), so an
+//! MCP client never sees more than `ctx resolve` gives the same consumer.
+//! Every load passes the policy gate ([`roles::require_sound`]): a broken role
+//! set refuses, it never widens.
 //!
 //! The repository is reloaded for every call, so the server never answers
 //! from a state older than the files. Operations are synchronous; the server
 //! runs them on tokio's blocking pool.
 
 use std::collections::BTreeMap;
-use std::sync::Arc;
+use std::path::PathBuf;
 
 use serde_json::{json, Value};
 
-use ctx_core::adapters::AdapterOptions;
 use ctx_core::budget;
 use ctx_core::bundle::{self, render};
-use ctx_core::error::{Error, Result};
-use ctx_core::load::Repo;
-use ctx_core::pattern::Pattern;
-use ctx_core::private::Keyring;
-use ctx_core::resolve::{self, Consumer, Exclusion, Request, Resolution};
+use ctx_core::error::Result;
+use ctx_core::load::{self, LoadOptions, Repo};
+use ctx_core::manifest::{roles, Manifest};
+use ctx_core::resolve::{self, Consumer, Exclusion, Request, Resolution, ResolveOptions};
+use ctx_core::view::{View, Who};
 
 use super::approval::{Item, Tier};
-use crate::cli::view::{self, ConsumerArgs};
-use crate::cli::Global;
 
 /// The object extension recording who wrote a value (seed 004 §5 `written_by`).
 pub const MEMORY_EXTENSION: &str = "ctx.memory";
 /// Default size budget of `context_context`, in estimated tokens.
 pub const DEFAULT_CONTEXT_TOKENS: usize = 8_000;
 
+/// Where the repository is and how to reach content: plain values the
+/// command line collects (`-C`, the working directory, `--offline`).
+#[derive(Debug, Clone)]
+pub struct Config {
+    /// `-C DIR`: where the manifest search starts (else `cwd`).
+    pub dir: Option<PathBuf>,
+    pub cwd: PathBuf,
+    /// Never reach the network.
+    pub offline: bool,
+}
+
+impl Config {
+    /// The manifest, found by searching upward (no objects loaded).
+    pub fn manifest(&self) -> Result<Manifest> {
+        Ok(Manifest::discover(self.dir.as_deref(), &self.cwd)?.0)
+    }
+}
+
 /// Who the server answers for: fixed at launch, never widened by a tool argument.
 #[derive(Debug, Clone)]
 pub struct Identity {
-    pub args: ConsumerArgs,
+    pub who: Who,
     /// `agent "coding-agent"` / `role "contributor+support"`, for people (escaped: names are data).
     pub shown: String,
     /// The consumer id (`written_by` of what it writes).
@@ -46,7 +65,7 @@ pub struct Identity {
 }
 
 impl Identity {
-    pub fn new(args: ConsumerArgs, consumer: &Consumer) -> Identity {
+    pub fn new(who: Who, consumer: &Consumer) -> Identity {
         Identity {
             shown: format!(
                 "{} {}",
@@ -54,18 +73,22 @@ impl Identity {
                 super::inert::quoted(&consumer.id)
             ),
             id: consumer.id.clone(),
-            args,
+            who,
         }
+    }
+
+    /// The audit actor these flags name (as the CLI's `--agent`/`--role` would).
+    pub fn actor(&self) -> ctx_core::audit::Actor {
+        ctx_core::audit::Actor::from_flags(self.who.agent.as_deref(), &self.who.roles)
     }
 }
 
 /// The facade. Cheap to share (`Arc`); every operation loads what it needs.
 pub struct Service {
-    pub g: Global,
+    pub cfg: Config,
     pub who: Identity,
     /// The repository as named at launch (`id` and root), for the server's instructions.
     pub label: String,
-    identities: Option<Arc<Keyring>>,
 }
 
 /// Whether approval-gated objects may leave in this answer.
@@ -121,36 +144,39 @@ pub struct Query {
 }
 
 impl Service {
-    pub fn new(g: Global, who: Identity, label: String) -> Result<Service> {
-        let identities = Keyring::discover(&[]).map_err(Error::Usage)?.map(Arc::new);
-        Ok(Service {
-            g,
-            who,
-            label,
-            identities,
-        })
+    pub fn new(cfg: Config, who: Identity, label: String) -> Service {
+        Service { cfg, who, label }
     }
 
-    /// Load the repository and the consumer as the manifest defines it *now*:
-    /// an agent or role removed since launch fails closed.
+    /// Load the repository through the policy gate, and the consumer as the
+    /// manifest defines it *now*: an agent or role removed since launch, or a
+    /// role set that became invalid, fails closed.
     pub fn load(&self) -> Result<(Repo, Consumer)> {
-        let repo = crate::cli::validate::load_repo(&self.g, ctx_core::load::DEFAULT_MAX_FILE_SIZE)?;
+        let (manifest, diags) = Manifest::discover(self.cfg.dir.as_deref(), &self.cfg.cwd)?;
+        let repo = load::load(
+            manifest,
+            diags,
+            &LoadOptions {
+                max_file_size: load::DEFAULT_MAX_FILE_SIZE,
+            },
+        );
+        roles::require_sound(&repo.manifest)?;
         let consumer = Consumer::from_flags(
             &repo.manifest,
-            self.who.args.agent.as_deref(),
-            &self.who.args.role,
-        )
-        .map_err(Error::Usage)?;
-        ctx_core::manifest::roles::scope(&repo.manifest, &consumer.roles).map_err(Error::Usage)?;
+            self.who.who.agent.as_deref(),
+            &self.who.who.roles,
+        )?;
+        roles::scope(&repo.manifest, &consumer.roles)?;
         Ok((repo, consumer))
     }
 
     /// State, visible object count and collections. Discloses no values.
     pub fn status(&self) -> Result<Value> {
         let (repo, consumer) = self.load()?;
-        let v = view::view(&repo, &self.who.args, now(), false)?;
+        let v = View::open(&repo, &self.who.who, now())?;
+        let visible = v.visible(false);
         let mut per: BTreeMap<String, usize> = BTreeMap::new();
-        for (i, _) in &v.visible {
+        for (i, _) in &visible {
             *per.entry(collection_of(&repo, *i)).or_default() += 1;
         }
         let errors = repo
@@ -162,7 +188,7 @@ impl Service {
             "state": if errors == 0 { "ready" } else { "ready-with-errors" },
             "repository": {"id": repo.manifest.id, "name": repo.manifest.name},
             "consumer": {"type": consumer.kind.as_str(), "id": consumer.id, "roles": consumer.roles},
-            "visible_objects": v.visible.len(),
+            "visible_objects": visible.len(),
             "collections": per.iter().map(|(k, n)| json!({"name": k, "objects": n, "uri": format!("context://{k}")})).collect::<Vec<_>>(),
             "load_errors": errors,
             "tiers": "public=public, standard=internal, sensitive=confidential (approval), critical=restricted (approval + typed confirmation)",
@@ -170,62 +196,52 @@ impl Service {
         }))
     }
 
-    /// Metadata of every object the consumer may see (no content, no summary).
-    /// `collection` narrows to one collection.
+    /// Metadata of every current object the consumer may see (no content, no
+    /// summary), as the authorized view shows it. `collection` narrows to one.
     pub fn list(&self, collection: Option<&str>) -> Result<Vec<Value>> {
         let (repo, _) = self.load()?;
-        let v = view::view(&repo, &self.who.args, now(), false)?;
-        Ok(v.visible
-            .iter()
+        let v = View::open(&repo, &self.who.who, now())?;
+        Ok(v.visible(false)
+            .into_iter()
             .filter(|(i, _)| collection.is_none_or(|c| collection_of(&repo, *i) == c))
-            .map(|&(i, state)| meta_row(&repo, i, Some(state.as_str()), &self.who.id))
+            .map(|(i, state)| meta_row(&repo, i, Some(state.as_str()), &self.who.id))
             .collect())
     }
 
-    /// Lexical search over what the consumer may read: ids, titles and scores only.
+    /// Lexical search over what the consumer may read (the view's search, over
+    /// redacted content): ids, titles and scores only.
     pub fn search(&self, query: &str, limit: usize) -> Result<Vec<Value>> {
         let (repo, _) = self.load()?;
-        let v = view::view(&repo, &self.who.args, now(), false)?;
-        let mut hits = crate::cli::search::hits(&repo, &v, query, None);
-        hits.truncate(limit);
-        Ok(hits
+        let v = View::open(&repo, &self.who.who, now())?;
+        Ok(v.search(query, &|_| true, limit)
             .into_iter()
-            .map(|(i, score)| {
-                let mut row = meta_row(&repo, i, None, &self.who.id);
-                row["score"] = json!(score);
+            .map(|h| {
+                let mut row = meta_row(&repo, h.index, None, &self.who.id);
+                row["score"] = json!(h.score);
                 row
             })
             .collect())
     }
 
+    /// The library's plain resolve options for `q`, as `ctx resolve --agent/--role
+    /// --task --limit --include` would build them.
+    pub fn options(&self, q: &Query) -> ResolveOptions {
+        let mut o = ResolveOptions::new(self.who.who.clone(), now());
+        o.task = q.task.clone();
+        o.limit = q.limit;
+        o.include = q.include.clone();
+        o.max_tokens = q.max_tokens;
+        o.offline = self.cfg.offline;
+        o
+    }
+
     /// The resolver's answer for this consumer: the same pipeline and bundle as
     /// `ctx resolve`, then the token budget, then (if asked) withholding.
     pub fn resolve(&self, q: &Query, release: &Release) -> Result<Disclosure> {
-        let (repo, consumer) = self.load()?;
-        let include = q
-            .include
-            .iter()
-            .map(|p| {
-                Pattern::parse(p)
-                    .map_err(|e| Error::Usage(format!("include `{}`: {}", e.pattern, e.reason)))
-            })
-            .collect::<Result<Vec<_>>>()?;
-        let req = Request {
-            consumer,
-            task: q.task.clone().filter(|t| !t.trim().is_empty()),
-            at: now(),
-            include_historical: false,
-            limit: q.limit,
-            min_relevance: None,
-            include,
-            adapters: AdapterOptions {
-                offline: self.g.offline,
-                ..AdapterOptions::default()
-            },
-            identities: self.identities.clone(),
-        };
-        let mut r = resolve::resolve(&repo, req).map_err(Error::Usage)?;
-        let report = q.max_tokens.map(|n| budget::fit(&repo, &mut r, n));
+        let (repo, _) = self.load()?;
+        let req = Request::build(&repo.manifest, &self.options(q))?;
+        let mut r = resolve::resolve(&repo, req)?;
+        let report = r.budget.clone();
         let withheld = match release {
             Release::All => Vec::new(),
             Release::WithholdSensitive(why) => withhold(&repo, &mut r, why),
@@ -284,7 +300,7 @@ impl Service {
                 .or_default()
                 .push(o.id.clone());
         }
-        let bundle = bundle::compile(&repo, &mut r, &crate::cli::resolve::generated_at());
+        let bundle = bundle::compile(&repo, &mut r, &generated_at());
         Disclosure {
             repo,
             bundle,
@@ -367,5 +383,17 @@ fn meta_row(repo: &Repo, i: usize, state: Option<&str>, me: &str) -> Value {
 
 /// Now, whole seconds (what `ctx resolve` uses without `--at`).
 pub fn now() -> ctx_core::time::Instant {
-    crate::cli::resolve::at_flag(None).unwrap_or_else(|_| chrono::Utc::now())
+    use chrono::SubsecRound;
+    chrono::Utc::now().trunc_subsecs(0)
+}
+
+/// A bundle's `generated_at`: now, or `SOURCE_DATE_EPOCH` for reproducible
+/// output (the rule `ctx resolve` follows).
+pub fn generated_at() -> String {
+    let at = std::env::var("SOURCE_DATE_EPOCH")
+        .ok()
+        .and_then(|s| s.parse::<i64>().ok())
+        .and_then(|secs| chrono::DateTime::from_timestamp(secs, 0))
+        .unwrap_or_else(now);
+    ctx_core::time::format(&at)
 }

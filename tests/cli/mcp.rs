@@ -97,6 +97,18 @@ pub type Session = RunningService<RoleClient, TestClient>;
 
 /// Start `ctx mcp <args>` in `dir` and connect in `era`.
 pub async fn connect(dir: &Path, args: &[&str], era: Era, elicit: bool, answer: Answer) -> Session {
+    connect_with(dir, args, &[], era, elicit, answer).await
+}
+
+/// [`connect`] with extra environment variables for the server.
+pub async fn connect_with(
+    dir: &Path,
+    args: &[&str],
+    env: &[(&str, &Path)],
+    era: Era,
+    elicit: bool,
+    answer: Answer,
+) -> Session {
     let client = TestClient {
         elicit,
         answer,
@@ -111,6 +123,9 @@ pub async fn connect(dir: &Path, args: &[&str], era: Era, elicit: bool, answer: 
         .args(args)
         .current_dir(dir)
         .env("NO_COLOR", "1");
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
     let (transport, _) = TokioChildProcess::builder(cmd)
         .stderr(std::process::Stdio::null())
         .spawn()

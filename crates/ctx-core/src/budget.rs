@@ -163,6 +163,7 @@ mod tests {
             limit: None,
             min_relevance: None,
             include: Vec::new(),
+            max_tokens: None,
             adapters: Default::default(),
             identities: None,
         }
