@@ -148,7 +148,11 @@ fn planned_write(
 }
 
 /// Parse the planned file as the loader would; `Err` says why it is no object.
-fn planned_object(repo: &Repo, rel: &str, bytes: &[u8]) -> std::result::Result<ContextObject, String> {
+fn planned_object(
+    repo: &Repo,
+    rel: &str,
+    bytes: &[u8],
+) -> std::result::Result<ContextObject, String> {
     let parsed = write::parse_planned(&repo.manifest, rel, bytes)
         .ok_or_else(|| format!("no collection loads {rel}"))?;
     if let Some(d) = parsed.diags.iter().find(|d| d.severity == Severity::Error) {

@@ -46,13 +46,22 @@ fn tool_calls() -> Vec<(&'static str, Value)> {
         ("context_context", json!({})),
         ("context_context", json!({"max_tokens": 100})),
         ("resolve", json!({"task": "customer passport ssn"})),
-        ("resolve", json!({"task": "anything", "include": ["c.*", "outside.*", "vault.*"]})),
-        ("resolve", json!({"task": "one", "limit": 1, "max_tokens": 200})),
+        (
+            "resolve",
+            json!({"task": "anything", "include": ["c.*", "outside.*", "vault.*"]}),
+        ),
+        (
+            "resolve",
+            json!({"task": "one", "limit": 1, "max_tokens": 200}),
+        ),
         (
             "request_context",
             json!({"scope": ["c.*", "outside.*", "vault.*", "mission"], "purpose": "the canary check"}),
         ),
-        ("context_set", json!({"id": "c.fresh", "value": "a new note"})),
+        (
+            "context_set",
+            json!({"id": "c.fresh", "value": "a new note"}),
+        ),
         (
             "context_set",
             json!({"id": "c.denied", "value": "overwrite attempt", "sensitivity": "critical"}),
@@ -67,13 +76,22 @@ fn tool_calls() -> Vec<(&'static str, Value)> {
 }
 
 fn resource_uris() -> Vec<String> {
-    let mut uris: Vec<String> = ["context://c", "context://outside", "context://vault", "context://context"]
-        .iter()
-        .map(|s| s.to_string())
-        .collect();
+    let mut uris: Vec<String> = [
+        "context://c",
+        "context://outside",
+        "context://vault",
+        "context://context",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
     for id in IDS {
         let collection = id.split('.').next().unwrap_or(id);
-        let collection = if collection == "mission" { "context" } else { collection };
+        let collection = if collection == "mission" {
+            "context"
+        } else {
+            collection
+        };
         uris.push(format!("context://{collection}/{id}"));
     }
     uris
@@ -94,7 +112,10 @@ async fn exercise(s: &Session) -> Vec<(String, String)> {
         out.push((format!("{name} {args}"), shown));
     }
     let listed = s.list_all_resources().await.expect("resources/list");
-    out.push(("resources/list".into(), serde_json::to_string(&listed).unwrap()));
+    out.push((
+        "resources/list".into(),
+        serde_json::to_string(&listed).unwrap(),
+    ));
     let mut uris = resource_uris();
     uris.extend(listed.iter().map(|r| r.uri.clone()));
     uris.sort();
@@ -110,11 +131,17 @@ async fn exercise(s: &Session) -> Vec<(String, String)> {
         out.push((format!("resources/read {uri}"), shown));
     }
     let prompts = s.list_all_prompts().await.expect("prompts/list");
-    out.push(("prompts/list".into(), serde_json::to_string(&prompts).unwrap()));
+    out.push((
+        "prompts/list".into(),
+        serde_json::to_string(&prompts).unwrap(),
+    ));
     for p in &prompts {
         let mut args = serde_json::Map::new();
         for a in p.arguments.iter().flatten() {
-            args.insert(a.name.clone(), json!("the customer asks about their account"));
+            args.insert(
+                a.name.clone(),
+                json!("the customer asks about their account"),
+            );
         }
         let mut req = GetPromptRequestParams::new(p.name.clone());
         req.arguments = Some(args);
@@ -183,7 +210,10 @@ async fn no_canary_reaches_any_mcp_answer_in_either_era() {
             }
         }
     }
-    assert!(visible_seen, "the visible object was served (the test can fail)");
+    assert!(
+        visible_seen,
+        "the visible object was served (the test can fail)"
+    );
     assert!(answers > 200, "{answers} answers");
     let written: Vec<(PathBuf, String)> = snapshot(dir)
         .into_iter()
