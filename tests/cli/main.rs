@@ -70,6 +70,7 @@ mod provider_state;
 mod readme;
 mod release;
 mod resolve;
+mod resolve_budget;
 mod signing;
 mod sources;
 mod spec_musts;
