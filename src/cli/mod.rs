@@ -11,6 +11,7 @@ pub mod doctor;
 pub mod export;
 pub mod findings;
 pub mod fmt;
+pub mod gate;
 pub mod get;
 pub mod graph;
 pub mod history;
