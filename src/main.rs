@@ -2,6 +2,8 @@
 //! Everything else lives in the `ctx_core` library; `cli` only parses and renders.
 
 mod cli;
+#[cfg(feature = "mcp")]
+mod mcp;
 
 use std::process::ExitCode;
 

@@ -90,6 +90,14 @@ pub fn examples(path: &[&str]) -> &'static [Example] {
             ("ctx resolve --role support --explain --show-out-of-scope", "Also list (ids only) the objects outside the role's scope."),
             ("ctx resolve --role leads --include policies.* --limit 5", "Narrow to one subtree and keep the five most relevant objects."),
         ],
+        ["mcp"] => &[
+            ("ctx mcp --agent support-agent", "Serve the repository to an MCP client over stdio as the support agent (exits when stdin closes)."),
+            ("ctx mcp --role support --offline", "Serve as a role, never reaching the network."),
+        ],
+        ["mcp", "install"] => &[
+            ("ctx mcp install --client claude-code --agent support-agent", "Print the .mcp.json entry that starts ctx mcp for Claude Code."),
+            ("ctx mcp install --client cursor --agent support-agent --write", "Merge the entry into .cursor/mcp.json, keeping every other server."),
+        ],
         ["bundle"] => &[
             ("ctx bundle --role support --output bundle.json", "Write the bundle document for a role."),
             ("ctx bundle --agent support-agent --task \"refund\" --sign --output .ctx/bundles/refund.json", "Write a bundle and a signed receipt (needs a declared key)."),
@@ -275,6 +283,26 @@ pub fn files(path: &[&str]) -> Vec<File> {
             ".ctx/redaction.key",
             "The secret that keys `mode: hash` redaction (HMAC-SHA256); created once, never replaced.",
         )]),
+        ["mcp"] => with(&[
+            RECEIPTS,
+            AUDIT,
+            AGE_IDENTITY,
+            (
+                ".ctx/proposals/",
+                "Memory-update proposals context_set records for review (never a direct write).",
+            ),
+        ]),
+        ["mcp", "install"] => vec![
+            MANIFEST,
+            (
+                ".mcp.json, .cursor/mcp.json",
+                "The Claude Code and Cursor project configurations --write merges into (beside the manifest).",
+            ),
+            (
+                "~/.config/Claude/claude_desktop_config.json",
+                "Claude Desktop's configuration (~/Library/Application Support/Claude on macOS).",
+            ),
+        ],
         ["completions"] => COMPLETION_FILES.to_vec(),
         ["private", ..] => with(&[AGE_IDENTITY]),
         _ => repo,

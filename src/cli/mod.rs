@@ -21,6 +21,8 @@ pub mod init;
 pub mod keys;
 pub mod list;
 mod manual;
+#[cfg(feature = "mcp")]
+pub mod mcp;
 pub mod printer;
 pub mod private;
 pub mod progress;
@@ -122,6 +124,10 @@ pub enum Command {
     /// Rewrite object files into canonical form (key order, RFC 3339 timestamps, quoting).
     #[command(long_about = fmt::long_about())]
     Fmt(fmt::FmtArgs),
+    /// Serve this repository to AI agents over MCP (stdio); `ctx mcp install` configures a client.
+    #[cfg(feature = "mcp")]
+    #[command(long_about = mcp::LONG_ABOUT)]
+    Mcp(mcp::McpArgs),
     /// Print a shell completion script.
     Completions(completions::CompletionsArgs),
     /// Write the man pages into a folder (how man/ is regenerated).
@@ -217,6 +223,8 @@ fn dispatch(g: &Global, p: &Printer, command: &Command) -> Result<Exit> {
         Command::Export(a) => export::run(g, p, a),
         Command::RedactionKey(a) => redaction::run(g, p, a),
         Command::Fmt(a) => fmt::run(g, p, a),
+        #[cfg(feature = "mcp")]
+        Command::Mcp(a) => mcp::run(g, p, a),
         Command::Completions(a) => completions::run(p, a),
         Command::GenerateMan(a) => completions::generate_man(p, a),
     }

@@ -39,6 +39,11 @@ pub struct ResolveArgs {
     /// Drop objects whose relevance score is below this (needs --task).
     #[arg(long, value_name = "SCORE")]
     pub min_relevance: Option<f64>,
+    /// Keep the most relevant objects that fit about N tokens (ceil(characters / 4) per
+    /// object's content, title and summary, plus a fixed allowance); the rest are
+    /// reported as excluded (not-relevant, "trimmed by max_tokens").
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
+    pub max_tokens: Option<u64>,
     /// Output format (default: json; with --explain: a text explanation).
     #[arg(long, value_enum)]
     pub format: Option<BundleFormat>,
@@ -73,6 +78,7 @@ pub fn options(g: &Global, a: &ResolveArgs) -> ResolveOptions {
     o.include_historical = a.include_historical;
     o.limit = a.limit;
     o.min_relevance = a.min_relevance;
+    o.max_tokens = a.max_tokens.map(|n| n as usize);
     o
 }
 
@@ -119,6 +125,16 @@ pub fn run(g: &Global, p: &Printer, a: &ResolveArgs, always_bundle: bool) -> Res
     };
     // The product and its evidence (audit events, receipt) appear together or not at all.
     super::sign::emit(p, &repo, a, &bundle, &product, always_bundle, &started_at)?;
+    if let Some(b) = &resolution.budget {
+        let _ = p.err(&format!(
+            "max-tokens {}: kept {} object(s), about {} tokens; trimmed {} (listed as excluded). Estimate: {}\n",
+            b.max_tokens,
+            b.kept,
+            b.used_tokens,
+            b.trimmed.len(),
+            b.tokenizer
+        ));
+    }
     if let Some(out) = out {
         let _ = p.err(&format!(
             "wrote {} ({})\n",

@@ -85,6 +85,7 @@ pub fn emit(
             limit: a.limit,
             min_relevance: a.min_relevance,
             include: &a.scope.include,
+            max_tokens: a.max_tokens.map(|n| n as usize),
         },
         format,
         started_at,

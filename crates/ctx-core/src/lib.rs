@@ -13,6 +13,7 @@
 pub mod access;
 pub mod adapters;
 pub mod audit;
+pub mod budget;
 pub mod bundle;
 pub mod canonical;
 pub mod changes;

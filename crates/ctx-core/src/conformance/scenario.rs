@@ -104,6 +104,7 @@ fn request(repo: &Repo, r: &Value) -> Result<Request, String> {
         limit: r.get("limit").and_then(Value::as_u64).map(|n| n as usize),
         min_relevance: r.get("minRelevance").and_then(Value::as_f64),
         include,
+        max_tokens: None,
         adapters: AdapterOptions {
             offline: true,
             ..AdapterOptions::default()

@@ -53,6 +53,8 @@ pub struct RequestEcho<'a> {
     pub limit: Option<usize>,
     pub min_relevance: Option<f64>,
     pub include: &'a [String],
+    /// The token budget (covered only when set, so receipts without one are unchanged).
+    pub max_tokens: Option<usize>,
 }
 
 /// One emission of a compiled bundle.
@@ -227,7 +229,7 @@ impl Signed {
 /// The parameters whose digest becomes the receipt's `input_digest`.
 fn request_json(m: &Manifest, e: &Emission<'_>) -> Value {
     let b = e.bundle;
-    json!({
+    let mut v = json!({
         "namespace": m.id,
         "consumer": b["consumer"],
         "task": b.get("task"),
@@ -236,7 +238,11 @@ fn request_json(m: &Manifest, e: &Emission<'_>) -> Value {
         "limit": e.request.limit,
         "min_relevance": e.request.min_relevance.map(|x| x.to_string()),
         "include": e.request.include,
-    })
+    });
+    if let Some(n) = e.request.max_tokens {
+        v["max_tokens"] = Value::from(n);
+    }
+    v
 }
 
 /// A receipt file must be new and its folder must exist: checked before

@@ -11,6 +11,8 @@
 //! | [`Record::Search`]  | `context_reads`  | `context.search`                        |
 //! | [`Record::Write`]   | `context_writes` | `context.write` / `context.supersede`   |
 //! |                     | `decisions`      | `decision.record` per decision written  |
+//! | [`Record::Access`]  | `context_reads`  | `context.read` / `context.denied`       |
+//! |                     | `context_writes` | `context.write` (a proposal, a refusal) |
 //!
 //! Ordering is the caller's one rule: **nothing is recorded for output that
 //! was never produced, and nothing is produced that could not be recorded.**
@@ -77,6 +79,30 @@ pub enum Record<'a> {
         objects: Vec<String>,
         decisions: Vec<String>,
     },
+    /// A server's access decision that emits no bundle: an approval given or
+    /// refused, a request refused, a write turned into a proposal. `details`
+    /// (ids, codes, never content) goes under the event's `extensions`.
+    Access {
+        actor: Actor,
+        access: Access,
+        objects: Vec<String>,
+        /// `allowed`, `denied`, `partial` or `error`.
+        outcome: &'static str,
+        reason: Option<String>,
+        /// `(namespace, value)`, e.g. `("ctx.mcp", {"action": "context_get"})`.
+        details: Option<(&'static str, Value)>,
+    },
+}
+
+/// What an [`Record::Access`] was about.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Access {
+    /// Reading context (approval outcomes): `context.read`.
+    Read,
+    /// A refused read or request: `context.denied`.
+    Denied,
+    /// A write, or its proposal or refusal: `context.write`.
+    Write,
 }
 
 fn ids<S: Into<String>>(objects: impl IntoIterator<Item = S>) -> Vec<String> {
@@ -245,6 +271,33 @@ impl Recorder {
                             at,
                         ));
                     }
+                }
+            }
+            Record::Access {
+                actor,
+                access,
+                objects,
+                outcome,
+                reason,
+                details,
+            } => {
+                let (name, due) = match access {
+                    Access::Read => ("context.read", c.context_reads),
+                    Access::Denied => ("context.denied", c.context_reads),
+                    Access::Write => ("context.write", c.context_writes),
+                };
+                if due {
+                    let mut e = audit::objects_event(name, actor, objects, ns, at);
+                    e["outcome"] = Value::from(*outcome);
+                    if let Some(r) = reason {
+                        e["reason"] = Value::from(r.as_str());
+                    }
+                    if let Some((key, v)) = details {
+                        let mut ext = serde_json::Map::new();
+                        ext.insert((*key).to_string(), v.clone());
+                        e["extensions"] = Value::Object(ext);
+                    }
+                    out.push(e);
                 }
             }
             Record::Read { .. } | Record::Search { .. } => {}

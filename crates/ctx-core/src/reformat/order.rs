@@ -60,7 +60,7 @@ pub const CANONICAL_ORDER: &[(&str, &[&str])] = &[
 const LAST: [&str; 2] = ["extensions", "content"];
 
 /// Sort rank of a key: known keys by table position, unknown keys after them
-/// (the caller's stable sort keeps their written order), then [`LAST`].
+/// (the caller's stable sort keeps their written order), then `LAST`.
 pub fn rank(key: &str) -> usize {
     let mut n = 0;
     for (_, keys) in CANONICAL_ORDER {

@@ -109,6 +109,9 @@ pub struct ResolveOptions {
     pub min_relevance: Option<f64>,
     /// Id patterns that narrow the scope (never widen it).
     pub include: Vec<String>,
+    /// Keep the most relevant objects that fit this many estimated tokens
+    /// ([`crate::budget`]); the rest are reported as trimmed.
+    pub max_tokens: Option<usize>,
     /// Never reach the network.
     pub offline: bool,
     /// age identity files for private collections (empty: the default discovery).
@@ -126,6 +129,7 @@ impl ResolveOptions {
             limit: None,
             min_relevance: None,
             include: Vec::new(),
+            max_tokens: None,
             offline: false,
             identities: Vec::new(),
         }
@@ -143,6 +147,8 @@ pub struct Request {
     pub min_relevance: Option<f64>,
     /// `--include` patterns: narrow the scope, never widen it.
     pub include: Vec<Pattern>,
+    /// Token budget: applied after ranking, `limit` and `min_relevance`.
+    pub max_tokens: Option<usize>,
     pub adapters: AdapterOptions,
     /// The age identity that opens private objects (loaded on first use); None: not available.
     pub identities: Option<std::sync::Arc<crate::private::Keyring>>,
@@ -175,6 +181,7 @@ impl Request {
             limit: o.limit,
             min_relevance: o.min_relevance,
             include,
+            max_tokens: o.max_tokens,
             adapters: AdapterOptions {
                 offline: o.offline,
                 ..AdapterOptions::default()
@@ -237,6 +244,8 @@ pub struct Resolution {
     pub considered: usize,
     pub permissions: Vec<String>,
     pub ceiling: crate::model::Classification,
+    /// What the token budget kept and trimmed, when the request set one.
+    pub budget: Option<crate::budget::Report>,
 }
 
 impl Resolution {
@@ -486,7 +495,8 @@ pub fn resolve(repo: &Repo, req: Request) -> Result<Resolution> {
     let permissions: Vec<String> = scope.permissions.iter().cloned().collect();
     let ceiling = scope.ceiling;
     drop(view);
-    Ok(Resolution {
+    let max_tokens = req.max_tokens;
+    let mut resolution = Resolution {
         considered: objects.len(),
         request: req,
         included,
@@ -495,5 +505,10 @@ pub fn resolve(repo: &Repo, req: Request) -> Result<Resolution> {
         not_in_scope,
         permissions,
         ceiling,
-    })
+        budget: None,
+    };
+    if let Some(n) = max_tokens {
+        resolution.budget = Some(crate::budget::fit(repo, &mut resolution, n));
+    }
+    Ok(resolution)
 }

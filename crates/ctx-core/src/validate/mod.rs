@@ -24,7 +24,7 @@ pub struct ValidateOptions {
 }
 
 /// Extensions ctx itself defines under its `ctx.` namespace.
-pub const KNOWN_CTX_EXTENSIONS: [&str; 7] = [
+pub const KNOWN_CTX_EXTENSIONS: [&str; 9] = [
     "ctx.collections",
     "ctx.keys",
     "ctx.private",
@@ -32,6 +32,8 @@ pub const KNOWN_CTX_EXTENSIONS: [&str; 7] = [
     "ctx.health",
     "ctx.write",
     "ctx.redaction",
+    "ctx.mcp",
+    "ctx.prompts",
 ];
 
 /// Index from id to the positions of its objects (objects are sorted by id).

@@ -1,0 +1,471 @@
+//! `tools/call`: argument checks, then one facade operation per tool.
+//!
+//! Protocol errors (`Err`) only for requests that cannot be routed or do not
+//! fit the tool's schema (unknown tool, oversized or malformed arguments);
+//! everything the agent should read and act on is a tool result, with
+//! `isError: true` for refusals. No error text ever carries withheld content.
+
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, ErrorData, JsonObject,
+};
+use rmcp::service::{RequestContext, RoleServer};
+use serde_json::{json, Value};
+
+use super::evidence::Note;
+use super::exchange::ScopedRequest;
+use super::server::{parse, tool_error, CtxServer, Gated};
+use super::service::{Query, DEFAULT_CONTEXT_TOKENS};
+use super::tools::{self, IDENTITY_KEYS, MAX_ARGUMENTS_BYTES};
+
+pub async fn call(
+    s: &CtxServer,
+    request: CallToolRequestParams,
+    ctx: RequestContext<RoleServer>,
+) -> Result<CallToolResponse, ErrorData> {
+    let name = request.name.to_string();
+    if rmcp::ServerHandler::get_tool(s, &name).is_none() {
+        return Err(ErrorData::invalid_params(
+            format!(
+                "unknown tool `{}`; tools/list names the tools this server has",
+                inert(&name)
+            ),
+            None,
+        ));
+    }
+    let args = request.arguments.clone().unwrap_or_default();
+    let size = serde_json::to_vec(&args)
+        .map(|v| v.len())
+        .unwrap_or(usize::MAX);
+    if size > MAX_ARGUMENTS_BYTES {
+        return Err(ErrorData::invalid_params(
+            format!("arguments are {size} bytes; `{name}` accepts at most {MAX_ARGUMENTS_BYTES}"),
+            None,
+        ));
+    }
+    if let Some(k) = IDENTITY_KEYS.iter().find(|k| args.contains_key(**k)) {
+        let msg = format!(
+            "refused: the argument `{k}` would change who this server answers for. The consumer is fixed \
+             when `ctx mcp` starts ({}); no tool argument can change or widen it. Call again without `{k}`.",
+            s.svc.who.shown
+        );
+        let _ = s
+            .blocking({
+                let name = name.clone();
+                let k = k.to_string();
+                move |svc| {
+                    let (repo, _) = svc.load()?;
+                    super::evidence::event(
+                        svc,
+                        &repo,
+                        Note {
+                            access: ctx_core::evidence::Access::Denied,
+                            objects: &[],
+                            outcome: "denied",
+                            reason: Some(format!(
+                                "tool argument `{k}` tried to change the consumer"
+                            )),
+                            mcp: json!({"action": name}),
+                        },
+                    )
+                }
+            })
+            .await;
+        return Ok(CallToolResult::error(vec![ContentBlock::text(msg)]).into());
+    }
+    let state = request.request_state.as_deref();
+    let responses = request.input_responses.as_ref();
+    let out = match name.as_str() {
+        "context_status" => status(s, &args).await,
+        "context_list" => list(s, &args).await,
+        "search" => search(s, &args).await,
+        "context_get" => get(s, &ctx, &args, state, responses).await,
+        "context_context" => context(s, &ctx, &args, state, responses).await,
+        "resolve" => resolve(s, &ctx, &args, state, responses).await,
+        "request_context" => request_context(s, &ctx, &args, state, responses).await,
+        "context_set" => super::memory::tool(s, &ctx, &args, state, responses).await,
+        _ => unreachable!("checked above"),
+    };
+    out
+}
+
+/// An untrusted name echoed in an error: escaped and bounded.
+fn inert(s: &str) -> String {
+    let q = super::inert::quoted(s);
+    q[1..q.len() - 1].to_string()
+}
+
+pub(super) fn arg_error(msg: String) -> ErrorData {
+    ErrorData::invalid_params(msg, None)
+}
+
+async fn status(s: &CtxServer, args: &JsonObject) -> Result<CallToolResponse, ErrorData> {
+    let _: tools::NoArgs = parse(args)?;
+    let exchange = s.exchange.name();
+    Ok(match s.blocking(|svc| svc.status()).await {
+        Ok(mut v) => {
+            v["exchange"] = json!(exchange);
+            CallToolResult::structured(v).into()
+        }
+        Err(e) => tool_error(&e).into(),
+    })
+}
+
+async fn list(s: &CtxServer, args: &JsonObject) -> Result<CallToolResponse, ErrorData> {
+    let a: tools::ListArgs = parse(args)?;
+    if let Some(c) = &a.collection {
+        tools::check_len("collection", c, 1, 100).map_err(arg_error)?;
+    }
+    let r = s
+        .blocking(move |svc| {
+            let rows = svc.list(a.collection.as_deref())?;
+            let ids: Vec<String> = rows
+                .iter()
+                .filter_map(|r| r["id"].as_str().map(str::to_string))
+                .collect();
+            let (repo, _) = svc.load()?;
+            super::evidence::shown(svc, &repo, false, &ids)?;
+            Ok(rows)
+        })
+        .await;
+    Ok(match r {
+        Ok(rows) => {
+            CallToolResult::structured(json!({ "objects": rows, "count": rows.len() })).into()
+        }
+        Err(e) => tool_error(&e).into(),
+    })
+}
+
+async fn search(s: &CtxServer, args: &JsonObject) -> Result<CallToolResponse, ErrorData> {
+    let a: tools::SearchArgs = parse(args)?;
+    tools::check_len("query", &a.query, 1, 500).map_err(arg_error)?;
+    let limit = tools::check_range("limit", a.limit, 1, 100)
+        .map_err(arg_error)?
+        .unwrap_or(10);
+    let r = s
+        .blocking(move |svc| {
+            let hits = svc.search(&a.query, limit)?;
+            let ids: Vec<String> = hits
+                .iter()
+                .filter_map(|r| r["id"].as_str().map(str::to_string))
+                .collect();
+            let (repo, _) = svc.load()?;
+            super::evidence::shown(svc, &repo, true, &ids)?;
+            Ok(hits)
+        })
+        .await;
+    Ok(match r {
+        Ok(hits) => CallToolResult::structured(json!({ "hits": hits, "count": hits.len() })).into(),
+        Err(e) => tool_error(&e).into(),
+    })
+}
+
+async fn get(
+    s: &CtxServer,
+    ctx: &RequestContext<RoleServer>,
+    args: &JsonObject,
+    state: Option<&str>,
+    responses: Option<&rmcp::model::InputResponses>,
+) -> Result<CallToolResponse, ErrorData> {
+    let a: tools::GetArgs = parse(args)?;
+    tools::check_id(&a.id).map_err(arg_error)?;
+    let id = a.id.clone();
+    let gated = s
+        .gated(
+            ctx,
+            "context_get",
+            &Value::Object(args.clone()),
+            None,
+            true,
+            state,
+            responses,
+            move |svc, rel| {
+                let q = Query {
+                    include: vec![id.clone()],
+                    ..Query::default()
+                };
+                Ok((svc.get(&id, rel)?, q))
+            },
+        )
+        .await;
+    finish(s, gated, Shape::Single(a.id)).await
+}
+
+async fn context(
+    s: &CtxServer,
+    ctx: &RequestContext<RoleServer>,
+    args: &JsonObject,
+    state: Option<&str>,
+    responses: Option<&rmcp::model::InputResponses>,
+) -> Result<CallToolResponse, ErrorData> {
+    let a: tools::ContextArgs = parse(args)?;
+    let max = tools::check_range("max_tokens", a.max_tokens, 100, 1_000_000)
+        .map_err(arg_error)?
+        .unwrap_or(DEFAULT_CONTEXT_TOKENS);
+    let gated = s
+        .gated(
+            ctx,
+            "context_context",
+            &Value::Object(args.clone()),
+            None,
+            false,
+            state,
+            responses,
+            move |svc, rel| {
+                let q = Query {
+                    max_tokens: Some(max),
+                    ..Query::default()
+                };
+                Ok((svc.context(max, rel)?, q))
+            },
+        )
+        .await;
+    finish(s, gated, Shape::Grouped).await
+}
+
+async fn resolve(
+    s: &CtxServer,
+    ctx: &RequestContext<RoleServer>,
+    args: &JsonObject,
+    state: Option<&str>,
+    responses: Option<&rmcp::model::InputResponses>,
+) -> Result<CallToolResponse, ErrorData> {
+    let a: tools::ResolveArgs = parse(args)?;
+    tools::check_len("task", &a.task, 1, 1000).map_err(arg_error)?;
+    let limit = tools::check_range("limit", a.limit, 1, 10_000).map_err(arg_error)?;
+    let max_tokens =
+        tools::check_range("max_tokens", a.max_tokens, 100, 1_000_000).map_err(arg_error)?;
+    let include = a.include.unwrap_or_default();
+    if include.len() > 32 {
+        return Err(arg_error("`include` takes at most 32 patterns".into()));
+    }
+    for p in &include {
+        tools::check_len("include[]", p, 1, 200).map_err(arg_error)?;
+        ctx_core::pattern::Pattern::parse(p)
+            .map_err(|e| arg_error(format!("include `{}`: {}", inert(&e.pattern), e.reason)))?;
+    }
+    let q = Query {
+        task: Some(a.task.clone()),
+        limit,
+        max_tokens,
+        include,
+    };
+    let gated = s
+        .gated(
+            ctx,
+            "resolve",
+            &Value::Object(args.clone()),
+            Some(a.task),
+            false,
+            state,
+            responses,
+            move |svc, rel| Ok((svc.resolve(&q, rel)?, q.clone())),
+        )
+        .await;
+    finish(s, gated, Shape::Bundle).await
+}
+
+async fn request_context(
+    s: &CtxServer,
+    ctx: &RequestContext<RoleServer>,
+    args: &JsonObject,
+    state: Option<&str>,
+    responses: Option<&rmcp::model::InputResponses>,
+) -> Result<CallToolResponse, ErrorData> {
+    let a: tools::RequestArgs = parse(args)?;
+    tools::check_len("purpose", &a.purpose, 1, 500).map_err(arg_error)?;
+    if a.scope.is_empty() || a.scope.len() > 32 {
+        return Err(arg_error("`scope` takes 1 to 32 selectors".into()));
+    }
+    for p in &a.scope {
+        tools::check_len("scope[]", p, 1, 200).map_err(arg_error)?;
+        ctx_core::pattern::Pattern::parse(p)
+            .map_err(|e| arg_error(format!("scope `{}`: {}", inert(&e.pattern), e.reason)))?;
+    }
+    let req = ScopedRequest {
+        scope: a.scope,
+        purpose: a.purpose.clone(),
+    };
+    let exchange = s.exchange.clone();
+    let decided = std::sync::Arc::new(std::sync::Mutex::new(None));
+    let keep = decided.clone();
+    let gated = s
+        .gated(
+            ctx,
+            "request_context",
+            &Value::Object(args.clone()),
+            Some(a.purpose),
+            false,
+            state,
+            responses,
+            move |svc, rel| {
+                let d = exchange.decide(svc, &req, rel)?;
+                let q = d.query.clone();
+                *keep.lock().unwrap_or_else(|p| p.into_inner()) =
+                    Some((d.granted.clone(), d.not_granted.clone()));
+                Ok((d.disclosure, q))
+            },
+        )
+        .await;
+    let selectors = decided.lock().unwrap_or_else(|p| p.into_inner()).clone();
+    finish(s, gated, Shape::Request(selectors.unwrap_or_default())).await
+}
+
+/// How a released bundle is presented.
+enum Shape {
+    Single(String),
+    Grouped,
+    Bundle,
+    /// (granted selectors, not granted selectors)
+    Request((Vec<String>, Vec<String>)),
+}
+
+async fn finish(
+    s: &CtxServer,
+    gated: Result<Gated, ctx_core::error::Error>,
+    shape: Shape,
+) -> Result<CallToolResponse, ErrorData> {
+    let gated = match gated {
+        Ok(g) => g,
+        Err(e) => return Ok(tool_error(&e).into()),
+    };
+    let (disclosure, query, approval, refusal) = match gated {
+        Gated::Ask(r) => return Ok(r.into()),
+        Gated::Refused(r) => {
+            return Ok(CallToolResult::error(vec![ContentBlock::text(format!(
+                "not released: {}. Nothing of it was disclosed.",
+                r.explain()
+            ))])
+            .into())
+        }
+        Gated::Out {
+            disclosure,
+            query,
+            approval,
+            refusal,
+        } => (disclosure, query, approval, refusal),
+    };
+    if let Shape::Single(id) = &shape {
+        if disclosure.object_ids().is_empty() {
+            return Ok(CallToolResult::error(vec![ContentBlock::text(format!(
+                "no object `{id}` is visible to {}: it does not exist, is not current, or you may not read it. \
+                 context_list shows what you may read.",
+                s.svc.who.shown
+            ))])
+            .into());
+        }
+    }
+    let issued = match &shape {
+        Shape::Request(_) => s.issue(*disclosure, query).await,
+        _ => s.release(*disclosure, query).await,
+    };
+    let (d, markdown) = match issued {
+        Ok(x) => x,
+        Err(e) => return Ok(tool_error(&e).into()),
+    };
+    let mut notes = Vec::new();
+    if let Some(r) = &refusal {
+        notes.push(format!(
+            "Withheld {} confidential or restricted object(s) ({}): {}. The rest is below.",
+            d.withheld.len(),
+            d.withheld.join(", "),
+            r.explain()
+        ));
+    }
+    if approval.is_some() {
+        notes.push("The user approved releasing the confidential or restricted objects below, for this answer only.".into());
+    }
+    for (id, writer) in &d.foreign_writes {
+        notes.push(format!(
+            "Warning: `{id}` was written by agent `{writer}`, not by a person; verify it before relying on it."
+        ));
+    }
+    if let Some(b) = &d.budget {
+        notes.push(format!(
+            "Token budget {}: kept {} object(s) using about {} tokens; trimmed {}{}. Estimate: {}.",
+            b.max_tokens,
+            b.kept,
+            b.used_tokens,
+            b.trimmed.len(),
+            if b.trimmed.is_empty() {
+                String::new()
+            } else {
+                format!(
+                    " ({})",
+                    b.trimmed
+                        .iter()
+                        .map(|t| t.id.as_str())
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                )
+            },
+            b.tokenizer
+        ));
+    }
+    let mut structured = json!({
+        "digest": d.digest(),
+        "bundle_id": d.bundle["bundle_id"],
+        "objects": d.object_ids(),
+        "excluded": d.bundle["excluded"],
+        "withheld": d.withheld,
+        "approval": approval.as_ref().map(|a| json!({"via": a.via, "request": a.binding})),
+    });
+    if let Some(b) = &d.budget {
+        structured["budget"] = json!({
+            "max_tokens": b.max_tokens, "used_tokens": b.used_tokens, "kept": b.kept,
+            "trimmed": b.trimmed.iter().map(|t| json!({"id": t.id, "rank": t.rank, "tokens": t.tokens})).collect::<Vec<_>>(),
+            "tokenizer": b.tokenizer,
+        });
+    }
+    let body = match &shape {
+        Shape::Grouped => {
+            structured["collections"] = json!(d.collections);
+            let mut index = String::from("Collections:\n");
+            for (c, ids) in &d.collections {
+                index.push_str(&format!("- {c}: {}\n", ids.join(", ")));
+            }
+            notes.insert(0, index);
+            grouped_markdown(&d)
+        }
+        Shape::Request((granted, not_granted)) => {
+            structured["granted"] = json!(granted);
+            structured["not_granted"] = json!(not_granted);
+            if !not_granted.is_empty() {
+                notes.push(format!(
+                    "Not granted (nothing you may see matches): {}",
+                    not_granted.join(", ")
+                ));
+            }
+            markdown
+        }
+        _ => markdown,
+    };
+    let mut content = Vec::new();
+    if !notes.is_empty() {
+        content.push(ContentBlock::text(notes.join("\n")));
+    }
+    content.push(ContentBlock::text(body));
+    let mut result = if refusal.is_some() {
+        CallToolResult::error(content)
+    } else {
+        CallToolResult::success(content)
+    };
+    result.structured_content = Some(structured);
+    Ok(result.into())
+}
+
+/// The bundle's Markdown with objects ordered by collection (relevance order
+/// within each); the recorded bundle and its digest are unchanged.
+fn grouped_markdown(d: &super::service::Disclosure) -> String {
+    let mut view = d.bundle.clone();
+    let order: Vec<&String> = d.collections.values().flatten().collect();
+    if let Some(objects) = view["objects"].as_array_mut() {
+        objects.sort_by_key(|o| {
+            let id = o["id"].as_str().unwrap_or("");
+            order
+                .iter()
+                .position(|x| x.as_str() == id)
+                .unwrap_or(usize::MAX)
+        });
+    }
+    ctx_core::bundle::render::markdown(&view)
+}

@@ -1,0 +1,146 @@
+//! `ctx mcp`: a Model Context Protocol server over stdio, a thin transport
+//! over the library (see `service.rs`, the facade). Built with the official
+//! Rust SDK (rmcp) on a single-threaded tokio runtime; library calls run on the
+//! blocking pool. stdout carries JSON-RPC only: notes go to stderr, and child
+//! processes (git) never inherit stdout.
+//!
+//! - `service.rs`: the facade (status, list, get, context, resolve, search).
+//! - `exchange.rs`: the seam to the Context Layer (request_context, proposals).
+//! - `memory.rs`: context_set (governed write or proposal).
+//! - `approval.rs`: tiers and the one approval gate for both protocol eras.
+//! - `evidence.rs`: audit events and receipts.
+//! - `server.rs`, `calls.rs`, `resources.rs`, `prompts.rs`: the MCP surface.
+//! - `install.rs`: client configuration snippets.
+
+mod approval;
+mod calls;
+mod evidence;
+mod exchange;
+mod inert;
+pub mod install;
+mod memory;
+mod prompts;
+mod resources;
+mod server;
+mod service;
+mod tools;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use rmcp::transport::async_rw::AsyncRwTransport;
+use rmcp::ServiceExt;
+use serde_json::Value;
+
+use ctx_core::error::{Error, Exit, Result};
+use ctx_core::manifest::Manifest;
+use ctx_core::resolve::Consumer;
+use ctx_core::view::Who;
+
+pub use service::Config;
+
+/// The manifest extension naming the default consumer: `ctx.mcp: { agent: NAME }`
+/// or `{ role: NAME | [NAME, ...] }`.
+pub const EXTENSION: &str = "ctx.mcp";
+/// Longest JSON-RPC line read from stdin; longer lines are dropped unread.
+const MAX_LINE_BYTES: usize = 4 * 1024 * 1024;
+
+/// Who the server answers for: the flags, else the manifest's `ctx.mcp` default.
+/// Anything malformed is an error, never a permissive default; a broken role
+/// set refuses (the policy gate).
+pub fn identity(cfg: &Config, flags: &Who) -> Result<(Who, Consumer, String)> {
+    let manifest = cfg.manifest()?;
+    ctx_core::manifest::roles::require_sound(&manifest)?;
+    let who = if flags.is_author() {
+        default_consumer(&manifest)?
+    } else {
+        flags.clone()
+    };
+    let consumer = Consumer::from_flags(&manifest, who.agent.as_deref(), &who.roles)?;
+    ctx_core::manifest::roles::scope(&manifest, &consumer.roles)?;
+    let label = format!("`{}` ({})", manifest.id, manifest.root.display());
+    Ok((who, consumer, label))
+}
+
+fn default_consumer(m: &Manifest) -> Result<Who> {
+    let bad = |why: &str| {
+        Error::Usage(format!(
+            "{}: extensions.{EXTENSION}: {why}\n  help: write `{EXTENSION}: {{agent: <name>}}` or `{{role: <name>}}`, or pass --agent/--role",
+            m.file
+        ))
+    };
+    let Some(v) = m.extension(EXTENSION) else {
+        return Err(Error::Usage(
+            "say who the server answers for: --agent <AGENT> or --role <ROLE> (or set `extensions.ctx.mcp.agent` in the manifest)".into(),
+        ));
+    };
+    let obj = v.as_object().ok_or_else(|| bad("expected a mapping"))?;
+    if let Some(k) = obj.keys().find(|k| *k != "agent" && *k != "role") {
+        return Err(bad(&format!(
+            "unknown key `{k}` (expected `agent` or `role`)"
+        )));
+    }
+    match (obj.get("agent"), obj.get("role")) {
+        (Some(Value::String(a)), None) => Ok(Who {
+            agent: Some(a.clone()),
+            roles: Vec::new(),
+        }),
+        (None, Some(Value::String(r))) => Ok(Who {
+            agent: None,
+            roles: vec![r.clone()],
+        }),
+        (None, Some(Value::Array(rs))) if !rs.is_empty() => Ok(Who {
+            agent: None,
+            roles: rs
+                .iter()
+                .map(|r| {
+                    r.as_str()
+                        .map(str::to_string)
+                        .ok_or_else(|| bad("`role` entries must be strings"))
+                })
+                .collect::<Result<_>>()?,
+        }),
+        (Some(_), Some(_)) => Err(bad("give `agent` or `role`, not both")),
+        _ => Err(bad(
+            "`agent` must be a string, `role` a string or a list of strings",
+        )),
+    }
+}
+
+/// Serve MCP on stdin/stdout until the client closes stdin.
+pub fn serve(cfg: Config, flags: &Who) -> Result<Exit> {
+    let (who, consumer, label) = identity(&cfg, flags)?;
+    let who = service::Identity::new(who, &consumer);
+    let svc = service::Service::new(cfg, who, label);
+    let server =
+        server::CtxServer::new(svc, Arc::new(exchange::LocalExchange)).map_err(Error::Invalid)?;
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| Error::Invalid(format!("cannot start the async runtime: {e}")))?;
+    eprintln!(
+        "ctx mcp: serving {} `{}` over stdio (JSON-RPC on stdout; notes on stderr)",
+        consumer.kind.as_str(),
+        consumer.id
+    );
+    let outcome = rt.block_on(async move {
+        let transport = AsyncRwTransport::new(tokio::io::stdin(), tokio::io::stdout())
+            .with_max_line_length(MAX_LINE_BYTES);
+        let running = server
+            .serve(transport)
+            .await
+            .map_err(|e| Error::Invalid(format!("MCP session did not start: {e}")))?;
+        running
+            .waiting()
+            .await
+            .map_err(|e| Error::Invalid(format!("MCP session ended with an error: {e}")))?;
+        Ok::<(), Error>(())
+    });
+    rt.shutdown_timeout(Duration::from_secs(5));
+    match outcome {
+        Ok(()) => Ok(Exit::Ok),
+        // A client that closes the pipe before the handshake is a clean end.
+        Err(Error::Invalid(m)) if m.contains("connection closed") => Ok(Exit::Ok),
+        Err(e) => Err(e),
+    }
+}

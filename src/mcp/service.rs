@@ -1,0 +1,402 @@
+//! The facade: the one way the MCP server reaches the library.
+//!
+//! Every tool, resource and prompt calls an operation here; nothing in the
+//! server decides what a consumer may see, and nothing here calls into the
+//! CLI. Metadata (status, list) and search come from the library's one
+//! authorized view ([`ctx_core::view::View`]); anything that carries values
+//! comes from the resolver ([`ResolveOptions`] → [`Request::build`] →
+//! [`resolve::resolve`] → [`bundle::compile`]: [`resolve::bundle`], what
+//! `ctx resolve` runs, with one MCP step between resolving and compiling —
+//! withholding what the user refused to approve), so an
+//! MCP client never sees more than `ctx resolve` gives the same consumer.
+//! Every load passes the policy gate ([`roles::require_sound`]): a broken role
+//! set refuses, it never widens.
+//!
+//! The repository is reloaded for every call, so the server never answers
+//! from a state older than the files. Operations are synchronous; the server
+//! runs them on tokio's blocking pool.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+use serde_json::{json, Value};
+
+use ctx_core::budget;
+use ctx_core::bundle::{self, render};
+use ctx_core::error::Result;
+use ctx_core::load::{self, LoadOptions, Repo};
+use ctx_core::manifest::{roles, Manifest};
+use ctx_core::resolve::{self, Consumer, Exclusion, Request, Resolution, ResolveOptions};
+use ctx_core::view::{View, Who};
+
+use super::approval::{Item, Tier};
+
+/// The object extension recording who wrote a value (seed 004 §5 `written_by`).
+pub const MEMORY_EXTENSION: &str = "ctx.memory";
+/// Default size budget of `context_context`, in estimated tokens.
+pub const DEFAULT_CONTEXT_TOKENS: usize = 8_000;
+
+/// Where the repository is and how to reach content: plain values the
+/// command line collects (`-C`, the working directory, `--offline`).
+#[derive(Debug, Clone)]
+pub struct Config {
+    /// `-C DIR`: where the manifest search starts (else `cwd`).
+    pub dir: Option<PathBuf>,
+    pub cwd: PathBuf,
+    /// Never reach the network.
+    pub offline: bool,
+}
+
+impl Config {
+    /// The manifest, found by searching upward (no objects loaded).
+    pub fn manifest(&self) -> Result<Manifest> {
+        Ok(Manifest::discover(self.dir.as_deref(), &self.cwd)?.0)
+    }
+}
+
+/// Who the server answers for: fixed at launch, never widened by a tool argument.
+#[derive(Debug, Clone)]
+pub struct Identity {
+    pub who: Who,
+    /// `agent "coding-agent"` / `role "contributor+support"`, for people (escaped: names are data).
+    pub shown: String,
+    /// The consumer id (`written_by` of what it writes).
+    pub id: String,
+}
+
+impl Identity {
+    pub fn new(who: Who, consumer: &Consumer) -> Identity {
+        Identity {
+            shown: format!(
+                "{} {}",
+                consumer.kind.as_str(),
+                super::inert::quoted(&consumer.id)
+            ),
+            id: consumer.id.clone(),
+            who,
+        }
+    }
+
+    /// The audit actor these flags name (as the CLI's `--agent`/`--role` would).
+    pub fn actor(&self) -> ctx_core::audit::Actor {
+        ctx_core::audit::Actor::from_flags(self.who.agent.as_deref(), &self.who.roles)
+    }
+}
+
+/// The facade. Cheap to share (`Arc`); every operation loads what it needs.
+pub struct Service {
+    pub cfg: Config,
+    pub who: Identity,
+    /// The repository as named at launch (`id` and root), for the server's instructions.
+    pub label: String,
+}
+
+/// Whether approval-gated objects may leave in this answer.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Release {
+    /// Everything the consumer may see (no approval was needed, or it was given).
+    All,
+    /// Withhold sensitive and critical objects, recording why (approval refused).
+    WithholdSensitive(String),
+}
+
+/// A bundle ready to hand out, and what handing it out needs.
+pub struct Disclosure {
+    pub repo: Repo,
+    pub bundle: Value,
+    /// Included objects that need the user's approval.
+    pub sensitive: Vec<Item>,
+    /// Included objects written by another agent: (id, writer).
+    pub foreign_writes: Vec<(String, String)>,
+    pub budget: Option<budget::Report>,
+    /// Objects withheld because approval was refused.
+    pub withheld: Vec<String>,
+    /// The object ids by collection (for `context_context`).
+    pub collections: BTreeMap<String, Vec<String>>,
+}
+
+impl Disclosure {
+    pub fn digest(&self) -> &str {
+        self.bundle["digest"].as_str().unwrap_or("")
+    }
+
+    pub fn markdown(&self) -> String {
+        render::markdown(&self.bundle)
+    }
+
+    pub fn object_ids(&self) -> Vec<String> {
+        self.bundle["objects"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|o| o["id"].as_str().map(str::to_string))
+            .collect()
+    }
+}
+
+/// What a resolve-like call asks for (all narrowing; nothing here widens the scope).
+#[derive(Debug, Clone, Default)]
+pub struct Query {
+    pub task: Option<String>,
+    pub limit: Option<usize>,
+    pub max_tokens: Option<usize>,
+    pub include: Vec<String>,
+}
+
+impl Service {
+    pub fn new(cfg: Config, who: Identity, label: String) -> Service {
+        Service { cfg, who, label }
+    }
+
+    /// Load the repository through the policy gate, and the consumer as the
+    /// manifest defines it *now*: an agent or role removed since launch, or a
+    /// role set that became invalid, fails closed.
+    pub fn load(&self) -> Result<(Repo, Consumer)> {
+        // Loaded afresh per request (through the parse cache, which is invisible):
+        // a policy edit takes effect on the next call.
+        let repo = load::open(
+            self.cfg.dir.as_deref(),
+            &self.cfg.cwd,
+            &LoadOptions {
+                max_file_size: load::DEFAULT_MAX_FILE_SIZE,
+                cache: !load::cache_disabled_by_env(),
+                content: true,
+            },
+        )?;
+        roles::require_sound(&repo.manifest)?;
+        let consumer = Consumer::from_flags(
+            &repo.manifest,
+            self.who.who.agent.as_deref(),
+            &self.who.who.roles,
+        )?;
+        roles::scope(&repo.manifest, &consumer.roles)?;
+        Ok((repo, consumer))
+    }
+
+    /// State, visible object count and collections. Discloses no values.
+    pub fn status(&self) -> Result<Value> {
+        let (repo, consumer) = self.load()?;
+        let v = View::open(&repo, &self.who.who, now())?;
+        let visible = v.visible(false);
+        let mut per: BTreeMap<String, usize> = BTreeMap::new();
+        for (i, _) in &visible {
+            *per.entry(collection_of(&repo, *i)).or_default() += 1;
+        }
+        let errors = repo
+            .diags
+            .iter()
+            .filter(|d| d.severity == ctx_core::diag::Severity::Error)
+            .count();
+        Ok(json!({
+            "state": if errors == 0 { "ready" } else { "ready-with-errors" },
+            "repository": {"id": repo.manifest.id, "name": repo.manifest.name},
+            "consumer": {"type": consumer.kind.as_str(), "id": consumer.id, "roles": consumer.roles},
+            "visible_objects": visible.len(),
+            "collections": per.iter().map(|(k, n)| json!({"name": k, "objects": n, "uri": format!("context://{k}")})).collect::<Vec<_>>(),
+            "load_errors": errors,
+            "tiers": "public=public, standard=internal, sensitive=confidential (approval), critical=restricted (approval + typed confirmation)",
+            "tokenizer": budget::TOKENIZER,
+        }))
+    }
+
+    /// Metadata of every current object the consumer may see (no content, no
+    /// summary), as the authorized view shows it. `collection` narrows to one.
+    pub fn list(&self, collection: Option<&str>) -> Result<Vec<Value>> {
+        let (repo, _) = self.load()?;
+        let v = View::open(&repo, &self.who.who, now())?;
+        Ok(v.visible(false)
+            .into_iter()
+            .filter(|(i, _)| collection.is_none_or(|c| collection_of(&repo, *i) == c))
+            .map(|(i, state)| meta_row(&repo, i, Some(state.as_str()), &self.who.id))
+            .collect())
+    }
+
+    /// Lexical search over what the consumer may read (the view's search, over
+    /// redacted content): ids, titles and scores only.
+    pub fn search(&self, query: &str, limit: usize) -> Result<Vec<Value>> {
+        let (repo, _) = self.load()?;
+        let v = View::open(&repo, &self.who.who, now())?;
+        Ok(v.search(query, &|_| true, limit)
+            .into_iter()
+            .map(|h| {
+                let mut row = meta_row(&repo, h.index, None, &self.who.id);
+                row["score"] = json!(h.score);
+                row
+            })
+            .collect())
+    }
+
+    /// The library's plain resolve options for `q`, as `ctx resolve --agent/--role
+    /// --task --limit --include` would build them.
+    pub fn options(&self, q: &Query) -> ResolveOptions {
+        let mut o = ResolveOptions::new(self.who.who.clone(), now());
+        o.task = q.task.clone();
+        o.limit = q.limit;
+        o.include = q.include.clone();
+        o.max_tokens = q.max_tokens;
+        o.offline = self.cfg.offline;
+        o
+    }
+
+    /// The resolver's answer for this consumer: the same pipeline and bundle as
+    /// `ctx resolve`, then the token budget, then (if asked) withholding.
+    pub fn resolve(&self, q: &Query, release: &Release) -> Result<Disclosure> {
+        let (repo, _) = self.load()?;
+        let req = Request::build(&repo.manifest, &self.options(q))?;
+        let mut r = resolve::resolve(&repo, req)?;
+        let report = r.budget.clone();
+        let withheld = match release {
+            Release::All => Vec::new(),
+            Release::WithholdSensitive(why) => withhold(&repo, &mut r, why),
+        };
+        Ok(self.compile(repo, r, report, withheld))
+    }
+
+    /// One object, through the resolver restricted to its id.
+    pub fn get(&self, id: &str, release: &Release) -> Result<Disclosure> {
+        let d = self.resolve(
+            &Query {
+                include: vec![id.to_string()],
+                ..Query::default()
+            },
+            release,
+        )?;
+        Ok(d)
+    }
+
+    /// Everything the consumer may see, ranked, within `max_tokens`.
+    pub fn context(&self, max_tokens: usize, release: &Release) -> Result<Disclosure> {
+        self.resolve(
+            &Query {
+                max_tokens: Some(max_tokens),
+                ..Query::default()
+            },
+            release,
+        )
+    }
+
+    fn compile(
+        &self,
+        repo: Repo,
+        mut r: Resolution,
+        budget: Option<budget::Report>,
+        withheld: Vec<String>,
+    ) -> Disclosure {
+        let mut sensitive = Vec::new();
+        let mut foreign_writes = Vec::new();
+        let mut collections: BTreeMap<String, Vec<String>> = BTreeMap::new();
+        for s in &r.included {
+            let o = &repo.objects[s.index];
+            let tier = Tier::of(o.meta.classification);
+            if tier.needs_approval() {
+                sensitive.push(Item {
+                    id: o.id.clone(),
+                    title: o.meta.title.clone(),
+                    tier,
+                });
+            }
+            if let Some(w) = written_by(o).filter(|w| *w != self.who.id) {
+                foreign_writes.push((o.id.clone(), w));
+            }
+            collections
+                .entry(collection_of(&repo, s.index))
+                .or_default()
+                .push(o.id.clone());
+        }
+        let bundle = bundle::compile(&repo, &mut r, &generated_at());
+        Disclosure {
+            repo,
+            bundle,
+            sensitive,
+            foreign_writes,
+            budget,
+            withheld,
+            collections,
+        }
+    }
+}
+
+/// Move sensitive and critical objects out of the selection, reporting each as
+/// withheld (`permission-denied`, with the reason in its detail).
+fn withhold(repo: &Repo, r: &mut Resolution, why: &str) -> Vec<String> {
+    let mut withheld = Vec::new();
+    r.included.retain(|s| {
+        let o = &repo.objects[s.index];
+        if !Tier::of(o.meta.classification).needs_approval() {
+            return true;
+        }
+        withheld.push(o.id.clone());
+        r.excluded.push(Exclusion {
+            id: o.id.clone(),
+            reason: "permission-denied",
+            detail: Some(format!("withheld: {why}")),
+            outranked_by: None,
+        });
+        false
+    });
+    r.excluded.sort();
+    withheld
+}
+
+/// `extensions.ctx.memory.written_by` of an object, if an agent wrote it.
+pub fn written_by(o: &ctx_core::object::ContextObject) -> Option<String> {
+    o.field("extensions")?
+        .get(MEMORY_EXTENSION)?
+        .get("written_by")?
+        .as_str()
+        .map(str::to_string)
+}
+
+/// The collection that loaded object `i` (or `context` for single entries).
+pub fn collection_of(repo: &Repo, i: usize) -> String {
+    repo.objects[i]
+        .origin
+        .collection
+        .clone()
+        .unwrap_or_else(|| "context".into())
+}
+
+/// One metadata row: what an agent may know about an object without its value.
+fn meta_row(repo: &Repo, i: usize, state: Option<&str>, me: &str) -> Value {
+    let o = &repo.objects[i];
+    let mut row = json!({
+        "id": o.id,
+        "collection": collection_of(repo, i),
+        "type": o.kind(),
+        "title": o.title(),
+        "classification": o.meta.classification.as_str(),
+        "tier": Tier::of(o.meta.classification).as_str(),
+        "needs_approval": Tier::of(o.meta.classification).needs_approval(),
+        "authority": o.meta.authority.as_str(),
+    });
+    if let Some(v) = o.version {
+        row["version"] = json!(v);
+    }
+    if let Some(s) = state {
+        row["state"] = json!(s);
+    }
+    if let Some(w) = written_by(o) {
+        row["written_by"] = json!(w);
+        if w != me {
+            row["warning"] = json!(format!("written by agent `{w}`, not by a person"));
+        }
+    }
+    row
+}
+
+/// Now, whole seconds (what `ctx resolve` uses without `--at`).
+pub fn now() -> ctx_core::time::Instant {
+    use chrono::SubsecRound;
+    chrono::Utc::now().trunc_subsecs(0)
+}
+
+/// A bundle's `generated_at`: now, or `SOURCE_DATE_EPOCH` for reproducible
+/// output (the rule `ctx resolve` follows).
+pub fn generated_at() -> String {
+    let at = std::env::var("SOURCE_DATE_EPOCH")
+        .ok()
+        .and_then(|s| s.parse::<i64>().ok())
+        .and_then(|secs| chrono::DateTime::from_timestamp(secs, 0))
+        .unwrap_or_else(now);
+    ctx_core::time::format(&at)
+}
