@@ -8,6 +8,7 @@ pub mod conflicts;
 pub mod conformance;
 pub mod diff;
 pub mod doctor;
+pub mod exchange;
 pub mod export;
 pub mod findings;
 pub mod get;
@@ -110,6 +111,8 @@ pub enum Command {
     Supersede(supersede::SupersedeArgs),
     /// Write the resolved context as AGENTS.md, CLAUDE.md or Cursor rules (with --check for CI).
     Export(export::ExportArgs),
+    /// Context Layer bundles: issue, open, revoke, run granted actions.
+    Exchange(exchange::ExchangeArgs),
     /// Print a shell completion script.
     Completions(completions::CompletionsArgs),
     /// Write the man pages into a folder (how man/ is regenerated).
@@ -169,6 +172,7 @@ pub fn run(cli: Cli) -> Result<Exit> {
         Command::Add(a) => add::run(&g, &p, a),
         Command::Supersede(a) => supersede::run(&g, &p, a),
         Command::Export(a) => export::run(&g, &p, a),
+        Command::Exchange(a) => exchange::run(&g, &p, a),
         Command::Completions(a) => completions::run(&p, a),
         Command::GenerateMan(a) => completions::generate_man(&p, a),
     }

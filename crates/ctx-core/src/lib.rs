@@ -11,6 +11,7 @@ pub mod conformance;
 pub mod diag;
 pub mod doctor;
 pub mod error;
+pub mod exchange;
 pub mod export;
 pub mod frontmatter;
 pub mod fs;
