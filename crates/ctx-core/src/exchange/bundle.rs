@@ -68,7 +68,10 @@ fn parse_transforms(values: &[Value]) -> ClResult<Transforms> {
         compress: false,
     };
     if values.len() > 64 {
-        return fail("UNSUPPORTED_TRANSFORM", "a decision may require at most 64 transforms");
+        return fail(
+            "UNSUPPORTED_TRANSFORM",
+            "a decision may require at most 64 transforms",
+        );
     }
     for v in values {
         let s = v.as_str().unwrap_or("");
@@ -93,7 +96,10 @@ fn parse_transforms(values: &[Value]) -> ClResult<Transforms> {
             let e = t.truncate.entry(p.to_string()).or_insert(n);
             *e = (*e).min(n);
         } else {
-            return fail("UNSUPPORTED_TRANSFORM", format!("the issuer does not implement transform {s:?}"));
+            return fail(
+                "UNSUPPORTED_TRANSFORM",
+                format!("the issuer does not implement transform {s:?}"),
+            );
         }
     }
     Ok(t)
@@ -146,15 +152,23 @@ pub fn issue(input: &IssueInput<'_>) -> ClResult<Issued> {
     let version = SpecVersion::of(decision, "decision")?;
     let d = wire::to_core(decision)?;
     if d.get("type").and_then(Value::as_str) != Some("policy_decision") {
-        return fail("INVALID_POLICY_DECISION", "the decision is not a policy_decision");
+        return fail(
+            "INVALID_POLICY_DECISION",
+            "the decision is not a policy_decision",
+        );
     }
-    if d.get("request_digest").and_then(Value::as_str) != Some(canon::digest(input.request).as_str()) {
+    if d.get("request_digest").and_then(Value::as_str)
+        != Some(canon::digest(input.request).as_str())
+    {
         return fail(
             "DECISION_REQUEST_MISMATCH",
             "the decision is bound to a different request (request_digest differs); evaluate this request again",
         );
     }
-    let state = d.get("decision").and_then(Value::as_str).and_then(State::parse);
+    let state = d
+        .get("decision")
+        .and_then(Value::as_str)
+        .and_then(State::parse);
     if !state.is_some_and(State::grants) {
         return fail(
             "DECISION_DOES_NOT_AUTHORIZE_BUNDLE",
@@ -170,7 +184,12 @@ pub fn issue(input: &IssueInput<'_>) -> ClResult<Issued> {
         v.get(k)
             .and_then(Value::as_str)
             .and_then(canon::parse_time)
-            .ok_or_else(|| super::error::ClError::new("INVALID_DATE_TIME", format!("{what}.{k} is not an RFC 3339 timestamp")))
+            .ok_or_else(|| {
+                super::error::ClError::new(
+                    "INVALID_DATE_TIME",
+                    format!("{what}.{k} is not an RFC 3339 timestamp"),
+                )
+            })
     };
     let request_expiry = time(&req, "expires_at", "request")?;
     let decision_expiry = time(&d, "expires_at", "decision")?;
@@ -180,7 +199,10 @@ pub fn issue(input: &IssueInput<'_>) -> ClResult<Issued> {
         .and_then(Value::as_u64)
         .filter(|n| *n > 0 && *n <= 86_400);
     let Some(retention_seconds) = retention_seconds else {
-        return fail("INVALID_DECISION_RETENTION", "the decision's retention must be a positive number of seconds");
+        return fail(
+            "INVALID_DECISION_RETENTION",
+            "the decision's retention must be a positive number of seconds",
+        );
     };
     let expiry = request_expiry
         .min(decision_expiry)
@@ -188,7 +210,10 @@ pub fn issue(input: &IssueInput<'_>) -> ClResult<Issued> {
     if expiry <= at {
         return fail(
             "BUNDLE_AUTHORIZATION_EXPIRED",
-            format!("the authorization expired at {}; evaluate the request again", canon::iso_ms(&expiry)),
+            format!(
+                "the authorization expired at {}; evaluate the request again",
+                canon::iso_ms(&expiry)
+            ),
         );
     }
     let granted: Vec<&str> = d
@@ -218,7 +243,12 @@ pub fn issue(input: &IssueInput<'_>) -> ClResult<Issued> {
             .get("provenance_refs")
             .or_else(|| c.get("provenance_handles"))
             .and_then(Value::as_array)
-            .map(|a| a.iter().filter_map(Value::as_str).filter(|s| !s.is_empty()).collect())
+            .map(|a| {
+                a.iter()
+                    .filter_map(Value::as_str)
+                    .filter(|s| !s.is_empty())
+                    .collect()
+            })
             .unwrap_or_default();
         if sources.is_empty() {
             return fail(
@@ -237,15 +267,30 @@ pub fn issue(input: &IssueInput<'_>) -> ClResult<Issued> {
             provenance_map.insert(handle.clone(), s.to_string());
             handles.push(handle);
         }
-        let Some(text) = c.get("claim").and_then(Value::as_str).filter(|s| !s.is_empty()) else {
-            return fail("INVALID_STRING", format!("claim {i}: `claim` must be a non-empty string"));
+        let Some(text) = c
+            .get("claim")
+            .and_then(Value::as_str)
+            .filter(|s| !s.is_empty())
+        else {
+            return fail(
+                "INVALID_STRING",
+                format!("claim {i}: `claim` must be a non-empty string"),
+            );
         };
         let confidence = c.get("confidence").and_then(Value::as_f64);
-        let Some(confidence) = confidence.filter(|x| x.is_finite() && (0.0..=1.0).contains(x)) else {
-            return fail("INVALID_CLAIM_CONFIDENCE", format!("claim {i}: confidence must be a number from 0 to 1"));
+        let Some(confidence) = confidence.filter(|x| x.is_finite() && (0.0..=1.0).contains(x))
+        else {
+            return fail(
+                "INVALID_CLAIM_CONFIDENCE",
+                format!("claim {i}: confidence must be a number from 0 to 1"),
+            );
         };
         let limit = transforms.truncate.get(predicate).copied();
-        let mut text = if transforms.compress { compress(text) } else { text.to_string() };
+        let mut text = if transforms.compress {
+            compress(text)
+        } else {
+            text.to_string()
+        };
         if let Some(n) = limit {
             text = truncate_utf16(&text, n);
         }
@@ -267,7 +312,10 @@ pub fn issue(input: &IssueInput<'_>) -> ClResult<Issued> {
         x.encode_utf16().cmp(y.encode_utf16())
     });
     if context.is_empty() {
-        return fail("NO_CONTEXT_GRANTED", "no granted claims were available for the bundle");
+        return fail(
+            "NO_CONTEXT_GRANTED",
+            "no granted claims were available for the bundle",
+        );
     }
     let Some(recipient) = req
         .get("recipient")
@@ -297,21 +345,35 @@ pub fn issue(input: &IssueInput<'_>) -> ClResult<Issued> {
         return fail("INVALID_REQUEST", "request.purpose_code is missing");
     };
     let task = match req.get("task") {
-        Some(t) => json!({"kind": t.get("kind").cloned().unwrap_or(Value::Null), "user_visible": t.get("user_visible").cloned().unwrap_or(Value::Null)}),
+        Some(t) => {
+            json!({"kind": t.get("kind").cloned().unwrap_or(Value::Null), "user_visible": t.get("user_visible").cloned().unwrap_or(Value::Null)})
+        }
         None => return fail("INVALID_TASK", "request.task is missing"),
     };
-    let issuer = input.issuer.clone().unwrap_or_else(|| json!({"id": DEFAULT_ISSUER}));
+    let issuer = input
+        .issuer
+        .clone()
+        .unwrap_or_else(|| json!({"id": DEFAULT_ISSUER}));
     let mut m = Map::new();
     m.insert("spec_version".into(), json!(SpecVersion::V02.id()));
     m.insert("type".into(), json!("scoped_context_bundle"));
     m.insert("created_at".into(), json!(canon::iso_ms(&at)));
     m.insert("issuer".into(), issuer);
     m.insert("subject_alias".into(), json!(alias));
-    m.insert("request_ref".into(), req.get("id").cloned().unwrap_or(Value::Null));
+    m.insert(
+        "request_ref".into(),
+        req.get("id").cloned().unwrap_or(Value::Null),
+    );
     m.insert("request_digest".into(), d["request_digest"].clone());
     m.insert("decision_ref".into(), decision["id"].clone());
-    m.insert("decision_digest".into(), decision["integrity"]["digest"].clone());
-    m.insert("policy_snapshot".into(), d.get("policy_snapshot").cloned().unwrap_or(Value::Null));
+    m.insert(
+        "decision_digest".into(),
+        decision["integrity"]["digest"].clone(),
+    );
+    m.insert(
+        "policy_snapshot".into(),
+        d.get("policy_snapshot").cloned().unwrap_or(Value::Null),
+    );
     m.insert("recipient".into(), json!(recipient));
     m.insert("purpose_code".into(), json!(purpose_code));
     if let Some(p) = req.get("purpose") {
@@ -340,7 +402,10 @@ pub fn issue(input: &IssueInput<'_>) -> ClResult<Issued> {
             "retention_seconds": retention_seconds,
         }),
     );
-    m.insert("retention".into(), d.get("retention").cloned().unwrap_or(Value::Null));
+    m.insert(
+        "retention".into(),
+        d.get("retention").cloned().unwrap_or(Value::Null),
+    );
     m.insert(
         "receipt_contract".into(),
         json!({
@@ -361,10 +426,16 @@ pub fn issue(input: &IssueInput<'_>) -> ClResult<Issued> {
         },
     });
     if let Some(what) = canon::forbidden_material(&envelope) {
-        return fail("BUNDLE_CONTAINS_FORBIDDEN_MATERIAL", format!("the envelope would contain {what}; nothing was issued"));
+        return fail(
+            "BUNDLE_CONTAINS_FORBIDDEN_MATERIAL",
+            format!("the envelope would contain {what}; nothing was issued"),
+        );
     }
     Ok(Issued {
-        bundle_id: envelope["bundle"]["id"].as_str().unwrap_or_default().to_string(),
+        bundle_id: envelope["bundle"]["id"]
+            .as_str()
+            .unwrap_or_default()
+            .to_string(),
         subject_alias: alias,
         provenance: provenance_map,
         envelope,

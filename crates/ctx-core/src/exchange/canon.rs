@@ -49,15 +49,15 @@ fn to_binary64(v: &Value) -> Value {
             if f == 0.0 {
                 Value::from(0)
             } else {
-                Number::from_f64(f).map(Value::Number).unwrap_or(Value::Null)
+                Number::from_f64(f)
+                    .map(Value::Number)
+                    .unwrap_or(Value::Null)
             }
         }
         Value::Array(a) => Value::Array(a.iter().map(to_binary64).collect()),
-        Value::Object(m) => Value::Object(
-            m.iter()
-                .map(|(k, x)| (k.clone(), to_binary64(x)))
-                .collect(),
-        ),
+        Value::Object(m) => {
+            Value::Object(m.iter().map(|(k, x)| (k.clone(), to_binary64(x))).collect())
+        }
         other => other.clone(),
     }
 }
@@ -112,7 +112,10 @@ pub fn finalize(mut unsigned: Map<String, Value>, prefix: &str) -> Value {
     unsigned.remove("id");
     unsigned.remove("integrity");
     let d = digest(&Value::Object(unsigned.clone()));
-    unsigned.insert("id".into(), Value::from(format!("{prefix}{}", hex_part(&d))));
+    unsigned.insert(
+        "id".into(),
+        Value::from(format!("{prefix}{}", hex_part(&d))),
+    );
     unsigned.insert(
         "integrity".into(),
         serde_json::json!({"algorithm": "sha-256", "digest": d}),
@@ -134,7 +137,9 @@ pub fn verify_record(record: &Value, prefix: &str, what: &str) -> ClResult<()> {
         return fail("INVALID_RECORD", format!("{what}: expected a JSON object"));
     };
     let integrity = map.get("integrity").and_then(Value::as_object);
-    let algorithm = integrity.and_then(|i| i.get("algorithm")).and_then(Value::as_str);
+    let algorithm = integrity
+        .and_then(|i| i.get("algorithm"))
+        .and_then(Value::as_str);
     if algorithm != Some("sha-256") {
         return fail(
             "INVALID_RECORD_INTEGRITY",
@@ -143,7 +148,9 @@ pub fn verify_record(record: &Value, prefix: &str, what: &str) -> ClResult<()> {
     }
     let d = digest(&Value::Object(unsigned_part(map)));
     let expected_id = format!("{prefix}{}", hex_part(&d));
-    let stored_digest = integrity.and_then(|i| i.get("digest")).and_then(Value::as_str);
+    let stored_digest = integrity
+        .and_then(|i| i.get("digest"))
+        .and_then(Value::as_str);
     let stored_id = map.get("id").and_then(Value::as_str);
     if stored_digest != Some(d.as_str()) || stored_id != Some(expected_id.as_str()) {
         return fail(
@@ -312,7 +319,9 @@ pub fn forbidden_material(v: &Value) -> Option<String> {
                 let r = if forbidden_key(k) {
                     Some(format!("a forbidden member `{k}` at {path}"))
                 } else if k.to_ascii_lowercase().contains("vault://") {
-                    Some(format!("a raw `vault://` reference in a member name at {path}"))
+                    Some(format!(
+                        "a raw `vault://` reference in a member name at {path}"
+                    ))
                 } else {
                     walk(x, path)
                 };
@@ -351,7 +360,9 @@ mod tests {
         let mut bad = r.clone();
         bad["type"] = json!("other");
         assert_eq!(
-            verify_record(&bad, "urn:cl:test:", "record").unwrap_err().code,
+            verify_record(&bad, "urn:cl:test:", "record")
+                .unwrap_err()
+                .code,
             "RECORD_INTEGRITY_MISMATCH"
         );
     }
@@ -375,7 +386,9 @@ mod tests {
 
     #[test]
     fn names_and_forbidden_members() {
-        assert!(is_name("file.text") && is_name("prov_ab12") && !is_name("File") && !is_name("a..b"));
+        assert!(
+            is_name("file.text") && is_name("prov_ab12") && !is_name("File") && !is_name("a..b")
+        );
         assert!(forbidden_material(&json!({"a": {"raw_vault_write": 1}})).is_some());
         assert!(forbidden_material(&json!({"a": ["vault://x"]})).is_some());
         assert!(forbidden_material(&json!({"Access-Token": 1})).is_some());

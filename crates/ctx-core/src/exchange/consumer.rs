@@ -72,12 +72,15 @@ impl<'a> Consumer<'a> {
         let state = self.log.verify().map_err(|e| {
             ClError::new(
                 "RECEIPT_PREFLIGHT_FAILED",
-                format!("the receipt store cannot answer whether this bundle was opened ({}: {})", e.code, e.message),
+                format!(
+                    "the receipt store cannot answer whether this bundle was opened ({}: {})",
+                    e.code, e.message
+                ),
             )
         })?;
-        let consumed = state.receipts().any(|r| {
-            is_consume(r) && r["actor"] == self.principal && r["bundle_ref"] == bundle_id
-        });
+        let consumed = state
+            .receipts()
+            .any(|r| is_consume(r) && r["actor"] == self.principal && r["bundle_ref"] == bundle_id);
         Ok(consumed)
     }
 
@@ -101,7 +104,9 @@ impl<'a> Consumer<'a> {
                 outcome: "success".into(),
                 policy_snapshot: b["policy_snapshot"]["digest"].as_str().map(str::to_string),
                 input_digest: b["integrity"]["digest"].as_str().map(str::to_string),
-                output_digest: Some(canon::digest(&json!({"consumer": self.principal, "state": "opened"}))),
+                output_digest: Some(canon::digest(
+                    &json!({"consumer": self.principal, "state": "opened"}),
+                )),
                 user_summary: "Opened an authorized scoped context bundle.".into(),
                 ..Default::default()
             },
@@ -192,15 +197,25 @@ impl Session {
         at: Instant,
         revocation: Option<&dyn Fn(&str, &str) -> Result<bool, String>>,
     ) -> ClResult<()> {
-        let expires = self.bundle["expires_at"].as_str().and_then(canon::parse_time);
+        let expires = self.bundle["expires_at"]
+            .as_str()
+            .and_then(canon::parse_time);
         if !expires.is_some_and(|e| e > canon::to_ms(at)) {
             return fail("BUNDLE_EXPIRED", "the bundle has expired");
         }
         if let Some(p) = revocation {
-            match p(&self.bundle_id, self.bundle["decision_ref"].as_str().unwrap_or("")) {
+            match p(
+                &self.bundle_id,
+                self.bundle["decision_ref"].as_str().unwrap_or(""),
+            ) {
                 Ok(false) => {}
                 Ok(true) => return fail("BUNDLE_REVOKED", "the bundle has been revoked"),
-                Err(e) => return fail("REVOCATION_CHECK_FAILED", format!("revocation status could not be verified ({e})")),
+                Err(e) => {
+                    return fail(
+                        "REVOCATION_CHECK_FAILED",
+                        format!("revocation status could not be verified ({e})"),
+                    )
+                }
             }
         }
         Ok(())
@@ -209,11 +224,17 @@ impl Session {
     /// Is `capability` granted, and covered by the receipt contract? Text in
     /// the context never changes the answer: only the signed capability list counts.
     pub fn check_capability(&self, capability: &str) -> ClResult<()> {
-        let has = |k: &Value| k.as_array().is_some_and(|a| a.iter().any(|x| x == capability));
+        let has = |k: &Value| {
+            k.as_array()
+                .is_some_and(|a| a.iter().any(|x| x == capability))
+        };
         if !has(&self.bundle["capabilities"]) {
             return fail(
                 "CAPABILITY_NOT_GRANTED",
-                format!("the bundle does not grant `{capability}` (granted: {})", self.bundle["capabilities"]),
+                format!(
+                    "the bundle does not grant `{capability}` (granted: {})",
+                    self.bundle["capabilities"]
+                ),
             );
         }
         if !has(&self.bundle["receipt_contract"]["required_operations"]) {
@@ -263,7 +284,10 @@ impl Session {
             Err(e) if result.success => Ok(ExecOutcome::Indeterminate { receipt, error: e }),
             Err(e) => fail(
                 "ACTION_FAILURE_RECEIPT_PERSIST_FAILED",
-                format!("the action failed and its failure receipt could not be stored ({}: {})", e.code, e.message),
+                format!(
+                    "the action failed and its failure receipt could not be stored ({}: {})",
+                    e.code, e.message
+                ),
             ),
         }
     }

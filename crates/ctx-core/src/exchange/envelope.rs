@@ -61,7 +61,10 @@ pub fn check_bundle(bundle: &Value, recipient: Option<&str>, at: Option<Instant>
     canon::verify_record(bundle, BUNDLE_PREFIX, "bundle")?;
     let core = wire::to_core(bundle).map_err(|e| ClError::new("INVALID_BUNDLE", e.message))?;
     if core.get("type").and_then(Value::as_str) != Some("scoped_context_bundle") {
-        return fail("INVALID_BUNDLE", "bundle: `type` must be \"scoped_context_bundle\"");
+        return fail(
+            "INVALID_BUNDLE",
+            "bundle: `type` must be \"scoped_context_bundle\"",
+        );
     }
     if let Some(what) = canon::forbidden_material(bundle) {
         return fail(
@@ -70,10 +73,19 @@ pub fn check_bundle(bundle: &Value, recipient: Option<&str>, at: Option<Instant>
         );
     }
     if let Some(why) = schema::summary(ClKind::ScopedContextBundle, &core) {
-        return fail("INVALID_BUNDLE", format!("bundle does not have the closed 0.2 shape: {why}"));
+        return fail(
+            "INVALID_BUNDLE",
+            format!("bundle does not have the closed 0.2 shape: {why}"),
+        );
     }
-    if !core["purpose_code"].as_str().is_some_and(is_valid_purpose_code) {
-        return fail("INVALID_BUNDLE_PURPOSE_CODE", "bundle purpose_code is not registered or `x.` namespaced");
+    if !core["purpose_code"]
+        .as_str()
+        .is_some_and(is_valid_purpose_code)
+    {
+        return fail(
+            "INVALID_BUNDLE_PURPOSE_CODE",
+            "bundle purpose_code is not registered or `x.` namespaced",
+        );
     }
     let r = &core["restrictions"];
     if r["retention_seconds"] != core["retention"]["max_seconds"] {
@@ -88,7 +100,11 @@ pub fn check_bundle(bundle: &Value, recipient: Option<&str>, at: Option<Instant>
         .unwrap_or_default();
     for (i, c) in core["context"].as_array().into_iter().flatten().enumerate() {
         let handles = c["provenance_handles"].as_array();
-        if handles.is_none_or(|h| h.is_empty() || h.iter().any(|x| !x.as_str().is_some_and(|s| known.contains(&s)))) {
+        if handles.is_none_or(|h| {
+            h.is_empty()
+                || h.iter()
+                    .any(|x| !x.as_str().is_some_and(|s| known.contains(&s)))
+        }) {
             return fail(
                 "BUNDLE_PROVENANCE_INVALID",
                 format!("bundle context[{i}] names provenance the bundle does not carry"),
@@ -96,7 +112,10 @@ pub fn check_bundle(bundle: &Value, recipient: Option<&str>, at: Option<Instant>
         }
     }
     let Some(expires) = core["expires_at"].as_str().and_then(canon::parse_time) else {
-        return fail("INVALID_BUNDLE", "bundle expires_at is not an RFC 3339 timestamp");
+        return fail(
+            "INVALID_BUNDLE",
+            "bundle expires_at is not an RFC 3339 timestamp",
+        );
     };
     if let Some(want) = recipient {
         if core["recipient"].as_str() != Some(want) {
@@ -139,7 +158,9 @@ fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
 }
 
 fn is_b64url(s: &str, len: usize) -> bool {
-    s.len() == len && s.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
+    s.len() == len
+        && s.bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
 }
 
 enum Auth {
@@ -186,7 +207,10 @@ pub fn verify(input: &VerifyInput<'_>) -> ClResult<Verified> {
     if input.text.len() > MAX_ENVELOPE_BYTES {
         return fail(
             "BUNDLE_TOO_LARGE",
-            format!("the envelope is {} bytes; the limit is {MAX_ENVELOPE_BYTES}", input.text.len()),
+            format!(
+                "the envelope is {} bytes; the limit is {MAX_ENVELOPE_BYTES}",
+                input.text.len()
+            ),
         );
     }
     let text = std::str::from_utf8(input.text)
@@ -194,7 +218,10 @@ pub fn verify(input: &VerifyInput<'_>) -> ClResult<Verified> {
     let envelope = crate::json::parse(text).map_err(|e| {
         ClError::new(
             "INVALID_BUNDLE_JSON",
-            format!("the envelope is not valid JSON (line {}, column {}: {})", e.line, e.column, e.message),
+            format!(
+                "the envelope is not valid JSON (line {}, column {}: {})",
+                e.line, e.column, e.message
+            ),
         )
     })?;
     let shape_ok = envelope.as_object().is_some_and(|m| {
@@ -213,7 +240,10 @@ pub fn verify(input: &VerifyInput<'_>) -> ClResult<Verified> {
     check_bundle(bundle, None, None)?;
     let auth = read_auth(&envelope["authentication"], input.legacy_hmac_key.is_some())?;
     if let Some(what) = canon::forbidden_material(&envelope) {
-        return fail("BUNDLE_CONTAINS_FORBIDDEN_MATERIAL", format!("the envelope contains {what}"));
+        return fail(
+            "BUNDLE_CONTAINS_FORBIDDEN_MATERIAL",
+            format!("the envelope contains {what}"),
+        );
     }
     let signed = canon::canonical_bytes(bundle);
     let kid = match auth {
@@ -250,7 +280,10 @@ pub fn verify(input: &VerifyInput<'_>) -> ClResult<Verified> {
                 .decode(mac.as_bytes())
                 .is_ok_and(|m| constant_time_eq(&m, &expected));
             if !ok {
-                return fail("BUNDLE_AUTHENTICATION_FAILED", "the legacy HMAC does not verify");
+                return fail(
+                    "BUNDLE_AUTHENTICATION_FAILED",
+                    "the legacy HMAC does not verify",
+                );
             }
             key_id
         }

@@ -27,9 +27,7 @@ impl ClError {
         match self.code {
             "USAGE" => ErrorKind::Usage,
             "NOT_FOUND" | "REQUEST_NOT_FOUND" | "DECISION_NOT_FOUND" | "PROPOSAL_NOT_FOUND"
-            | "RECEIPT_NOT_FOUND" | "BUNDLE_NOT_FOUND" | "REQUESTER_UNKNOWN" => {
-                ErrorKind::NotFound
-            }
+            | "RECEIPT_NOT_FOUND" | "BUNDLE_NOT_FOUND" | "REQUESTER_UNKNOWN" => ErrorKind::NotFound,
             _ => ErrorKind::Rejected,
         }
     }

@@ -34,9 +34,14 @@ impl State {
     }
 
     pub fn parse(s: &str) -> Option<State> {
-        [State::Allow, State::AllowWithReductions, State::Deny, State::NeedsApproval]
-            .into_iter()
-            .find(|x| x.as_str() == s)
+        [
+            State::Allow,
+            State::AllowWithReductions,
+            State::Deny,
+            State::NeedsApproval,
+        ]
+        .into_iter()
+        .find(|x| x.as_str() == s)
     }
 
     /// Does this state authorize a bundle?
@@ -145,7 +150,8 @@ fn check_approval(
             .unwrap_or_default();
         wanted.iter().all(|w| list.contains(&w.as_str()))
     };
-    if !granted("granted_selectors", gated_selectors) || !granted("granted_actions", gated_actions) {
+    if !granted("granted_selectors", gated_selectors) || !granted("granted_actions", gated_actions)
+    {
         return no("APPROVAL_SCOPE_INCOMPLETE", "scope_incomplete");
     }
     let Some(verifier) = input.verifier else {
@@ -181,7 +187,9 @@ pub fn receipt_requirement(request: &Value, policy_requires: bool) -> (Value, bo
     let valid = exact
         && matches!(
             (level, required),
-            (Some("none"), Some(false)) | (Some("decision"), Some(true)) | (Some("operation"), Some(true))
+            (Some("none"), Some(false))
+                | (Some("decision"), Some(true))
+                | (Some("operation"), Some(true))
         );
     let (level, required) = if !valid {
         ("operation", true)
@@ -208,11 +216,17 @@ pub fn evaluate(input: &EvaluateInput<'_>) -> ClResult<Evaluation> {
     {
         hard.push("UNSUPPORTED_REQUEST");
     }
-    let request_id = req.get("id").and_then(Value::as_str).filter(|s| !s.is_empty());
+    let request_id = req
+        .get("id")
+        .and_then(Value::as_str)
+        .filter(|s| !s.is_empty());
     if request_id.is_none() {
         hard.push("REQUEST_ID_MISSING");
     }
-    let subject = req.get("subject_ref").and_then(Value::as_str).filter(|s| !s.is_empty());
+    let subject = req
+        .get("subject_ref")
+        .and_then(Value::as_str)
+        .filter(|s| !s.is_empty());
     if subject.is_none() {
         hard.push("SUBJECT_MISSING");
     }
@@ -257,7 +271,11 @@ pub fn evaluate(input: &EvaluateInput<'_>) -> ClResult<Evaluation> {
             }
         }
     }
-    match req.get("purpose_code").and_then(Value::as_str).filter(|s| !s.is_empty()) {
+    match req
+        .get("purpose_code")
+        .and_then(Value::as_str)
+        .filter(|s| !s.is_empty())
+    {
         None => hard.push("PURPOSE_CODE_MISSING"),
         Some(c) if !is_valid_purpose_code(c) => hard.push("PURPOSE_CODE_INVALID"),
         Some(c) if !p.allowed_purpose_codes.contains(c) => hard.push("PURPOSE_CODE_NOT_ALLOWED"),
@@ -304,7 +322,12 @@ pub fn evaluate(input: &EvaluateInput<'_>) -> ClResult<Evaluation> {
         .and_then(Value::as_array)
         .map(|a| {
             a.iter()
-                .map(|s| s.get("predicate").and_then(Value::as_str).unwrap_or("").to_string())
+                .map(|s| {
+                    s.get("predicate")
+                        .and_then(Value::as_str)
+                        .unwrap_or("")
+                        .to_string()
+                })
                 .collect()
         })
         .unwrap_or_default();
@@ -313,8 +336,12 @@ pub fn evaluate(input: &EvaluateInput<'_>) -> ClResult<Evaluation> {
         .and_then(Value::as_array)
         .is_none_or(|a| {
             a.iter().any(|s| {
-                s.as_object()
-                    .is_none_or(|m| m.len() != 1 || !m.get("predicate").is_some_and(|x| x.as_str().is_some_and(|y| !y.is_empty())))
+                s.as_object().is_none_or(|m| {
+                    m.len() != 1
+                        || !m
+                            .get("predicate")
+                            .is_some_and(|x| x.as_str().is_some_and(|y| !y.is_empty()))
+                })
             })
         });
     if bad_selector {
@@ -404,7 +431,9 @@ pub fn evaluate(input: &EvaluateInput<'_>) -> ClResult<Evaluation> {
         }
         State::Deny
     } else {
-        let transformed = !p.transforms_for(granted_s.iter().map(String::as_str)).is_empty();
+        let transformed = !p
+            .transforms_for(granted_s.iter().map(String::as_str))
+            .is_empty();
         if !denied_s.is_empty() || !denied_a.is_empty() || retention_reduced || transformed {
             State::AllowWithReductions
         } else {
@@ -490,7 +519,10 @@ pub fn evaluate(input: &EvaluateInput<'_>) -> ClResult<Evaluation> {
     m.insert("type".into(), json!("policy_decision"));
     m.insert("created_at".into(), json!(canon::iso_ms(&at)));
     m.insert("issuer".into(), p.issuer.clone());
-    m.insert("request_ref".into(), json!(request_id.unwrap_or("urn:cl:request:invalid")));
+    m.insert(
+        "request_ref".into(),
+        json!(request_id.unwrap_or("urn:cl:request:invalid")),
+    );
     m.insert("request_digest".into(), json!(request_digest));
     m.insert("decision".into(), json!(state.as_str()));
     m.insert(
@@ -519,7 +551,13 @@ pub fn evaluate(input: &EvaluateInput<'_>) -> ClResult<Evaluation> {
         gated_selectors: gated_s,
         gated_actions: gated_a,
         approval_used: (approval.verification == "verified")
-            .then(|| input.approval.and_then(|a| a.get("id")).and_then(Value::as_str).map(str::to_string))
+            .then(|| {
+                input
+                    .approval
+                    .and_then(|a| a.get("id"))
+                    .and_then(Value::as_str)
+                    .map(str::to_string)
+            })
             .flatten(),
     })
 }

@@ -28,7 +28,9 @@ pub fn handle_line(line: &str) -> Value {
             Ok(result) => json!({"ok": true, "result": result}),
             Err(e) => json!({"ok": false, "error": {"code": e.code, "message": e.message}}),
         },
-        Err(e) => json!({"ok": false, "error": {"code": "INVALID_ADAPTER_INPUT", "message": e.message}}),
+        Err(e) => {
+            json!({"ok": false, "error": {"code": "INVALID_ADAPTER_INPUT", "message": e.message}})
+        }
     }
 }
 
@@ -40,7 +42,12 @@ fn clock(input: &Value) -> ClResult<Instant> {
     input["clock"]
         .as_str()
         .and_then(canon::parse_time)
-        .ok_or_else(|| ClError::new("INVALID_ADAPTER_INPUT", "`clock` must be an RFC 3339 timestamp"))
+        .ok_or_else(|| {
+            ClError::new(
+                "INVALID_ADAPTER_INPUT",
+                "`clock` must be an RFC 3339 timestamp",
+            )
+        })
 }
 
 fn seed(hex_text: &Value, what: &str) -> ClResult<[u8; 32]> {
@@ -48,7 +55,12 @@ fn seed(hex_text: &Value, what: &str) -> ClResult<[u8; 32]> {
         .as_str()
         .and_then(|s| hex::decode(s).ok())
         .filter(|b| b.len() == 32)
-        .ok_or_else(|| ClError::new("INVALID_ADAPTER_INPUT", format!("`{what}` must be 64 hex characters")))?;
+        .ok_or_else(|| {
+            ClError::new(
+                "INVALID_ADAPTER_INPUT",
+                format!("`{what}` must be 64 hex characters"),
+            )
+        })?;
     let mut out = [0u8; 32];
     out.copy_from_slice(&bytes);
     Ok(out)
@@ -77,15 +89,25 @@ pub fn handle(input: &Value) -> ClResult<Value> {
                 return usage("`unsigned` must be an object");
             };
             if unsigned.contains_key("id") || unsigned.contains_key("integrity") {
-                return fail("INVALID_UNSIGNED_RECORD", "an unsigned record must omit `id` and `integrity`");
+                return fail(
+                    "INVALID_UNSIGNED_RECORD",
+                    "an unsigned record must omit `id` and `integrity`",
+                );
             }
             let Some(prefix) = input["id_prefix"].as_str().filter(|p| !p.is_empty()) else {
-                return fail("INVALID_ID_PREFIX", "`id_prefix` must be a non-empty string");
+                return fail(
+                    "INVALID_ID_PREFIX",
+                    "`id_prefix` must be a non-empty string",
+                );
             };
             Ok(canon::finalize(unsigned.clone(), prefix))
         }
-        "purpose_code" => Ok(json!({"valid": input["value"].as_str().is_some_and(is_valid_purpose_code)})),
-        "evaluate_policy" => Ok(evaluate_op(input, input["receipt_preflight"] == "available")?.decision),
+        "purpose_code" => {
+            Ok(json!({"valid": input["value"].as_str().is_some_and(is_valid_purpose_code)}))
+        }
+        "evaluate_policy" => {
+            Ok(evaluate_op(input, input["receipt_preflight"] == "available")?.decision)
+        }
         "issue_bundle" => issue_op(input),
         "verify_envelope" => {
             let store = TempStore::new()?;
@@ -101,9 +123,13 @@ pub fn handle(input: &Value) -> ClResult<Value> {
                 Ok(consumer.open(c.text.as_bytes(), c.at).err())
             })?;
             // A fresh consumer over the same receipt state.
-            let restart = c.with(&store, |consumer| Ok(consumer.open(c.text.as_bytes(), c.at).err()))?;
+            let restart = c.with(&store, |consumer| {
+                Ok(consumer.open(c.text.as_bytes(), c.at).err())
+            })?;
             let code = |e: Option<ClError>| e.map_or(Value::Null, |e| json!(e.code));
-            Ok(json!({"first_accepted": true, "second_error": code(first), "restart_error": code(restart)}))
+            Ok(
+                json!({"first_accepted": true, "second_error": code(first), "restart_error": code(restart)}),
+            )
         }
         "memory_proposal" => {
             let store = TempStore::new()?;
@@ -119,7 +145,10 @@ pub fn handle(input: &Value) -> ClResult<Value> {
             Ok(json!({"valid": true}))
         }
         "receipt_log" => receipt_log_op(input),
-        other => fail("UNSUPPORTED_OPERATION", format!("operation {other:?} is not supported")),
+        other => fail(
+            "UNSUPPORTED_OPERATION",
+            format!("operation {other:?} is not supported"),
+        ),
     }
 }
 
@@ -161,7 +190,11 @@ fn evaluate_op(input: &Value, preflight_ok: bool) -> ClResult<evaluate::Evaluati
         at: clock(input)?,
         approval,
         verifier,
-        preflight: if preflight_ok { Preflight::Available } else { Preflight::Absent },
+        preflight: if preflight_ok {
+            Preflight::Available
+        } else {
+            Preflight::Absent
+        },
         version: SpecVersion::V02,
     })
 }
@@ -217,7 +250,10 @@ impl TempStore {
     }
 
     fn reopen(&self) -> ClResult<ReceiptLog> {
-        ReceiptLog::open(&self.log_path, Some((self.anchor_path.clone(), self.key.clone())))
+        ReceiptLog::open(
+            &self.log_path,
+            Some((self.anchor_path.clone(), self.key.clone())),
+        )
     }
 }
 
@@ -241,7 +277,11 @@ fn revocation_mode(mode: &str) -> impl Fn(&str, &str) -> Result<bool, String> + 
 
 impl ConsumerInput {
     /// Run `f` with a consumer reading a fresh view of the store's log.
-    fn with<T>(&self, store: &TempStore, f: impl FnOnce(&Consumer<'_>) -> ClResult<T>) -> ClResult<T> {
+    fn with<T>(
+        &self,
+        store: &TempStore,
+        f: impl FnOnce(&Consumer<'_>) -> ClResult<T>,
+    ) -> ClResult<T> {
         let log = store.reopen()?;
         let trusted = |kid: &str| (kid == self.kid).then_some(self.key);
         let revocation = revocation_mode(&self.revocation);
@@ -261,9 +301,20 @@ fn consumer_input(input: &Value) -> ClResult<ConsumerInput> {
     let key = hex::decode(key_hex)
         .ok()
         .and_then(|b| PublicKey::from_bytes(&b).ok())
-        .ok_or_else(|| ClError::new("INVALID_ADAPTER_INPUT", "`public_key_hex` must be a 32-byte Ed25519 key"))?;
+        .ok_or_else(|| {
+            ClError::new(
+                "INVALID_ADAPTER_INPUT",
+                "`public_key_hex` must be a 32-byte Ed25519 key",
+            )
+        })?;
     let legacy = if input["legacy_hmac"] == true {
-        Some(seed(&input["synthetic_legacy_key_hex"], "synthetic_legacy_key_hex")?.to_vec())
+        Some(
+            seed(
+                &input["synthetic_legacy_key_hex"],
+                "synthetic_legacy_key_hex",
+            )?
+            .to_vec(),
+        )
     } else {
         None
     };
@@ -308,7 +359,11 @@ fn receipt_log_op(input: &Value) -> ClResult<Value> {
     let missing_anchor_error = ReceiptLog::open(&store.log_path, None)
         .err()
         .map(|e| e.code);
-    let first_line = log_jsonl.split_inclusive('\n').next().unwrap_or("").to_string();
+    let first_line = log_jsonl
+        .split_inclusive('\n')
+        .next()
+        .unwrap_or("")
+        .to_string();
     std::fs::write(&store.log_path, first_line)
         .map_err(|e| ClError::new("RECEIPT_STORE_UNAVAILABLE", e.to_string()))?;
     let rollback_error = store.reopen().err().map(|e| e.code);

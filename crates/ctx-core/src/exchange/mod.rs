@@ -9,20 +9,30 @@
 //! - [`policy`], [`evaluate`], [`bundle`], [`envelope`], [`consumer`],
 //!   [`proposal`], [`receipts`]: the protocol, as pure functions over JSON values
 //!   (what the conformance kit exercises through [`kit`]).
+//! - [`config`], [`view`], [`local`], [`state`]: the repository side — the
+//!   `ctx.exchange` manifest extension, the resolver adapter (the one place the
+//!   exchange asks what a consumer may obtain), the policy derived from both,
+//!   and the `.ctx/exchange/` state folder.
+//! - [`ops`]: the operations front ends call (CLI now; MCP and HTTP later).
 //!
 //! Every function takes plain inputs and returns typed results; none prints.
 
 pub mod bundle;
 pub mod canon;
+pub mod config;
 pub mod consumer;
 pub mod envelope;
 pub mod error;
 pub mod evaluate;
 pub mod kit;
+pub mod local;
+pub mod ops;
 pub mod policy;
 pub mod proposal;
 pub mod receipts;
 pub mod schema;
+pub mod state;
+pub mod view;
 pub mod wire;
 
 pub use error::{ClError, ClResult};

@@ -39,7 +39,9 @@ pub fn is_valid_purpose_code(code: &str) -> bool {
         && labels.iter().all(|l| {
             !l.is_empty()
                 && l.split(['_', '-']).all(|w| {
-                    !w.is_empty() && w.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit())
+                    !w.is_empty()
+                        && w.bytes()
+                            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit())
                 })
         })
 }
@@ -114,7 +116,9 @@ fn strings(m: &Map<String, Value>, key: &str, default: Option<&[&str]>) -> ClRes
         (None, None) => return invalid(format!("policy.{key} is required (an array of strings)")),
     };
     let Some(a) = v.as_array() else {
-        return invalid(format!("policy.{key}: expected an array of non-empty strings"));
+        return invalid(format!(
+            "policy.{key}: expected an array of non-empty strings"
+        ));
     };
     let mut out = Vec::with_capacity(a.len());
     for (i, x) in a.iter().enumerate() {
@@ -139,7 +143,9 @@ fn positive(v: Option<&Value>, what: &str, default: Option<u64>) -> ClResult<u64
         None => default.map_or_else(|| invalid(format!("{what} is required")), Ok),
         Some(x) => match x.as_u64() {
             Some(n) if n > 0 && n <= (1 << 53) - 1 => Ok(n),
-            _ => invalid(format!("{what}: expected a positive whole number of seconds")),
+            _ => invalid(format!(
+                "{what}: expected a positive whole number of seconds"
+            )),
         },
     }
 }
@@ -151,7 +157,10 @@ impl Policy {
             return invalid("policy: expected a JSON object".into());
         };
         if let Some(k) = m.keys().find(|k| !KNOWN.contains(&k.as_str())) {
-            return invalid(format!("policy: unknown member `{k}` (known: {})", KNOWN.join(", ")));
+            return invalid(format!(
+                "policy: unknown member `{k}` (known: {})",
+                KNOWN.join(", ")
+            ));
         }
         let version = match m.get("version").and_then(Value::as_str) {
             Some(s) if !s.is_empty() => s.to_string(),
@@ -159,8 +168,18 @@ impl Policy {
         };
         let issuer = match m.get("issuer") {
             None => serde_json::json!({"id": "urn:cl:policy-engine:local"}),
-            Some(v) if v.get("id").and_then(Value::as_str).is_some_and(|s| s.len() >= 3) => v.clone(),
-            Some(_) => return invalid("policy.issuer: expected {\"id\": \"<at least 3 characters>\"}".into()),
+            Some(v)
+                if v.get("id")
+                    .and_then(Value::as_str)
+                    .is_some_and(|s| s.len() >= 3) =>
+            {
+                v.clone()
+            }
+            Some(_) => {
+                return invalid(
+                    "policy.issuer: expected {\"id\": \"<at least 3 characters>\"}".into(),
+                )
+            }
         };
         let purposes = strings(m, "allowed_purpose_codes", None)?;
         if let Some(bad) = purposes.iter().find(|p| !is_valid_purpose_code(p)) {
@@ -187,19 +206,26 @@ impl Policy {
         }
         let retention = m.get("maximum_retention").and_then(Value::as_object);
         let Some(retention) = retention else {
-            return invalid("policy.maximum_retention: expected {\"mode\": ..., \"max_seconds\": ...}".into());
+            return invalid(
+                "policy.maximum_retention: expected {\"mode\": ..., \"max_seconds\": ...}".into(),
+            );
         };
         let retention_mode = match retention.get("mode").and_then(Value::as_str) {
             Some(s) if !s.is_empty() => s.to_string(),
-            _ => return invalid("policy.maximum_retention.mode: expected a non-empty string".into()),
+            _ => {
+                return invalid("policy.maximum_retention.mode: expected a non-empty string".into())
+            }
         };
         let retention_seconds = positive(
             retention.get("max_seconds"),
             "policy.maximum_retention.max_seconds",
             None,
         )?;
-        let decision_ttl_seconds =
-            positive(m.get("decision_ttl_seconds"), "policy.decision_ttl_seconds", Some(300))?;
+        let decision_ttl_seconds = positive(
+            m.get("decision_ttl_seconds"),
+            "policy.decision_ttl_seconds",
+            Some(300),
+        )?;
         let require_receipts = match m.get("require_receipts") {
             None => false,
             Some(Value::Bool(b)) => *b,
@@ -213,7 +239,9 @@ impl Policy {
                     let list = strings(t, k, None).map_err(|_| {
                         super::error::ClError::new(
                             "INVALID_POLICY",
-                            format!("policy.transforms.{k}: expected an array of transform identifiers"),
+                            format!(
+                                "policy.transforms.{k}: expected an array of transform identifiers"
+                            ),
                         )
                     })?;
                     if let Some(bad) = list.iter().find(|x| !is_transform(x)) {
@@ -226,7 +254,11 @@ impl Policy {
                     transforms.insert(k.clone(), list);
                 }
             }
-            Some(_) => return invalid("policy.transforms: expected an object of predicate -> [transform]".into()),
+            Some(_) => {
+                return invalid(
+                    "policy.transforms: expected an object of predicate -> [transform]".into(),
+                )
+            }
         }
         let bundle_instructions = strings(m, "bundle_instructions", Some(&[]))?;
         let rate_limit_ok = !matches!(m.get("rate_limit_ok"), Some(Value::Bool(false)));
@@ -241,11 +273,17 @@ impl Policy {
                 let flag = |k: &str| match w.get(k) {
                     None => Ok(false),
                     Some(Value::Bool(b)) => Ok(*b),
-                    Some(_) => invalid::<bool>(format!("policy.wildcards.{k}: expected true or false")),
+                    Some(_) => {
+                        invalid::<bool>(format!("policy.wildcards.{k}: expected true or false"))
+                    }
                 };
                 (flag("selectors")?, flag("actions")?)
             }
-            Some(_) => return invalid("policy.wildcards: expected {\"selectors\": bool, \"actions\": bool}".into()),
+            Some(_) => {
+                return invalid(
+                    "policy.wildcards: expected {\"selectors\": bool, \"actions\": bool}".into(),
+                )
+            }
         };
         let auth = if m.contains_key("allowed_authentication_methods") {
             Some(set(strings(m, "allowed_authentication_methods", None)?))
@@ -326,10 +364,23 @@ mod tests {
 
     #[test]
     fn purpose_codes() {
-        for ok in ["draft.response", "propose.memory_update", "x.example.review.contract", "x.a-b.c_d"] {
+        for ok in [
+            "draft.response",
+            "propose.memory_update",
+            "x.example.review.contract",
+            "x.a-b.c_d",
+        ] {
             assert!(is_valid_purpose_code(ok), "{ok}");
         }
-        for bad in ["draft.anything", "Draft.Response", "x.single", "x..a", "x.a.", "y.a.b", ""] {
+        for bad in [
+            "draft.anything",
+            "Draft.Response",
+            "x.single",
+            "x..a",
+            "x.a.",
+            "y.a.b",
+            "",
+        ] {
             assert!(!is_valid_purpose_code(bad), "{bad}");
         }
     }

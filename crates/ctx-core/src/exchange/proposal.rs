@@ -17,12 +17,20 @@ use crate::time::Instant;
 pub const PROPOSAL_PREFIX: &str = "urn:cl:proposal:";
 /// Operations a consumer may propose.
 pub const OPERATIONS: [&str; 4] = ["add", "add_or_contradict", "supersede", "retract"];
-const CANDIDATE_MEMBERS: [&str; 4] = ["operation", "proposed_claims", "provenance_handles", "rationale"];
+const CANDIDATE_MEMBERS: [&str; 4] = [
+    "operation",
+    "proposed_claims",
+    "provenance_handles",
+    "rationale",
+];
 
 /// The profile's checks on a finalized proposal as submitted.
 pub fn validate(p: &Value) -> ClResult<()> {
     if !p.is_object() {
-        return fail("INVALID_MEMORY_PROPOSAL", "proposal: expected a JSON object");
+        return fail(
+            "INVALID_MEMORY_PROPOSAL",
+            "proposal: expected a JSON object",
+        );
     }
     canon::verify_record(p, PROPOSAL_PREFIX, "proposal")?;
     let core = wire::to_core(p)?;
@@ -48,7 +56,10 @@ pub fn validate(p: &Value) -> ClResult<()> {
         );
     }
     if let Some(why) = schema::summary(ClKind::MemoryUpdateProposal, &core) {
-        return fail("INVALID_MEMORY_PROPOSAL", format!("proposal does not have the closed shape: {why}"));
+        return fail(
+            "INVALID_MEMORY_PROPOSAL",
+            format!("proposal does not have the closed shape: {why}"),
+        );
     }
     Ok(())
 }
@@ -66,7 +77,10 @@ pub fn propose(
     session.assert_active(at, revocation)?;
     log.preflight()?;
     let Some(c) = candidate.as_object() else {
-        return fail("INVALID_MEMORY_PROPOSAL", "the candidate must be a JSON object");
+        return fail(
+            "INVALID_MEMORY_PROPOSAL",
+            "the candidate must be a JSON object",
+        );
     };
     if let Some(what) = canon::forbidden_material(candidate) {
         return fail(
@@ -77,19 +91,31 @@ pub fn propose(
     if let Some(k) = c.keys().find(|k| !CANDIDATE_MEMBERS.contains(&k.as_str())) {
         return fail(
             "INVALID_MEMORY_PROPOSAL",
-            format!("unknown candidate member `{k}` (allowed: {})", CANDIDATE_MEMBERS.join(", ")),
+            format!(
+                "unknown candidate member `{k}` (allowed: {})",
+                CANDIDATE_MEMBERS.join(", ")
+            ),
         );
     }
-    let operation = c.get("operation").and_then(Value::as_str).unwrap_or("add_or_contradict");
+    let operation = c
+        .get("operation")
+        .and_then(Value::as_str)
+        .unwrap_or("add_or_contradict");
     if !OPERATIONS.contains(&operation) {
         return fail(
             "INVALID_MEMORY_OPERATION",
-            format!("operation {operation:?} is not one of {}", OPERATIONS.join(", ")),
+            format!(
+                "operation {operation:?} is not one of {}",
+                OPERATIONS.join(", ")
+            ),
         );
     }
     let claims = c.get("proposed_claims").and_then(Value::as_array);
     let Some(claims) = claims.filter(|a| !a.is_empty()) else {
-        return fail("PROPOSED_CLAIMS_REQUIRED", "a proposal needs at least one proposed claim");
+        return fail(
+            "PROPOSED_CLAIMS_REQUIRED",
+            "a proposal needs at least one proposed claim",
+        );
     };
     let mut refs: Vec<String> = Vec::new();
     for h in c
@@ -98,7 +124,10 @@ pub fn propose(
         .unwrap_or_default()
     {
         let Some(h) = h.as_str().filter(|s| !s.is_empty()) else {
-            return fail("INVALID_STRING_LIST", "provenance_handles must be non-empty strings");
+            return fail(
+                "INVALID_STRING_LIST",
+                "provenance_handles must be non-empty strings",
+            );
         };
         let Some(r) = session.bundle["provenance"][h]["ref"].as_str() else {
             return fail(
@@ -110,7 +139,11 @@ pub fn propose(
             refs.push(r.to_string());
         }
     }
-    let Some(rationale) = c.get("rationale").and_then(Value::as_str).filter(|s| !s.is_empty()) else {
+    let Some(rationale) = c
+        .get("rationale")
+        .and_then(Value::as_str)
+        .filter(|s| !s.is_empty())
+    else {
         return fail("INVALID_STRING", "rationale must be a non-empty string");
     };
     let b = &session.bundle;
@@ -136,8 +169,14 @@ pub fn propose(
     m.insert("expires_at".into(), b["expires_at"].clone());
     let proposal = canon::finalize(wire::to_wire(m, session.version()), PROPOSAL_PREFIX);
     validate(&proposal)?;
-    let mut d = session.draft("memory.propose", "success", "Submitted a pending memory update proposal for review.");
-    d.input_digest = Some(canon::digest(&json!({"operation": operation, "proposed_claim_count": claims.len()})));
+    let mut d = session.draft(
+        "memory.propose",
+        "success",
+        "Submitted a pending memory update proposal for review.",
+    );
+    d.input_digest = Some(canon::digest(
+        &json!({"operation": operation, "proposed_claim_count": claims.len()}),
+    ));
     d.output_digest = proposal["integrity"]["digest"].as_str().map(str::to_string);
     let mut meta = Map::new();
     meta.insert("proposal_ref".into(), proposal["id"].clone());

@@ -67,13 +67,15 @@ impl ClKind {
             ClKind::PolicyDecision => {
                 include_str!("../../../../schemas/context-layer/policy-decision.schema.json")
             }
-            ClKind::ScopedContextBundle => include_str!(
-                "../../../../schemas/context-layer/scoped-context-bundle.schema.json"
-            ),
-            ClKind::Receipt => include_str!("../../../../schemas/context-layer/receipt.schema.json"),
-            ClKind::MemoryUpdateProposal => include_str!(
-                "../../../../schemas/context-layer/memory-update-proposal.schema.json"
-            ),
+            ClKind::ScopedContextBundle => {
+                include_str!("../../../../schemas/context-layer/scoped-context-bundle.schema.json")
+            }
+            ClKind::Receipt => {
+                include_str!("../../../../schemas/context-layer/receipt.schema.json")
+            }
+            ClKind::MemoryUpdateProposal => {
+                include_str!("../../../../schemas/context-layer/memory-update-proposal.schema.json")
+            }
             ClKind::MinimumRevealResponse => include_str!(
                 "../../../../schemas/context-layer/minimum-reveal-response.schema.json"
             ),
@@ -115,7 +117,11 @@ pub fn problems(kind: ClKind, doc: &Value) -> Vec<ShapeProblem> {
         .map(|e| {
             let pointer = e.instance_path().as_str().to_string();
             ShapeProblem {
-                pointer: if pointer.is_empty() { "/".into() } else { pointer },
+                pointer: if pointer.is_empty() {
+                    "/".into()
+                } else {
+                    pointer
+                },
                 message: describe(&e),
             }
         })
@@ -123,7 +129,9 @@ pub fn problems(kind: ClKind, doc: &Value) -> Vec<ShapeProblem> {
     if out.is_empty() && !dates_are_strict(kind, doc) {
         out.push(ShapeProblem {
             pointer: "/".into(),
-            message: "a timestamp is not a strict RFC 3339 date-time (offset hours 00-23, minutes 00-59)".into(),
+            message:
+                "a timestamp is not a strict RFC 3339 date-time (offset hours 00-23, minutes 00-59)"
+                    .into(),
         });
     }
     out.sort_by(|a, b| a.pointer.cmp(&b.pointer).then(a.message.cmp(&b.message)));
@@ -193,8 +201,9 @@ fn dates_are_strict(kind: ClKind, doc: &Value) -> bool {
         ClKind::MemoryUpdateProposal => &["created_at", "expires_at"],
         ClKind::MinimumRevealResponse => &["created_at", "expires_at"],
     };
-    keys.iter().all(|k| match doc.get(*k).and_then(Value::as_str) {
-        Some(s) => super::canon::parse_time(s).is_some(),
-        None => true,
-    })
+    keys.iter()
+        .all(|k| match doc.get(*k).and_then(Value::as_str) {
+            Some(s) => super::canon::parse_time(s).is_some(),
+            None => true,
+        })
 }

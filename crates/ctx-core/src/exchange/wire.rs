@@ -81,7 +81,9 @@ pub fn to_core(v: &Value) -> ClResult<Value> {
             if m.contains_key("expires_at") {
                 return fail(
                     "INVALID_OBJECT",
-                    format!("{what}: an 0.1-draft object carries `valid_until`, not also `expires_at`"),
+                    format!(
+                        "{what}: an 0.1-draft object carries `valid_until`, not also `expires_at`"
+                    ),
                 );
             }
             m.insert("expires_at".into(), x);
@@ -106,7 +108,11 @@ pub fn to_wire(mut m: Map<String, Value>, version: SpecVersion) -> Map<String, V
     if version == SpecVersion::V02 {
         return m;
     }
-    let kind = m.get("type").and_then(Value::as_str).unwrap_or("").to_string();
+    let kind = m
+        .get("type")
+        .and_then(Value::as_str)
+        .unwrap_or("")
+        .to_string();
     m.insert("spec_version".into(), Value::from(version.id()));
     if renames_expiry(&kind) {
         if let Some(x) = m.remove("expires_at") {
@@ -138,7 +144,10 @@ mod tests {
         assert_eq!(to_core(&Value::Object(wire)).unwrap(), core);
         let req = json!({"spec_version": "context-layer/0.2-draft", "type": "context_request", "purpose_code": "plan.task"});
         let wire = to_wire(req.as_object().unwrap().clone(), SpecVersion::V01);
-        assert_eq!(wire["extensions"][V01_EXTENSION]["purpose_code"], "plan.task");
+        assert_eq!(
+            wire["extensions"][V01_EXTENSION]["purpose_code"],
+            "plan.task"
+        );
         assert_eq!(to_core(&Value::Object(wire)).unwrap(), req);
         assert!(to_core(&json!({"spec_version": "context-layer/9.0"})).is_err());
     }

@@ -86,18 +86,26 @@ impl Anchor {
             Err(e) => {
                 return fail(
                     "RECEIPT_STORE_UNAVAILABLE",
-                    format!("{}: cannot read the receipt anchor: {e}", self.path.display()),
+                    format!(
+                        "{}: cannot read the receipt anchor: {e}",
+                        self.path.display()
+                    ),
                 )
             }
         };
         let invalid = |why: String| {
             ClError::new(
                 "RECEIPT_ANCHOR_INVALID",
-                format!("{}: {why}; the receipt log cannot be trusted until this is resolved", self.path.display()),
+                format!(
+                    "{}: {why}; the receipt log cannot be trusted until this is resolved",
+                    self.path.display()
+                ),
             )
         };
         if bytes.is_empty() {
-            return Err(invalid("the anchor file exists but is empty (corruption, not new storage)".into()));
+            return Err(invalid(
+                "the anchor file exists but is empty (corruption, not new storage)".into(),
+            ));
         }
         let text = std::str::from_utf8(&bytes).map_err(|_| invalid("not UTF-8".into()))?;
         if !text.ends_with('\n') {
@@ -112,7 +120,12 @@ impl Anchor {
             let m = v
                 .as_object()
                 .filter(|m| m.len() == MEMBERS.len() && MEMBERS.iter().all(|k| m.contains_key(*k)))
-                .ok_or_else(|| invalid(format!("record {} does not have exactly the anchor members", i + 1)))?;
+                .ok_or_else(|| {
+                    invalid(format!(
+                        "record {} does not have exactly the anchor members",
+                        i + 1
+                    ))
+                })?;
             if m["anchor_version"] != json!(ANCHOR_VERSION) {
                 return Err(invalid(format!(
                     "record {} has anchor_version {} (only {ANCHOR_VERSION} is read; a chain cannot mix versions)",
@@ -121,7 +134,10 @@ impl Anchor {
                 )));
             }
             if canon::canonical_text(&v) != line {
-                return Err(invalid(format!("record {} is not in canonical form", i + 1)));
+                return Err(invalid(format!(
+                    "record {} is not in canonical form",
+                    i + 1
+                )));
             }
             if m["log_id"] != json!(self.log_id) {
                 return Err(invalid(format!("record {} anchors another log", i + 1)));
@@ -130,7 +146,10 @@ impl Anchor {
                 return Err(invalid(format!("record {} is out of sequence", i + 1)));
             }
             if m["previous_sig"] != json!(previous) {
-                return Err(invalid(format!("record {} does not chain to the previous one", i + 1)));
+                return Err(invalid(format!(
+                    "record {} does not chain to the previous one",
+                    i + 1
+                )));
             }
             let sig = m["sig"].as_str().unwrap_or("");
             let mut unsigned = m.clone();
@@ -151,7 +170,11 @@ impl Anchor {
             if !ok {
                 return fail(
                     "RECEIPT_ANCHOR_SIGNATURE_INVALID",
-                    format!("{}: record {} is not signed by the configured anchor key", self.path.display(), i + 1),
+                    format!(
+                        "{}: record {} is not signed by the configured anchor key",
+                        self.path.display(),
+                        i + 1
+                    ),
                 );
             }
             previous = sig.to_string();

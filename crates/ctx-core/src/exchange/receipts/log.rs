@@ -60,15 +60,24 @@ pub struct ReceiptLog {
 struct LockGuard(#[allow(dead_code)] File);
 
 fn resolved(path: &Path) -> ClResult<PathBuf> {
-    let parent = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
+    let parent = path
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
     std::fs::create_dir_all(parent).map_err(|e| {
         ClError::new(
             "RECEIPT_STORE_UNAVAILABLE",
-            format!("{}: cannot create the receipt folder: {e}", parent.display()),
+            format!(
+                "{}: cannot create the receipt folder: {e}",
+                parent.display()
+            ),
         )
     })?;
     let parent = parent.canonicalize().map_err(|e| {
-        ClError::new("RECEIPT_STORE_UNAVAILABLE", format!("{}: {e}", parent.display()))
+        ClError::new(
+            "RECEIPT_STORE_UNAVAILABLE",
+            format!("{}: {e}", parent.display()),
+        )
     })?;
     Ok(parent.join(path.file_name().unwrap_or_default()))
 }
@@ -77,7 +86,10 @@ impl ReceiptLog {
     /// Open (creating new, empty storage with a signed genesis anchor if
     /// neither file exists). `anchor` is `(anchor path, anchor signing key)`;
     /// without it the log refuses to open: an unanchored log proves nothing.
-    pub fn open(log_path: &Path, anchor: Option<(PathBuf, SigningKeyPair)>) -> ClResult<ReceiptLog> {
+    pub fn open(
+        log_path: &Path,
+        anchor: Option<(PathBuf, SigningKeyPair)>,
+    ) -> ClResult<ReceiptLog> {
         let Some((anchor_path, key)) = anchor else {
             return fail(
                 "RECEIPT_ANCHOR_REQUIRED",
@@ -87,7 +99,10 @@ impl ReceiptLog {
         let path = resolved(log_path)?;
         let anchor_path = resolved(&anchor_path)?;
         if anchor_path == path {
-            return fail("INVALID_RECEIPT_ANCHOR_PATH", "the receipt log and its anchor must be different files");
+            return fail(
+                "INVALID_RECEIPT_ANCHOR_PATH",
+                "the receipt log and its anchor must be different files",
+            );
         }
         let mut lock_name = path.file_name().unwrap_or_default().to_os_string();
         lock_name.push(".lock");
@@ -132,7 +147,10 @@ impl ReceiptLog {
             .map_err(|e| {
                 ClError::new(
                     "RECEIPT_STORE_UNAVAILABLE",
-                    format!("{}: cannot open the receipt lock: {e}", self.lock_path.display()),
+                    format!(
+                        "{}: cannot open the receipt lock: {e}",
+                        self.lock_path.display()
+                    ),
                 )
             })?;
         let start = Clock::now();
@@ -143,7 +161,10 @@ impl ReceiptLog {
                 Err(_) => {
                     return fail(
                         "RECEIPT_LOCK_TIMEOUT",
-                        format!("{}: another process held the receipt lock for 5 s", self.lock_path.display()),
+                        format!(
+                            "{}: another process held the receipt lock for 5 s",
+                            self.lock_path.display()
+                        ),
                     )
                 }
             }
@@ -169,7 +190,10 @@ impl ReceiptLog {
             ClError::new(code, format!("{}: {why}", self.path.display()))
         };
         if bytes.last() != Some(&b'\n') {
-            return Err(broken("RECEIPT_LOG_TRUNCATED", "the log does not end at an entry boundary".into()));
+            return Err(broken(
+                "RECEIPT_LOG_TRUNCATED",
+                "the log does not end at an entry boundary".into(),
+            ));
         }
         let text = std::str::from_utf8(&bytes)
             .map_err(|_| broken("RECEIPT_LOG_INVALID_JSON", "the log is not UTF-8".into()))?;
@@ -177,17 +201,25 @@ impl ReceiptLog {
         let mut previous = GENESIS_DIGEST.to_string();
         for (i, line) in text[..text.len() - 1].split('\n').enumerate() {
             let n = i + 1;
-            let entry: Value = crate::json::parse(line)
-                .map_err(|_| broken("RECEIPT_LOG_INVALID_JSON", format!("entry {n} is not valid JSON")))?;
+            let entry: Value = crate::json::parse(line).map_err(|_| {
+                broken(
+                    "RECEIPT_LOG_INVALID_JSON",
+                    format!("entry {n} is not valid JSON"),
+                )
+            })?;
             let Some(m) = entry.as_object() else {
-                return Err(broken("RECEIPT_LOG_INVALID_ENTRY", format!("entry {n} is not an object")));
+                return Err(broken(
+                    "RECEIPT_LOG_INVALID_ENTRY",
+                    format!("entry {n} is not an object"),
+                ));
             };
             let mut unsigned = m.clone();
             let stored = unsigned.remove("entry_digest");
             let expected = canon::digest(&Value::Object(unsigned));
             let chained = m.get("log_version") == Some(&json!(LOG_VERSION))
                 && m.get("sequence") == Some(&json!(n))
-                && m.get("previous_entry_digest").and_then(Value::as_str) == Some(previous.as_str())
+                && m.get("previous_entry_digest").and_then(Value::as_str)
+                    == Some(previous.as_str())
                 && stored.as_ref().and_then(Value::as_str) == Some(expected.as_str());
             if !chained {
                 return Err(broken(
@@ -195,9 +227,8 @@ impl ReceiptLog {
                     format!("entry {n} breaks the hash chain (changed, reordered or inserted)"),
                 ));
             }
-            record::validate(&m["receipt"]).map_err(|e| {
-                broken(e.code, format!("entry {n}: {}", e.message))
-            })?;
+            record::validate(&m["receipt"])
+                .map_err(|e| broken(e.code, format!("entry {n}: {}", e.message)))?;
             previous = expected;
             entries.push(entry);
         }
@@ -224,7 +255,10 @@ impl ReceiptLog {
             }
             None => fail(
                 "RECEIPT_ANCHOR_MISSING",
-                format!("{}: the receipt anchor is missing", self.anchor.path.display()),
+                format!(
+                    "{}: the receipt anchor is missing",
+                    self.anchor.path.display()
+                ),
             ),
         }
     }
@@ -234,7 +268,10 @@ impl ReceiptLog {
         self.verify().map(|_| ()).map_err(|e| {
             ClError::new(
                 "RECEIPT_PREFLIGHT_FAILED",
-                format!("the required receipt store is not available ({}: {})", e.code, e.message),
+                format!(
+                    "the required receipt store is not available ({}: {})",
+                    e.code, e.message
+                ),
             )
         })
     }
@@ -247,15 +284,24 @@ impl ReceiptLog {
         let _g = self.lock()?;
         let state = self.verified()?;
         let records = self.anchor.read()?.unwrap_or_default();
-        if let Some(existing) = state.entries.iter().find(|e| e["receipt"]["id"] == receipt["id"]) {
+        if let Some(existing) = state
+            .entries
+            .iter()
+            .find(|e| e["receipt"]["id"] == receipt["id"])
+        {
             return Ok(existing.clone());
         }
         if is_consume(receipt)
             && state.receipts().any(|r| {
-                is_consume(r) && r["actor"] == receipt["actor"] && r["bundle_ref"] == receipt["bundle_ref"]
+                is_consume(r)
+                    && r["actor"] == receipt["actor"]
+                    && r["bundle_ref"] == receipt["bundle_ref"]
             })
         {
-            return fail("RECEIPT_REPLAY_CONFLICT", "this bundle's consumption was already recorded for this actor");
+            return fail(
+                "RECEIPT_REPLAY_CONFLICT",
+                "this bundle's consumption was already recorded for this actor",
+            );
         }
         let mut unsigned = Map::new();
         unsigned.insert("log_version".into(), json!(LOG_VERSION));

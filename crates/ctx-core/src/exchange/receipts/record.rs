@@ -46,7 +46,10 @@ pub fn build(d: &ReceiptDraft, at: Instant, version: SpecVersion) -> ClResult<Va
         match x {
             None => Ok(json!(canon::digest(&Value::Null))),
             Some(s) if canon::is_digest(s) => Ok(json!(s)),
-            Some(_) => fail("INVALID_DIGEST", "receipt digests must be sha256:<64 lowercase hex>"),
+            Some(_) => fail(
+                "INVALID_DIGEST",
+                "receipt digests must be sha256:<64 lowercase hex>",
+            ),
         }
     };
     let mut m = Map::new();
@@ -95,7 +98,10 @@ pub fn validate(r: &Value) -> ClResult<()> {
         return fail("INVALID_RECEIPT", "receipt: `type` must be \"receipt\"");
     }
     if core.get("payload_included") != Some(&json!(false)) {
-        return fail("RECEIPT_PAYLOAD_FORBIDDEN", "receipts must declare payload_included: false");
+        return fail(
+            "RECEIPT_PAYLOAD_FORBIDDEN",
+            "receipts must declare payload_included: false",
+        );
     }
     if let Some(what) = canon::forbidden_material(r) {
         return fail(
@@ -104,12 +110,21 @@ pub fn validate(r: &Value) -> ClResult<()> {
         );
     }
     if let Some(why) = schema::summary(ClKind::Receipt, &core) {
-        return fail("INVALID_RECEIPT", format!("receipt does not have the closed shape: {why}"));
+        return fail(
+            "INVALID_RECEIPT",
+            format!("receipt does not have the closed shape: {why}"),
+        );
     }
     let t = |k: &str| core[k].as_str().and_then(canon::parse_time);
     match (t("started_at"), t("completed_at")) {
         (Some(s), Some(c)) if c >= s => Ok(()),
-        (Some(_), Some(_)) => fail("INVALID_RECEIPT_TIME_RANGE", "a receipt cannot complete before it starts"),
-        _ => fail("INVALID_DATE_TIME", "receipt times must be RFC 3339 timestamps"),
+        (Some(_), Some(_)) => fail(
+            "INVALID_RECEIPT_TIME_RANGE",
+            "a receipt cannot complete before it starts",
+        ),
+        _ => fail(
+            "INVALID_DATE_TIME",
+            "receipt times must be RFC 3339 timestamps",
+        ),
     }
 }
