@@ -32,6 +32,7 @@ pub mod proposal;
 pub mod receipts;
 pub mod schema;
 pub mod state;
+pub mod suite;
 pub mod view;
 pub mod wire;
 

@@ -185,11 +185,15 @@ pub fn name_of(id_or_digest: &str) -> String {
 /// `ctx.exchange.keys` with that purpose, match its declared public half, and
 /// not also be trusted under `ctx.keys` (whose signatures are domain-separated):
 /// the two signing inputs never share a key.
+///
+/// `held` is a key the caller already holds in memory (a server, the
+/// conformance suite); otherwise the key is read from the user's key folder.
 pub fn load_key(
     m: &Manifest,
     cfg: &ExchangeConfig,
     id: &str,
     purpose: KeyPurpose,
+    held: Option<&SigningKeyPair>,
 ) -> ClResult<SigningKeyPair> {
     let Some((declared, declared_purpose)) = cfg.keys.get(id) else {
         return fail(
@@ -227,8 +231,11 @@ pub fn load_key(
             format!("key `{id}` is declared for both bundle and anchor signatures; use one key per purpose"),
         );
     }
-    let pair = crate::keys::load(id, Some(&m.root))
-        .map_err(|e| ClError::new("KEY_UNAVAILABLE", e.to_string()))?;
+    let pair = match held {
+        Some(k) => k.clone(),
+        None => crate::keys::load(id, Some(&m.root))
+            .map_err(|e| ClError::new("KEY_UNAVAILABLE", e.to_string()))?,
+    };
     if pair.public_key() != *declared {
         return fail(
             "KEY_MISMATCH",
@@ -241,11 +248,16 @@ pub fn load_key(
 /// Open the repository's receipt log. Without an anchor key configured it
 /// cannot be opened (`RECEIPT_ANCHOR_REQUIRED`): evidence that nobody can
 /// authenticate is not evidence.
-pub fn open_log(m: &Manifest, cfg: &ExchangeConfig, state: &StateDir) -> ClResult<ReceiptLog> {
+pub fn open_log(
+    m: &Manifest,
+    cfg: &ExchangeConfig,
+    state: &StateDir,
+    held: &std::collections::BTreeMap<String, SigningKeyPair>,
+) -> ClResult<ReceiptLog> {
     let anchor = match &cfg.anchor_key {
         Some(id) => Some((
             state.anchor_path(),
-            load_key(m, cfg, id, KeyPurpose::Anchor)?,
+            load_key(m, cfg, id, KeyPurpose::Anchor, held.get(id))?,
         )),
         None => None,
     };

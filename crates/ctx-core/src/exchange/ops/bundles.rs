@@ -110,7 +110,13 @@ pub fn issue_prepared(
             )
         }
     };
-    let key = state::load_key(&ex.repo.manifest, &ex.config, &key_id, KeyPurpose::Bundle)?;
+    let key = state::load_key(
+        &ex.repo.manifest,
+        &ex.config,
+        &key_id,
+        KeyPurpose::Bundle,
+        ex.keys.get(&key_id),
+    )?;
     let required = core["receipt_requirement"]["required"] == true;
     let log = match (ex.optional_log(), required) {
         (Some(Ok(l)), _) => Some(l),

@@ -17,7 +17,6 @@ use crate::diag::Severity;
 use crate::exchange::canon;
 use crate::exchange::error::{fail, ClError, ClResult};
 use crate::exchange::receipts::ReceiptDraft;
-use crate::exchange::state::Kind;
 use crate::exchange::wire::{self, SpecVersion};
 use crate::load::Repo;
 use crate::model::ObjectRef;
@@ -362,7 +361,6 @@ pub fn commit(ex: &Exchange<'_>, o: &CommitOptions) -> ClResult<Committed> {
         SpecVersion::of(&reviewed.proposal, "proposal")?,
     )?;
     drop(lock);
-    let _ = Kind::Proposal;
     Ok(Committed {
         writes,
         objects: written,

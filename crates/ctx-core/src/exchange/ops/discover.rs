@@ -285,7 +285,8 @@ pub fn discover(ex: &Exchange<'_>, o: &DiscoverOptions) -> ClResult<Value> {
             &(at + Duration::seconds(d.response_ttl_seconds as i64))
         )),
     );
-    if let Some(why) = schema::summary(ClKind::MinimumRevealResponse, &Value::Object(m.clone())) {
+    let core = canon::finalize(m.clone(), RESPONSE_PREFIX);
+    if let Some(why) = schema::summary(ClKind::MinimumRevealResponse, &core) {
         return Err(ClError::new(
             "INVALID_RESPONSE",
             format!("internal: the response would be malformed: {why}"),

@@ -32,6 +32,10 @@ pub struct Exchange<'r> {
     pub config: ExchangeConfig,
     pub state: StateDir,
     pub view_options: ViewOptions,
+    /// Signing keys held in memory, by key id (a long-running server, the
+    /// conformance suite). Others are read from the user's key folder. Their
+    /// declared purpose is checked either way.
+    pub keys: std::collections::BTreeMap<String, crate::signing::SigningKeyPair>,
 }
 
 /// A requester's view and policy, computed once and reused by evaluation,
@@ -49,12 +53,13 @@ impl<'r> Exchange<'r> {
             state: StateDir::new(&repo.manifest.root),
             repo,
             view_options,
+            keys: Default::default(),
         })
     }
 
     /// The receipt log (fails closed when it is not configured or not usable).
     pub fn log(&self) -> ClResult<ReceiptLog> {
-        state::open_log(&self.repo.manifest, &self.config, &self.state)
+        state::open_log(&self.repo.manifest, &self.config, &self.state, &self.keys)
     }
 
     /// The log if an anchor key is configured: `None` means "no store".
