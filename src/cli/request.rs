@@ -24,7 +24,7 @@ pub struct RequestArgs {
 #[derive(Debug, Subcommand)]
 pub enum RequestCommand {
     /// Write a new context request (checked before it is stored under .ctx/exchange/requests/).
-    New(NewArgs),
+    New(Box<NewArgs>),
     /// Check a request: schema, expiry, creation time, purpose code, wildcards, receipts, requester.
     Validate(ValidateArgs),
     /// Evaluate a request against the repository's policy: allow, allow_with_reductions, deny or needs_approval.

@@ -8,7 +8,7 @@
 use serde_json::{json, Map, Value};
 
 use super::canon;
-use super::envelope::{self, Revocation, Verified, VerifyInput};
+use super::envelope::{self, Revocation, RevocationCheck, Verified, VerifyInput};
 use super::error::{fail, ClError, ClResult};
 use super::receipts::{self, log::is_consume, ReceiptDraft, ReceiptLog};
 use super::wire::SpecVersion;
@@ -21,7 +21,7 @@ pub struct Consumer<'a> {
     pub log: &'a ReceiptLog,
     pub trusted: &'a dyn Fn(&str) -> Option<PublicKey>,
     pub legacy_hmac_key: Option<&'a [u8]>,
-    pub revocation: Option<&'a dyn Fn(&str, &str) -> Result<bool, String>>,
+    pub revocation: Option<RevocationCheck<'a>>,
 }
 
 /// An opened bundle.
@@ -195,12 +195,12 @@ impl Session {
     pub fn assert_active(
         &self,
         at: Instant,
-        revocation: Option<&dyn Fn(&str, &str) -> Result<bool, String>>,
+        revocation: Option<RevocationCheck<'_>>,
     ) -> ClResult<()> {
         let expires = self.bundle["expires_at"]
             .as_str()
             .and_then(canon::parse_time);
-        if !expires.is_some_and(|e| e > canon::to_ms(at)) {
+        if expires.is_none_or(|e| e <= canon::to_ms(at)) {
             return fail("BUNDLE_EXPIRED", "the bundle has expired");
         }
         if let Some(p) = revocation {
@@ -253,7 +253,7 @@ impl Session {
         log: &ReceiptLog,
         capability: &str,
         at: Instant,
-        revocation: Option<&dyn Fn(&str, &str) -> Result<bool, String>>,
+        revocation: Option<RevocationCheck<'_>>,
         handler: impl FnOnce(&Value) -> ActionResult,
         now: impl Fn() -> Instant,
     ) -> ClResult<ExecOutcome> {

@@ -21,12 +21,16 @@ use crate::time::Instant;
 /// Largest serialized envelope a consumer accepts (2 MiB).
 pub const MAX_ENVELOPE_BYTES: usize = 2_097_152;
 
+/// A revocation provider: `Ok(true)` revoked, `Ok(false)` not, `Err` cannot tell.
+/// Arguments: bundle id, decision id.
+pub type RevocationCheck<'a> = &'a dyn Fn(&str, &str) -> Result<bool, String>;
+
 /// What the deployment says about revocation.
 pub enum Revocation<'a> {
     /// No provider: revocation is not checked (and not claimed).
     Unchecked,
     /// `Ok(true)`: revoked; `Ok(false)`: not revoked; `Err`: cannot tell.
-    Provider(&'a dyn Fn(&str, &str) -> Result<bool, String>),
+    Provider(RevocationCheck<'a>),
 }
 
 /// Inputs of [`verify`].

@@ -191,9 +191,7 @@ pub fn receipt_requirement(request: &Value, policy_requires: bool) -> (Value, bo
                 | (Some("decision"), Some(true))
                 | (Some("operation"), Some(true))
         );
-    let (level, required) = if !valid {
-        ("operation", true)
-    } else if policy_requires && level == Some("none") {
+    let (level, required) = if !valid || (policy_requires && level == Some("none")) {
         ("operation", true)
     } else {
         (level.unwrap_or("operation"), required.unwrap_or(true))
@@ -337,10 +335,8 @@ pub fn evaluate(input: &EvaluateInput<'_>) -> ClResult<Evaluation> {
         .is_none_or(|a| {
             a.iter().any(|s| {
                 s.as_object().is_none_or(|m| {
-                    m.len() != 1
-                        || !m
-                            .get("predicate")
-                            .is_some_and(|x| x.as_str().is_some_and(|y| !y.is_empty()))
+                    let predicate = m.get("predicate").and_then(Value::as_str);
+                    m.len() != 1 || predicate.is_none_or(str::is_empty)
                 })
             })
         });

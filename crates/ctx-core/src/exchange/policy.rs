@@ -142,7 +142,7 @@ fn positive(v: Option<&Value>, what: &str, default: Option<u64>) -> ClResult<u64
     match v {
         None => default.map_or_else(|| invalid(format!("{what} is required")), Ok),
         Some(x) => match x.as_u64() {
-            Some(n) if n > 0 && n <= (1 << 53) - 1 => Ok(n),
+            Some(n) if n > 0 && n < (1 << 53) => Ok(n),
             _ => invalid(format!(
                 "{what}: expected a positive whole number of seconds"
             )),

@@ -71,7 +71,7 @@ pub fn propose(
     log: &ReceiptLog,
     candidate: &Value,
     at: Instant,
-    revocation: Option<&dyn Fn(&str, &str) -> Result<bool, String>>,
+    revocation: Option<super::envelope::RevocationCheck<'_>>,
 ) -> ClResult<Value> {
     session.check_capability("memory.propose")?;
     session.assert_active(at, revocation)?;

@@ -69,7 +69,7 @@ pub fn list(ex: &Exchange<'_>, at: Instant) -> ClResult<Vec<Reviewed>> {
         let mut status = history
             .iter()
             .filter_map(|r| r["metadata"]["status"].as_str())
-            .last()
+            .next_back()
             .unwrap_or("pending_validation")
             .to_string();
         let expired = wire::to_core(&p)
