@@ -25,9 +25,13 @@ use ctx_core::signing::SigningKeyPair;
 
 fn main() {
     let mut args = std::env::args().skip(1);
-    let root = std::path::PathBuf::from(args.next().expect("usage: exchange_flow <corpus> [AGENT] [AT]"));
+    let root = std::path::PathBuf::from(
+        args.next()
+            .expect("usage: exchange_flow <corpus> [AGENT] [AT]"),
+    );
     let agent = args.next().unwrap_or_else(|| "support-agent".into());
-    let at = canon::parse_time(&args.next().unwrap_or_else(|| "2026-11-01T00:00:00Z".into())).expect("AT is RFC 3339");
+    let at = canon::parse_time(&args.next().unwrap_or_else(|| "2026-11-01T00:00:00Z".into()))
+        .expect("AT is RFC 3339");
     let t0 = Clock::now();
     let (mut manifest, diags) = Manifest::discover(Some(&root), &root).expect("a repository");
     let bundle_key = SigningKeyPair::from_seed(&[0x3c; 32]);
@@ -53,7 +57,14 @@ fn main() {
     let repo = load::load(manifest, diags, &LoadOptions::default());
     let loaded = t0.elapsed();
     let tmp = tempfile::tempdir().expect("tempdir");
-    let mut ex = Exchange::new(&repo, ViewOptions { offline: true, identities: None }).expect("exchange policy");
+    let mut ex = Exchange::new(
+        &repo,
+        ViewOptions {
+            offline: true,
+            identities: None,
+        },
+    )
+    .expect("exchange policy");
     ex.state = StateDir::new(tmp.path());
     ex.keys.insert("bench-bundle".into(), bundle_key);
     ex.keys.insert("bench-anchor".into(), anchor_key);
@@ -93,19 +104,33 @@ fn main() {
 
     let t3 = Clock::now();
     let log = ex.log().expect("receipt log");
-    let o = EvaluateOptions { request: req.clone(), approval: None, at, version: None };
+    let o = EvaluateOptions {
+        request: req.clone(),
+        approval: None,
+        at,
+        version: None,
+    };
     let evaluation = decide::evaluate_prepared(&ex, &prepared, &o, Some(&log)).expect("decision");
     let state = evaluation.state;
-    let decided = decide::store_decision(&ex, &req, evaluation, Some(&log), at).expect("stored decision");
+    let decided =
+        decide::store_decision(&ex, &req, evaluation, Some(&log), at).expect("stored decision");
     let decided_in = t3.elapsed();
-    assert!(state.grants(), "{}", decided.evaluation.decision["reason_codes"]);
+    assert!(
+        state.grants(),
+        "{}",
+        decided.evaluation.decision["reason_codes"]
+    );
 
     let t4 = Clock::now();
     let issued = bundles::issue_prepared(
         &ex,
         &prepared,
         &req,
-        &IssueOptions { decision: decided.evaluation.decision.clone(), key: None, at },
+        &IssueOptions {
+            decision: decided.evaluation.decision.clone(),
+            key: None,
+            at,
+        },
     )
     .expect("bundle");
     let issued_in = t4.elapsed();

@@ -323,8 +323,45 @@ fn memory_proposals_are_reviewed_and_committed_as_new_versions() {
         1,
         "unapproved proposals are not committed"
     );
+    // A stored proposal edited after submission is refused, not reviewed.
+    let stored = r.file(&format!(
+        ".ctx/exchange/proposals/{}.json",
+        &id["urn:cl:proposal:".len()..]
+    ));
+    let original = std::fs::read_to_string(&stored).unwrap();
+    std::fs::write(
+        &stored,
+        original.replace("Refunds within 14 days.", "Refunds within 365 days."),
+    )
+    .unwrap();
+    let t = r.run(&["proposals", "approve", id, "--at", &at(5)]);
+    assert!(
+        t.stderr.contains("RECORD_INTEGRITY_MISMATCH"),
+        "{}",
+        t.stderr
+    );
+    std::fs::write(&stored, &original).unwrap();
+    // So is an edited provenance map (its digest is in the bundle.issue receipt).
+    let bundle_id = b["id"].as_str().unwrap();
+    let map = r.file(&format!(
+        ".ctx/exchange/bundles/{}.provenance.json",
+        &bundle_id["urn:cl:bundle:".len()..]
+    ));
+    let map_text = std::fs::read_to_string(&map).unwrap();
     let a = r.run(&["proposals", "approve", id, "--at", &at(5)]);
     assert_eq!(a.code, 0, "{}", a.stderr);
+    std::fs::write(
+        &map,
+        map_text.replace("ctx:object:policies.refunds", "https://attacker.example"),
+    )
+    .unwrap();
+    let forged = r.run(&["proposals", "commit", id, "--at", &at(6)]);
+    assert!(
+        forged.stderr.contains("RECORD_INTEGRITY_MISMATCH"),
+        "{}",
+        forged.stderr
+    );
+    std::fs::write(&map, &map_text).unwrap();
     let c = r.run(&["proposals", "commit", id, "--at", &at(6)]);
     assert_eq!(c.code, 0, "{}", c.stderr);
     assert!(
@@ -430,6 +467,17 @@ fn approvals_are_shown_inert_bound_and_single_use() {
             show.stdout
         );
     }
+    let via_decision = r.run(&[
+        "approve",
+        r.file("g.dec.json").to_str().unwrap(),
+        "--show",
+        "--at",
+        &at(2),
+    ]);
+    assert_eq!(
+        via_decision.stdout, show.stdout,
+        "a needs_approval decision shows its request's approval"
+    );
     let no_tty = r.run(&["approve", req.to_str().unwrap(), "--at", &at(2)]);
     assert_eq!(no_tty.code, 2);
     // A short approval that has lapsed is expired, not verified.

@@ -166,6 +166,9 @@ pub fn issue_prepared(
                 .map(str::to_string),
             output_digest: b["integrity"]["digest"].as_str().map(str::to_string),
             user_summary: "Issued a recipient-bound scoped context bundle.".into(),
+            // The handle → source map stays here; its digest lets a later
+            // commit prove it is the map issued with this bundle.
+            metadata: meta(&[("provenance_map", &canon::digest(&json!(issued.provenance)))]),
             ..Default::default()
         },
         o.at,

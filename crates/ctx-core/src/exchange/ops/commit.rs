@@ -17,6 +17,7 @@ use crate::diag::Severity;
 use crate::exchange::canon;
 use crate::exchange::error::{fail, ClError, ClResult};
 use crate::exchange::receipts::ReceiptDraft;
+use crate::exchange::state::{self, Kind};
 use crate::exchange::wire::{self, SpecVersion};
 use crate::load::Repo;
 use crate::model::ObjectRef;
@@ -72,29 +73,45 @@ fn sibling(rel: &str, version: u64) -> String {
     }
 }
 
-/// Raw sources behind a proposal's opaque provenance refs, from the issuer's maps.
-fn sources(ex: &Exchange<'_>, refs: &[&str]) -> ClResult<Vec<String>> {
-    let mut map: BTreeMap<String, String> = BTreeMap::new();
-    let dir = ex.state.dir.join("bundles");
-    if let Ok(entries) = std::fs::read_dir(&dir) {
-        for e in entries.flatten() {
-            let p = e.path();
-            if p.to_string_lossy().ends_with(".provenance.json") {
-                let v = crate::exchange::state::read_json(&p)?;
-                for (handle, src) in v.as_object().into_iter().flatten() {
-                    if let (Some(hex), Some(s)) = (handle.strip_prefix("prov_"), src.as_str()) {
-                        map.insert(format!("urn:cl:provenance:{hex}"), s.to_string());
-                    }
-                }
-            }
+/// Raw sources behind a proposal's opaque provenance refs: from the map issued
+/// with the proposal's bundle, whose digest the `bundle.issue` receipt recorded
+/// (so an edited map is refused, not trusted).
+fn sources(ex: &Exchange<'_>, bundle_ref: &str, refs: &[&str]) -> ClResult<Vec<String>> {
+    let path = ex.state.path(Kind::Provenance, &state::name_of(bundle_ref));
+    let map = state::read_json(&path).map_err(|_| {
+        ClError::new(
+            "UNKNOWN_PROVENANCE_HANDLE",
+            format!(
+                "the provenance map of {bundle_ref} is not in this repository's exchange state"
+            ),
+        )
+    })?;
+    let log = ex.log()?.verify()?;
+    let recorded = log
+        .receipts()
+        .find(|r| r["operation"] == "bundle.issue" && r["bundle_ref"] == bundle_ref)
+        .and_then(|r| r["metadata"]["provenance_map"].as_str().map(str::to_string));
+    if recorded.as_deref() != Some(canon::digest(&map).as_str()) {
+        return fail(
+            "RECORD_INTEGRITY_MISMATCH",
+            format!(
+                "{} does not match the provenance map recorded when {bundle_ref} was issued",
+                path.display()
+            ),
+        );
+    }
+    let mut by_ref: BTreeMap<String, String> = BTreeMap::new();
+    for (handle, src) in map.as_object().into_iter().flatten() {
+        if let (Some(hex), Some(s)) = (handle.strip_prefix("prov_"), src.as_str()) {
+            by_ref.insert(format!("urn:cl:provenance:{hex}"), s.to_string());
         }
     }
     refs.iter()
         .map(|r| {
-            map.get(*r).cloned().ok_or_else(|| {
+            by_ref.get(*r).cloned().ok_or_else(|| {
                 ClError::new(
                     "UNKNOWN_PROVENANCE_HANDLE",
-                    format!("provenance {r} was not issued from this repository"),
+                    format!("provenance {r} was not issued with {bundle_ref}"),
                 )
             })
         })
@@ -129,6 +146,9 @@ fn planned(repo: &Repo, rel: &str, bytes: &[u8]) -> ClResult<ContextObject> {
 /// Commit an approved proposal through the governed write path.
 pub fn commit(ex: &Exchange<'_>, o: &CommitOptions) -> ClResult<Committed> {
     let reviewed = super::proposals::show(ex, &o.id, o.at)?;
+    if let Some(e) = reviewed.problem {
+        return Err(e);
+    }
     if reviewed.status != "approved" {
         return fail(
             "PROPOSAL_STATE_INVALID",
@@ -152,7 +172,7 @@ pub fn commit(ex: &Exchange<'_>, o: &CommitOptions) -> ClResult<Committed> {
             "a proposal without provenance is never committed",
         );
     }
-    let sources = sources(ex, &refs)?;
+    let sources = sources(ex, p["bundle_ref"].as_str().unwrap_or(""), &refs)?;
     let repo = ex.repo;
     let m = &repo.manifest;
     let lock = ex.state.lock()?;

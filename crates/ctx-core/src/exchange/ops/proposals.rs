@@ -53,6 +53,8 @@ pub struct Reviewed {
     pub status: String,
     /// The receipts about this proposal, in log order.
     pub history: Vec<Value>,
+    /// Why the stored record cannot be trusted (changed after submission), if so.
+    pub problem: Option<crate::exchange::ClError>,
 }
 
 /// Every stored proposal with its status at `at`.
@@ -79,11 +81,16 @@ pub fn list(ex: &Exchange<'_>, at: Instant) -> ClResult<Vec<Reviewed>> {
         if expired && !matches!(status.as_str(), "committed" | "rejected" | "expired") {
             status = "expired".into();
         }
+        let problem = proposal::validate(&p).err();
+        if problem.is_some() {
+            status = "invalid".into();
+        }
         out.push(Reviewed {
             proposal: p,
             path,
             status,
             history,
+            problem,
         });
     }
     Ok(out)
@@ -144,6 +151,9 @@ pub fn transition(
     at: Instant,
 ) -> ClResult<Reviewed> {
     let current = show(ex, id, at)?;
+    if let Some(e) = current.problem {
+        return Err(e);
+    }
     let pid = current.proposal["id"]
         .as_str()
         .unwrap_or_default()
