@@ -733,7 +733,7 @@ fn the_flow_on_ctx_own_repository() {
     copy_tree(&root.join("context"), &dir.path().join("context"));
     let r = ClRepo::configure(
         dir,
-        "    predicates:\n      how-we-work: { types: [procedure] }\n    requesters:\n      coding-agent:\n        purpose_codes: [plan.task]\n        tasks: [code_change]\n        selectors: [how-we-work, mission, \"decisions.*\"]\n        actions: [model.generate_text]\n",
+        "    predicates:\n      how-we-work: { types: [procedure] }\n    requesters:\n      coding-agent:\n        purpose_codes: [plan.task]\n        tasks: [code_change]\n        selectors: [how-we-work, mission, \"decisions.*\", \"procedures.*\"]\n        actions: [model.generate_text, memory.propose]\n        discovery: { budget: 5, reveal: [statement] }\n",
     );
     assert_eq!(r.run(&["validate"]).code, 0);
     let req = r.file("own.req.json");
@@ -764,6 +764,39 @@ fn the_flow_on_ctx_own_repository() {
     let o = r.open("own.env.json", "coding-agent", 3);
     assert_eq!(o.code, 0, "{}", o.stderr);
     assert!(o.stdout.contains("predicate=how-we-work"), "{}", o.stdout);
+    let policy = r.run(&[
+        "exchange",
+        "policy",
+        "--as",
+        "coding-agent",
+        "--at",
+        &at(10),
+    ]);
+    assert_eq!(policy.code, 0, "{}", policy.stderr);
+    let ids: Vec<String> = policy.json()["policy"]["allowed_selectors"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|x| x.as_str())
+        .filter(|x| x.starts_with("procedures."))
+        .take(2)
+        .map(str::to_string)
+        .collect();
+    assert_eq!(ids.len(), 2);
+    every_command(
+        &r,
+        "coding-agent",
+        "plan.task",
+        "code_change",
+        &ids,
+        &at(20),
+        "how to add a command",
+    );
+    assert_eq!(
+        r.run(&["validate"]).code,
+        0,
+        "the committed version keeps the repository valid"
+    );
 }
 
 /// A generated repository (../shared/bench/gen_corpus.py), when the generator is present.
@@ -807,19 +840,31 @@ fn the_flow_on_a_generated_repository() {
         .expect("the generated manifest has agents");
     let r = ClRepo::configure(
         dir,
-        &format!("    requesters:\n      {agent}:\n        purpose_codes: [retrieve.context]\n        tasks: [lookup]\n        selectors: [\"*\"]\n        approval_above: restricted\n        actions: [model.generate_text]\n"),
+        &format!("    requesters:\n      {agent}:\n        purpose_codes: [retrieve.context]\n        tasks: [lookup]\n        selectors: [\"*\"]\n        actions: [model.generate_text, memory.propose]\n        discovery: {{ budget: 5, reveal: [statement, categories] }}\n"),
     );
-    let listed = r.run(&["list", "--agent", &agent, "--format", "json"]);
-    assert_eq!(listed.code, 0, "{}", listed.stderr);
-    let ids: Vec<String> = listed
-        .json()
-        .as_array()
-        .unwrap()
-        .iter()
-        .take(3)
-        .map(|o| o["id"].as_str().unwrap().to_string())
-        .collect();
-    assert!(!ids.is_empty());
+    let policy = r.run(&[
+        "exchange",
+        "policy",
+        "--as",
+        &agent,
+        "--at",
+        "2029-12-01T00:00:00Z",
+    ]);
+    assert_eq!(policy.code, 0, "{}", policy.stderr);
+    let policy = policy.json()["policy"].clone();
+    let pick = |key: &str, n: usize| -> Vec<String> {
+        policy[key]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter_map(|x| x.as_str())
+            .filter(|x| x.contains('.'))
+            .take(n)
+            .map(str::to_string)
+            .collect()
+    };
+    let ids = pick("allowed_selectors", 3);
+    assert_eq!(ids.len(), 3, "{policy}");
     let req = r.file("gen.req.json");
     let mut args = vec![
         "request",
@@ -873,6 +918,67 @@ fn the_flow_on_a_generated_repository() {
     ]);
     assert_eq!(o.code, 0, "{}", o.stderr);
     assert_eq!(o.json()["context"].as_array().unwrap().len(), ids.len());
+    // Confidential objects need a person's approval (approval_above defaults to internal).
+    if let Some(gated) = pick("approval_required_selectors", 1).first() {
+        let (req, appr) = (r.file("gated.req.json"), r.file("gated.appr.json"));
+        let n = r.run(&[
+            "request",
+            "new",
+            "--as",
+            &agent,
+            "--purpose-code",
+            "retrieve.context",
+            "--task",
+            "lookup",
+            "--select",
+            gated,
+            "--at",
+            "2029-12-01T00:01:00Z",
+            "-o",
+            req.to_str().unwrap(),
+        ]);
+        assert_eq!(n.code, 0, "{}", n.stderr);
+        assert_eq!(
+            r.run(&[
+                "request",
+                "evaluate",
+                req.to_str().unwrap(),
+                "--at",
+                "2029-12-01T00:01:01Z"
+            ])
+            .code,
+            5
+        );
+        let a = r.run(&[
+            "approve",
+            req.to_str().unwrap(),
+            "--yes",
+            "--at",
+            "2029-12-01T00:01:02Z",
+            "-o",
+            appr.to_str().unwrap(),
+        ]);
+        assert_eq!(a.code, 0, "{}", a.stderr);
+        let e = r.run(&[
+            "request",
+            "evaluate",
+            req.to_str().unwrap(),
+            "--approval",
+            appr.to_str().unwrap(),
+            "--at",
+            "2029-12-01T00:01:03Z",
+        ]);
+        assert_eq!(e.code, 0, "{}", e.stderr);
+    }
+    every_command(
+        &r,
+        &agent,
+        "retrieve.context",
+        "lookup",
+        &ids[1..],
+        "2029-12-01T00:02:00Z",
+        "refund for a customer invoice",
+    );
 }
 
 /// A file of the shared folder beside the project (main checkout or worktree).
@@ -896,4 +1002,171 @@ fn copy_tree(from: &Path, to: &Path) {
             std::fs::copy(e.path(), &t).unwrap();
         }
     }
+}
+
+/// Every exchange command once, for `who` over `ids` (the first must be an
+/// object the proposal may supersede), with times from `t0`.
+pub fn every_command(
+    r: &ClRepo,
+    who: &str,
+    purpose: &str,
+    task: &str,
+    ids: &[String],
+    t0: &str,
+    query: &str,
+) {
+    let base = chrono::DateTime::parse_from_rfc3339(t0).unwrap();
+    let t = |s: i64| {
+        (base + chrono::Duration::seconds(s)).to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
+    };
+    let f = |n: &str| r.file(n).to_str().unwrap().to_string();
+    let mut args = vec![
+        "request",
+        "new",
+        "--as",
+        who,
+        "--purpose-code",
+        purpose,
+        "--task",
+        task,
+        "--action",
+        "model.generate_text",
+        "--action",
+        "memory.propose",
+    ];
+    for id in ids {
+        args.extend(["--select", id.as_str()]);
+    }
+    let (t0s, req) = (t(0), f("all.req.json"));
+    args.extend(["--at", &t0s, "-o", &req]);
+    let ok = |run: crate::support::Run, what: &str| {
+        assert_eq!(run.code, 0, "{what}: {}\n{}", run.stdout, run.stderr);
+        run
+    };
+    ok(r.run(&args), "request new");
+    ok(
+        r.run(&["request", "validate", &req, "--at", &t(1)]),
+        "request validate",
+    );
+    ok(
+        r.run(&[
+            "request",
+            "evaluate",
+            &req,
+            "--at",
+            &t(1),
+            "-o",
+            &f("all.dec.json"),
+        ]),
+        "request evaluate",
+    );
+    ok(
+        r.run(&[
+            "exchange",
+            "issue",
+            &f("all.dec.json"),
+            "--at",
+            &t(2),
+            "-o",
+            &f("all.env.json"),
+        ]),
+        "exchange issue",
+    );
+    let opened = ok(
+        r.run(&[
+            "exchange",
+            "open",
+            &f("all.env.json"),
+            "--as",
+            who,
+            "--at",
+            &t(3),
+            "--format",
+            "json",
+        ]),
+        "exchange open",
+    );
+    let context = opened.json()["context"].clone();
+    assert_eq!(context.as_array().unwrap().len(), ids.len());
+    ok(
+        r.run(&[
+            "exchange",
+            "exec",
+            &f("all.env.json"),
+            "--as",
+            who,
+            "--action",
+            "model.generate_text",
+            "--at",
+            &t(4),
+            "--",
+            "sh",
+            "-c",
+            "cat >/dev/null",
+        ]),
+        "exchange exec",
+    );
+    let target = context
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["value"]["id"] == ids[0].as_str())
+        .expect("the first id was disclosed");
+    let cand = serde_json::json!({
+        "operation": "add_or_contradict",
+        "proposed_claims": [{"predicate": ids[0], "object": {"value": "Revised by an agent after review.", "datatype": "text"}, "confidence": 0.6}],
+        "provenance_handles": [target["provenance_handles"][0]],
+        "rationale": "A newer source says otherwise."
+    });
+    std::fs::write(r.file("all.cand.json"), cand.to_string()).unwrap();
+    let p = ok(
+        r.run(&[
+            "propose",
+            &f("all.cand.json"),
+            "--bundle",
+            &f("all.env.json"),
+            "--as",
+            who,
+            "--at",
+            &t(5),
+        ]),
+        "propose",
+    )
+    .json();
+    let id = p["id"].as_str().unwrap().to_string();
+    ok(
+        r.run(&["proposals", "list", "--at", &t(6)]),
+        "proposals list",
+    );
+    ok(
+        r.run(&["proposals", "show", &id, "--at", &t(6)]),
+        "proposals show",
+    );
+    ok(
+        r.run(&["proposals", "approve", &id, "--at", &t(6)]),
+        "proposals approve",
+    );
+    ok(
+        r.run(&["proposals", "commit", &id, "--at", &t(7)]),
+        "proposals commit",
+    );
+    let d = ok(
+        r.run(&["discover", query, "--as", who, "--at", &t(8)]),
+        "discover",
+    )
+    .json();
+    assert_eq!(d["type"], "minimum_reveal_response");
+    ok(
+        r.run(&["exchange", "revoke", &f("all.env.json"), "--at", &t(9)]),
+        "exchange revoke",
+    );
+    ok(r.run(&["receipts", "retry"]), "receipts retry");
+    let list = ok(
+        r.run(&["receipts", "list", "--format", "json"]),
+        "receipts list",
+    )
+    .json();
+    let first = list[0]["receipt"]["id"].as_str().unwrap().to_string();
+    ok(r.run(&["receipts", "show", &first]), "receipts show");
+    ok(r.run(&["receipts", "verify"]), "receipts verify");
 }
