@@ -5,7 +5,7 @@
 //! state: any later change gives a new snapshot, and an outstanding decision
 //! or bundle made on the old one is refused rather than silently widened.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap, HashSet};
 
 use serde_json::{json, Value};
 
@@ -56,11 +56,13 @@ pub fn matches(cfg: &ExchangeConfig, view: &View, name: &str) -> Vec<usize> {
 /// Expand a configured selector list into exact selector names.
 fn expand(cfg: &ExchangeConfig, view: &View, entries: &[String], wildcard_ok: bool) -> Vec<String> {
     let mut out: Vec<String> = Vec::new();
+    let mut seen: HashSet<String> = HashSet::new();
     let mut push = |s: &str| {
-        if !out.iter().any(|x| x == s) {
+        if seen.insert(s.to_string()) {
             out.push(s.to_string());
         }
     };
+    let ids: HashSet<&str> = view.objects.iter().map(|o| o.id.as_str()).collect();
     for e in entries {
         if cfg.predicates.contains_key(e) {
             if wildcard_ok || !cfg.predicates[e].is_wildcard() {
@@ -79,7 +81,7 @@ fn expand(cfg: &ExchangeConfig, view: &View, entries: &[String], wildcard_ok: bo
                     push(&o.id);
                 }
             }
-        } else if view.objects.iter().any(|o| &o.id == e) {
+        } else if ids.contains(e.as_str()) {
             push(e);
         }
     }
@@ -87,22 +89,30 @@ fn expand(cfg: &ExchangeConfig, view: &View, entries: &[String], wildcard_ok: bo
 }
 
 /// Build the policy object for `requester` against `view`.
-pub fn build(
-    m: &Manifest,
-    cfg: &ExchangeConfig,
-    r: &Requester,
-    view: &View,
-) -> ClResult<LocalPolicy> {
+pub fn build(m: &Manifest, cfg: &ExchangeConfig, r: &Requester, view: &View) -> ClResult<LocalPolicy> {
     let allowed = expand(cfg, view, &r.selectors, r.wildcard_selectors);
-    let explicit_gated = expand(cfg, view, &r.approval_selectors, r.wildcard_selectors);
+    let explicit_gated: HashSet<String> = expand(cfg, view, &r.approval_selectors, r.wildcard_selectors)
+        .into_iter()
+        .collect();
+    // Positions of each visible id, so exact-id selectors cost one lookup each.
+    let mut by_id: HashMap<&str, Vec<usize>> = HashMap::with_capacity(view.objects.len());
+    for (i, o) in view.objects.iter().enumerate() {
+        by_id.entry(o.id.as_str()).or_default().push(i);
+    }
     let mut selectors = BTreeMap::new();
     let mut ordinary = Vec::new();
     let mut gated = Vec::new();
-    for name in allowed.iter().chain(explicit_gated.iter()) {
+    let mut gated_order: Vec<&String> = explicit_gated.iter().collect();
+    gated_order.sort();
+    for name in allowed.iter().chain(gated_order) {
         if selectors.contains_key(name) {
             continue;
         }
-        let hits = matches(cfg, view, name);
+        let hits = if cfg.predicates.contains_key(name) || name == "*" {
+            matches(cfg, view, name)
+        } else {
+            by_id.get(name.as_str()).cloned().unwrap_or_default()
+        };
         let sensitive = hits
             .iter()
             .any(|&i| view.objects[i].classification > r.approval_above);

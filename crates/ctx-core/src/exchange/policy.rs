@@ -121,10 +121,11 @@ fn strings(m: &Map<String, Value>, key: &str, default: Option<&[&str]>) -> ClRes
         ));
     };
     let mut out = Vec::with_capacity(a.len());
+    let mut seen = HashSet::with_capacity(a.len());
     for (i, x) in a.iter().enumerate() {
         match x.as_str() {
             Some(s) if !s.is_empty() => {
-                if !out.iter().any(|o: &String| o == s) {
+                if seen.insert(s) {
                     out.push(s.to_string());
                 }
             }

@@ -78,7 +78,10 @@ pub fn issue_prepared(
     let mut positions_total = 0usize;
     for s in core["granted_selectors"].as_array().into_iter().flatten() {
         let name = s["predicate"].as_str().unwrap_or("");
-        let positions = crate::exchange::local::matches(&ex.config, view, name);
+        let positions = match prepared.policy.selectors.get(name) {
+            Some(p) => p.clone(),
+            None => crate::exchange::local::matches(&ex.config, view, name),
+        };
         positions_total += positions.len();
         if positions_total > MAX_CONTEXT_ITEMS {
             return fail(
@@ -331,6 +334,7 @@ pub fn exec(
         let pending_path = match &outcome {
             ExecOutcome::Indeterminate { receipt, .. } => {
                 let name = state::name_of(receipt["id"].as_str().unwrap_or(""));
+                let _lock = ex.state.lock()?;
                 Some(ex.state.store(Kind::Pending, &name, receipt).map_err(|e| {
                     ClError::new(
                         "INDETERMINATE_OUTCOME",
