@@ -175,7 +175,7 @@ pub fn to_ms(t: Instant) -> Instant {
 /// `Z` or `±hh:mm` offset with hours 00-23 and minutes 00-59.
 pub fn parse_time(s: &str) -> Option<Instant> {
     let b = s.as_bytes();
-    if b.len() < 20 || !(b[10] == b'T' || b[10] == b't') {
+    if !s.is_ascii() || b.len() < 20 || !(b[10] == b'T' || b[10] == b't') {
         return None;
     }
     let tail = &s[19..];
@@ -377,6 +377,7 @@ mod tests {
             "2030-01-01T00:00:00",
             "2030-01-01 00:00:00Z",
             "2030-02-30T00:00:00Z",
+            "2030-01-01T00:00:0é+00:00",
         ] {
             assert!(parse_time(bad).is_none(), "{bad}");
         }
