@@ -33,7 +33,8 @@ fn main() {
     let at = canon::parse_time(&args.next().unwrap_or_else(|| "2026-11-01T00:00:00Z".into()))
         .expect("AT is RFC 3339");
     let t0 = Clock::now();
-    let (mut manifest, diags) = Manifest::discover(Some(&root), &root).expect("a repository");
+    let cwd = std::env::current_dir().expect("a working folder");
+    let (mut manifest, diags) = Manifest::discover(Some(&root), &cwd).expect("a repository");
     let bundle_key = SigningKeyPair::from_seed(&[0x3c; 32]);
     let anchor_key = SigningKeyPair::from_seed(&[0x4d; 32]);
     manifest.extensions.insert(

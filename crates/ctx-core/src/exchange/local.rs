@@ -89,11 +89,17 @@ fn expand(cfg: &ExchangeConfig, view: &View, entries: &[String], wildcard_ok: bo
 }
 
 /// Build the policy object for `requester` against `view`.
-pub fn build(m: &Manifest, cfg: &ExchangeConfig, r: &Requester, view: &View) -> ClResult<LocalPolicy> {
+pub fn build(
+    m: &Manifest,
+    cfg: &ExchangeConfig,
+    r: &Requester,
+    view: &View,
+) -> ClResult<LocalPolicy> {
     let allowed = expand(cfg, view, &r.selectors, r.wildcard_selectors);
-    let explicit_gated: HashSet<String> = expand(cfg, view, &r.approval_selectors, r.wildcard_selectors)
-        .into_iter()
-        .collect();
+    let explicit_gated: HashSet<String> =
+        expand(cfg, view, &r.approval_selectors, r.wildcard_selectors)
+            .into_iter()
+            .collect();
     // Positions of each visible id, so exact-id selectors cost one lookup each.
     let mut by_id: HashMap<&str, Vec<usize>> = HashMap::with_capacity(view.objects.len());
     for (i, o) in view.objects.iter().enumerate() {
