@@ -58,14 +58,7 @@ fn main() {
     let repo = load::load(manifest, diags, &LoadOptions::default());
     let loaded = t0.elapsed();
     let tmp = tempfile::tempdir().expect("tempdir");
-    let mut ex = Exchange::new(
-        &repo,
-        ViewOptions {
-            offline: true,
-            identities: None,
-        },
-    )
-    .expect("exchange policy");
+    let mut ex = Exchange::new(&repo, ViewOptions { offline: true }).expect("exchange policy");
     ex.state = StateDir::new(tmp.path());
     ex.keys.insert("bench-bundle".into(), bundle_key);
     ex.keys.insert("bench-anchor".into(), anchor_key);

@@ -10,6 +10,8 @@ use serde_json::{Map, Value};
 use ctx_core::diag::render::{self, HumanStyle};
 use ctx_core::diag::{Diagnostic, Severity};
 use ctx_core::error::{Error, Exit, Result};
+use ctx_core::evidence::{Record, WriteKind};
+use ctx_core::fs::{confine, RepoLock};
 use ctx_core::load::Repo;
 use ctx_core::manifest::Manifest;
 use ctx_core::object::{ContextObject, Format};
@@ -121,57 +123,30 @@ pub fn overrides(fields: &mut Map<String, Value>, a: &WriteArgs) {
 
 /// `--file` relative to the manifest folder.
 pub fn file_flag(g: &Global, root: &Path, f: &Path) -> Result<String> {
-    let abs = if f.is_absolute() {
-        f.to_path_buf()
-    } else {
-        g.cwd.join(f)
-    };
-    // Canonicalise the existing parent so symlinked temp folders compare equal.
-    let parent = abs.parent().map(Path::to_path_buf).unwrap_or_default();
-    let mut existing = parent.clone();
-    let mut tail = Vec::new();
-    while !existing.exists() {
-        match (existing.file_name(), existing.parent()) {
-            (Some(n), Some(p)) => {
-                tail.push(n.to_os_string());
-                existing = p.to_path_buf();
-            }
-            _ => break,
-        }
-    }
-    let mut real = existing.canonicalize().unwrap_or(existing);
-    for n in tail.iter().rev() {
-        real.push(n);
-    }
-    real.push(abs.file_name().unwrap_or_default());
-    let rel = real
-        .strip_prefix(root)
-        .map_err(|_| {
-            Error::Usage(format!(
-                "--file {} is outside the repository folder {}",
-                f.display(),
-                root.display()
-            ))
-        })?
-        .to_string_lossy()
-        .replace('\\', "/");
-    if !write::safe_rel(&rel) {
+    let rel = confine::rel_in_root(root, &g.cwd, f).ok_or_else(|| {
+        Error::Usage(format!(
+            "--file {} is outside the repository folder {}",
+            f.display(),
+            root.display()
+        ))
+    })?;
+    if !confine::is_plain(&rel) {
         return Err(Error::Usage(format!(
             "--file {}: use a plain path inside the repository (no `..`, no hidden folders)",
             f.display()
         )));
     }
-    Ok(rel)
+    Ok(rel.into())
 }
 
-/// The consumer writing, if `--agent`/`--role` was given.
+/// The consumer writing, if `--agent`/`--role` was given. Writes pass the policy
+/// gate like reads: no write while role or agent definitions have errors.
 pub fn writer(m: &Manifest, who: &ConsumerArgs) -> Result<Option<Consumer>> {
+    ctx_core::manifest::roles::require_sound(m)?;
     if who.agent.is_none() && who.role.is_empty() {
         return Ok(None);
     }
-    Consumer::from_flags(m, who.agent.as_deref(), &who.role)
-        .map(Some)
-        .map_err(Error::Usage)
+    Consumer::from_flags(m, who.agent.as_deref(), &who.role).map(Some)
 }
 
 /// Parse the planned file as the loader would, refusing on schema errors.
@@ -220,8 +195,20 @@ pub fn refuse_with(p: &Printer, repo: &Repo, diags: &[Diagnostic]) -> Result<()>
 
 /// Refuse if the planned repository has errors the current one does not.
 pub fn check_repository(p: &Printer, repo: &Repo, planned: &Repo) -> Result<()> {
-    let before = validate::validate(repo, ValidateOptions { strict: false });
-    let after = validate::validate(planned, ValidateOptions { strict: false });
+    let before = validate::validate(
+        repo,
+        ValidateOptions {
+            strict: false,
+            at: None,
+        },
+    );
+    let after = validate::validate(
+        planned,
+        ValidateOptions {
+            strict: false,
+            at: None,
+        },
+    );
     let new = write::new_errors(&before, &after);
     if new.is_empty() {
         return Ok(());
@@ -293,7 +280,7 @@ pub fn run(g: &Global, p: &Printer, a: &AddArgs) -> Result<Exit> {
         )));
     }
     let (manifest, _) = Manifest::discover(g.dir.as_deref(), &g.cwd)?;
-    let (_lock, _) = write::lock(&manifest.root).map_err(|e| Error::io(&manifest.root, &e))?;
+    let _lock = RepoLock::acquire(&manifest.root).map_err(|e| Error::io(&manifest.root, &e))?;
     let repo = super::validate::load_repo(g, ctx_core::load::DEFAULT_MAX_FILE_SIZE)?;
     let m = &repo.manifest;
     let consumer = writer(m, &a.write.who)?;
@@ -346,11 +333,21 @@ pub fn run(g: &Global, p: &Printer, a: &AddArgs) -> Result<Exit> {
         bytes,
         replaces: None,
     }];
-    finish(
-        p,
-        &m.root,
-        &writes,
-        a.write.dry_run,
-        &format!("added {} in {rel}", a.id),
-    )
+    let audited = (!a.write.dry_run).then(|| {
+        Record::write(
+            a.write.who.agent.as_deref(),
+            &a.write.who.role,
+            WriteKind::Write,
+            [(a.id.clone(), a.kind == "decision")],
+        )
+    });
+    ctx_core::evidence::record_after(m, audited, || {
+        finish(
+            p,
+            &m.root,
+            &writes,
+            a.write.dry_run,
+            &format!("added {} in {rel}", a.id),
+        )
+    })
 }

@@ -4,7 +4,7 @@
 use clap::{Args, Subcommand};
 use serde_json::Value;
 
-use ctx_core::audit::{self, Log};
+use ctx_core::audit::Log;
 use ctx_core::error::{Exit, Result};
 use ctx_core::manifest::Manifest;
 
@@ -47,13 +47,8 @@ pub struct VerifyArgs {
 
 fn log(g: &Global) -> Result<(Manifest, Log)> {
     let (m, _) = Manifest::discover(g.dir.as_deref(), &g.cwd)?;
-    let sink = m
-        .raw
-        .get("audit")
-        .and_then(|a| a.get("sink"))
-        .and_then(Value::as_str);
-    let path = audit::sink_path(&m, sink)?;
-    Ok((m, Log::new(path)))
+    let log = Log::for_manifest(&m)?;
+    Ok((m, log))
 }
 
 pub fn run(g: &Global, p: &Printer, a: &AuditArgs) -> Result<Exit> {
@@ -99,18 +94,8 @@ fn show(g: &Global, p: &Printer, a: &ShowArgs) -> Result<Exit> {
 
 fn verify(g: &Global, p: &Printer, a: &VerifyArgs) -> Result<Exit> {
     let (m, log) = log(g)?;
-    let mut report = log.verify()?;
+    let report = log.verify_and_rehead(a.rehead)?;
     let rel = |x: &std::path::Path| x.strip_prefix(&m.root).unwrap_or(x).display().to_string();
-    let only_head_missing = report.problems.len() == 1
-        && report.problems[0].contains("head file")
-        && report.problems[0].contains("missing");
-    if a.rehead && only_head_missing {
-        let n = log.rehead()?;
-        report.problems.clear();
-        report.notes.push(format!(
-            "head re-anchored at entry {n}; truncation before now cannot be detected"
-        ));
-    }
     let ok = report.problems.is_empty();
     let text = if a.format == "json" {
         let doc = serde_json::json!({

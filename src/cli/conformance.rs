@@ -17,6 +17,9 @@ pub struct ConformanceArgs {
     /// `human` or `json`.
     #[arg(long, default_value = "human", value_parser = ["human", "json"])]
     pub format: String,
+    /// Write the report to this file (atomically) instead of stdout.
+    #[arg(long, short = 'o', value_name = "FILE")]
+    pub output: Option<PathBuf>,
 }
 
 pub fn run(g: &Global, p: &Printer, args: &ConformanceArgs) -> Result<Exit> {
@@ -77,6 +80,6 @@ pub fn run(g: &Global, p: &Printer, args: &ConformanceArgs) -> Result<Exit> {
         ));
         t
     };
-    super::io_result(p.out(&text))?;
+    super::io_result(p.product(&text, args.output.as_deref()))?;
     Ok(if failed > 0 { Exit::Invalid } else { Exit::Ok })
 }

@@ -1,15 +1,12 @@
 //! `ctx doctor`: validation plus the clock, a report per collection and the score.
 
-use std::fmt::Write as _;
+use std::path::PathBuf;
 
 use clap::Args;
-use serde_json::{json, Map, Value};
 
-use ctx_core::diag::render::{self, HumanStyle};
-use ctx_core::diag::{Diagnostic, Severity};
-use ctx_core::doctor::{self, format_score, CollectionHealth, Counts, Failure, HealthConfig};
+use ctx_core::diag::render::{self as diag_render, HumanStyle};
+use ctx_core::doctor::{self, render, DoctorOptions, HealthReport};
 use ctx_core::error::{Error, Exit, Result};
-use ctx_core::load::Repo;
 
 use super::progress::Progress;
 use super::validate::ReportFormat;
@@ -25,7 +22,9 @@ Clock findings (evaluated at --at, default now): stale (warning; error with \
 freshness.stale_is_error), expired (error), not-yet-valid (info), review-overdue (warning: \
 review.next_review, else review.interval after last_review or updated). Orphaned (info): an \
 active object no role or agent may read and no other object links to. Broken sources: a \
-content_uri that cannot be read offline (error), a file:// source that does not exist (warning).
+content_uri that cannot be read offline, an enabled adapter plugin that is not installed, or \
+an adapter this build lacks (error); a file:// source that does not exist (warning). Remote \
+URIs are never fetched and plugins never run here.
 
 Score:
     deduction = sum(weight[code] x occurrences) / max(objects, 1)
@@ -63,6 +62,9 @@ pub struct DoctorArgs {
     /// Output format.
     #[arg(long, value_enum, default_value = "human")]
     pub format: ReportFormat,
+    /// Write the report to this file (atomically) instead of stdout.
+    #[arg(long, short = 'o', value_name = "FILE")]
+    pub output: Option<PathBuf>,
 }
 
 pub fn run(g: &Global, p: &Printer, a: &DoctorArgs) -> Result<Exit> {
@@ -73,243 +75,58 @@ pub fn run(g: &Global, p: &Printer, a: &DoctorArgs) -> Result<Exit> {
             )));
         }
     }
-    let at = super::resolve::at_flag(a.at.as_deref())?;
+    let opts = DoctorOptions {
+        at: super::resolve::at_flag(a.at.as_deref())?,
+        strict: a.strict,
+        min_score: a.min_score,
+    };
     let progress = Progress::start("loading");
-    let repo = super::validate::load_repo(g, ctx_core::load::DEFAULT_MAX_FILE_SIZE)?;
-    progress.phase("checking");
-    let (cfg, cfg_diags) = HealthConfig::from_manifest(&repo.manifest);
-    let findings = doctor::findings(&repo, at, a.strict, &cfg_diags);
-    let objects = repo.objects.len();
-    let score = cfg.score(&findings, objects);
-    let collections = doctor::by_collection(&repo, &findings, &cfg);
-    let failures = doctor::gate(&findings, score, &cfg, a.min_score, a.strict);
+    let report = match super::validate::load_repo(g, ctx_core::load::DEFAULT_MAX_FILE_SIZE) {
+        Ok(repo) => {
+            progress.phase("checking");
+            doctor::check(&repo, &opts)
+        }
+        Err(Error::Manifest { path, diag }) => {
+            let root = path.parent().map(PathBuf::from).unwrap_or_default();
+            HealthReport::unloadable(root, *diag, &opts)
+        }
+        Err(e) => return Err(e),
+    };
     progress.finish();
-    let ok = failures.is_empty();
+    emit(p, &report, a)?;
+    Ok(if report.passed() {
+        Exit::Ok
+    } else {
+        Exit::Invalid
+    })
+}
+
+/// Render the report in the chosen format. A report on a manifest that cannot be
+/// loaded goes to stderr for people (stdout stays empty), like any fatal error.
+fn emit(p: &Printer, r: &HealthReport, a: &DoctorArgs) -> Result<()> {
+    let out = a.output.as_deref();
     let text = match a.format {
         ReportFormat::Human => {
-            let mut t = render::human(
-                &findings,
-                &repo.manifest.root,
-                HumanStyle {
-                    color: p.color_out,
-                    width: p.width,
+            let to_stderr = !r.loaded;
+            let style = HumanStyle {
+                color: if to_stderr {
+                    p.color_err
+                } else {
+                    p.color_out && out.is_none()
                 },
-            );
-            t.push_str(&human(
-                &repo,
-                &findings,
-                &collections,
-                score,
-                &cfg,
-                a.min_score,
-                &failures,
-                at,
-            ));
-            t
+                width: p.width,
+            };
+            let text = render::human(r, style);
+            if to_stderr {
+                return super::io_result(p.err(&text));
+            }
+            text
         }
         ReportFormat::Json => {
-            let mut sorted = findings.clone();
-            doctor::report_order(&mut sorted);
-            let doc = json_report(&repo, &sorted, &collections, score, &cfg, a, &failures, at);
-            ctx_core::bundle::render::json(&doc)
+            ctx_core::bundle::render::json(&render::json(r, &super::resolve::generated_at()))
         }
-        ReportFormat::Sarif => ctx_core::bundle::render::json(&render::sarif(&findings)),
-        ReportFormat::Github => render::github(&findings),
+        ReportFormat::Sarif => ctx_core::bundle::render::json(&diag_render::sarif(&r.findings)),
+        ReportFormat::Github => diag_render::github(&r.findings),
     };
-    super::io_result(p.out(&text))?;
-    Ok(if ok { Exit::Ok } else { Exit::Invalid })
-}
-
-/// "3 stale, 1 missing-owner" for the busiest codes of a collection.
-fn code_summary(c: &CollectionHealth) -> String {
-    let mut parts: Vec<String> = c
-        .codes
-        .iter()
-        .take(3)
-        .map(|(code, n)| format!("{n} {code}"))
-        .collect();
-    if c.codes.len() > 3 {
-        parts.push(format!("+{} more", c.codes.len() - 3));
-    }
-    parts.join(", ")
-}
-
-fn symbol(s: Option<Severity>) -> &'static str {
-    match s {
-        None => "✓",
-        Some(Severity::Info) => "ℹ",
-        Some(Severity::Warning) => "⚠",
-        Some(Severity::Error) => "✗",
-    }
-}
-
-#[allow(clippy::too_many_arguments)]
-fn human(
-    repo: &Repo,
-    findings: &[Diagnostic],
-    collections: &[CollectionHealth],
-    score: f64,
-    cfg: &HealthConfig,
-    min_flag: Option<f64>,
-    failures: &[Failure],
-    at: ctx_core::time::Instant,
-) -> String {
-    let mut out = String::new();
-    let rule = "─".repeat(48);
-    let _ = writeln!(
-        out,
-        "OpenContext health: {} — {} objects at {}\n{rule}",
-        repo.manifest.id,
-        repo.objects.len(),
-        ctx_core::time::format(&at)
-    );
-    let width = collections
-        .iter()
-        .map(|c| c.name.chars().count())
-        .max()
-        .unwrap_or(0)
-        .max("collection".len());
-    let _ = writeln!(out, "{:<width$}  objects  score  status", "collection");
-    for c in collections {
-        let status = match c.worst() {
-            None => "healthy".to_string(),
-            Some(_) => code_summary(c),
-        };
-        let _ = writeln!(
-            out,
-            "{:<width$}  {:>7}  {:>5}  {} {status}",
-            c.name,
-            c.objects,
-            format_score(c.score),
-            symbol(c.worst())
-        );
-    }
-    let n = Counts::of(findings);
-    out.push('\n');
-    for (label, v) in [
-        ("Stale context", n.stale),
-        ("Expired context", n.expired),
-        ("Not yet valid", n.not_yet_valid),
-        ("Review overdue", n.review_overdue),
-        ("Conflicting context", n.conflicting),
-        ("Orphaned context", n.orphaned),
-        ("Missing owners", n.missing_owner),
-        ("Broken sources", n.broken_sources),
-    ] {
-        let _ = writeln!(out, "{label:<22}  {v}");
-    }
-    let floor = match (min_flag, cfg.minimum_score) {
-        (Some(m), _) => format!(" (minimum {}, --min-score)", format_score(m)),
-        (None, Some(m)) => format!(" (minimum {}, health.minimum_score)", format_score(m)),
-        (None, None) => String::new(),
-    };
-    let _ = writeln!(out, "\nContext health: {}%{floor}", format_score(score));
-    let summary = render::summary(findings, repo.objects.len());
-    if failures.is_empty() && findings.is_empty() {
-        let _ = writeln!(out, "✓ healthy: {summary}");
-    } else if failures.is_empty() {
-        let _ = writeln!(out, "✓ passed the health gates: {summary}");
-    }
-    for f in failures {
-        match f {
-            Failure::BelowMinimum { score, minimum } => {
-                let _ = writeln!(
-                    out,
-                    "✗ unhealthy: score {}% is below the minimum {}",
-                    format_score(*score),
-                    format_score(*minimum)
-                );
-            }
-            Failure::AtFailOn { severity, count } => {
-                let _ = writeln!(
-                    out,
-                    "✗ unhealthy: {count} finding{} at or above `{}` (health.fail_on) under --strict",
-                    if *count == 1 { "" } else { "s" },
-                    severity.as_str()
-                );
-            }
-        }
-    }
-    out
-}
-
-#[allow(clippy::too_many_arguments)]
-fn json_report(
-    repo: &Repo,
-    findings: &[Diagnostic],
-    collections: &[CollectionHealth],
-    score: f64,
-    cfg: &HealthConfig,
-    a: &DoctorArgs,
-    failures: &[Failure],
-    at: ctx_core::time::Instant,
-) -> Value {
-    let n = Counts::of(findings);
-    let mut extra = Map::new();
-    for (k, v) in [
-        ("stale", n.stale),
-        ("expired", n.expired),
-        ("conflicting", n.conflicting),
-        ("orphaned", n.orphaned),
-        ("missing_owner", n.missing_owner),
-        ("broken_sources", n.broken_sources),
-    ] {
-        extra.insert(k.into(), json!(v));
-    }
-    let mut doc = render::report_value(
-        findings,
-        failures.is_empty(),
-        Some(&repo.manifest.id),
-        repo.objects.len(),
-        Some(extra),
-    );
-    let cols: Vec<Value> = collections
-        .iter()
-        .map(|c| {
-            let codes: Map<String, Value> = c
-                .codes
-                .iter()
-                .map(|(code, k)| (code.as_str().to_string(), json!(k)))
-                .collect();
-            json!({
-                "name": c.name, "objects": c.objects, "score": c.score,
-                "errors": c.tally.errors, "warnings": c.tally.warnings, "info": c.tally.info,
-                "codes": codes,
-            })
-        })
-        .collect();
-    let weights: Map<String, Value> = cfg
-        .weights
-        .iter()
-        .map(|(c, w)| (c.as_str().to_string(), json!(w)))
-        .collect();
-    let fails: Vec<Value> = failures
-        .iter()
-        .map(|f| match f {
-            Failure::BelowMinimum { score, minimum } => {
-                json!({"reason": "below-minimum", "score": score, "minimum": minimum})
-            }
-            Failure::AtFailOn { severity, count } => {
-                json!({"reason": "fail-on", "severity": severity.as_str(), "count": count})
-            }
-        })
-        .collect();
-    let obj = doc.as_object_mut().expect("report is an object");
-    obj.insert("generated_at".into(), json!(super::resolve::generated_at()));
-    obj.insert("score".into(), json!(score));
-    obj.insert(
-        "extensions".into(),
-        json!({ "ctx.health": {
-            "as_of": ctx_core::time::format(&at),
-            "strict": a.strict,
-            "minimum_score": a.min_score.or(cfg.minimum_score),
-            "fail_on": cfg.fail_on.as_str(),
-            "not_yet_valid": n.not_yet_valid,
-            "review_overdue": n.review_overdue,
-            "failures": fails,
-            "collections": cols,
-            "weights": weights,
-        }}),
-    );
-    doc
+    super::io_result(p.product(&text, out))
 }

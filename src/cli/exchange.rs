@@ -30,9 +30,6 @@ pub struct CommonArgs {
     /// `human` or `json`.
     #[arg(long, default_value = "human", value_parser = ["human", "json"])]
     pub format: String,
-    /// age identity for private collections (repeatable).
-    #[arg(long = "identity", value_name = "FILE")]
-    pub identity: Vec<PathBuf>,
 }
 
 impl CommonArgs {
@@ -60,18 +57,8 @@ pub fn repo(g: &Global) -> Result<Repo> {
 }
 
 /// The exchange over a loaded repository.
-pub fn exchange<'r>(g: &Global, repo: &'r Repo, c: &CommonArgs) -> Result<Exchange<'r>> {
-    let identities = ctx_core::private::Keyring::discover(&c.identity)
-        .map_err(Error::Usage)?
-        .map(std::sync::Arc::new);
-    Exchange::new(
-        repo,
-        ViewOptions {
-            offline: g.offline,
-            identities,
-        },
-    )
-    .map_err(cl)
+pub fn exchange<'r>(g: &Global, repo: &'r Repo, _c: &CommonArgs) -> Result<Exchange<'r>> {
+    Exchange::new(repo, ViewOptions { offline: g.offline }).map_err(cl)
 }
 
 /// A protocol error as a command error (code first, so scripts can match it).

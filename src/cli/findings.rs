@@ -1,21 +1,33 @@
-//! Shared output for commands that report a subset of findings (`conflicts`, `stale`).
+//! Shared output of the commands that report findings (`validate`, `conflicts`,
+//! `stale`, and `doctor` when the manifest cannot be loaded).
+
+use std::path::Path;
 
 use ctx_core::diag::render::{self, HumanStyle};
 use ctx_core::diag::Diagnostic;
-use ctx_core::error::Result;
+use ctx_core::error::{Error, Exit, Result};
 use ctx_core::load::Repo;
 
 use super::validate::ReportFormat;
 use super::Printer;
 
-/// Print `findings` in `format`; `what` names the check for the human summary line.
+/// How the last line of a human report reads.
+pub enum Verdict<'a> {
+    /// `✓ valid: …` / `✗ invalid: …`.
+    Validity,
+    /// `✓ no stale context: …` / `✗ stale context: …`, naming the check.
+    Subset(&'a str),
+}
+
+/// Render `findings` about `repo` in `format`, to `output` or stdout.
 pub fn emit(
     p: &Printer,
     repo: &Repo,
     findings: &[Diagnostic],
     format: ReportFormat,
     failed: bool,
-    what: &str,
+    verdict: Verdict<'_>,
+    output: Option<&Path>,
 ) -> Result<()> {
     let objects = repo.objects.len();
     let text = match format {
@@ -24,18 +36,19 @@ pub fn emit(
                 findings,
                 &repo.manifest.root,
                 HumanStyle {
-                    color: p.color_out,
+                    color: p.color_out && output.is_none(),
                     width: p.width,
                 },
             );
             let summary = render::summary(findings, objects);
             let mark = if failed { "✗" } else { "✓" };
-            let verdict = if findings.is_empty() {
-                format!("no {what}")
-            } else {
-                what.to_string()
+            let word = match verdict {
+                Verdict::Validity if failed => "invalid".to_string(),
+                Verdict::Validity => "valid".to_string(),
+                Verdict::Subset(what) if findings.is_empty() => format!("no {what}"),
+                Verdict::Subset(what) => what.to_string(),
             };
-            text.push_str(&format!("{mark} {verdict}: {summary}\n"));
+            text.push_str(&format!("{mark} {word}: {summary}\n"));
             text
         }
         ReportFormat::Json => ctx_core::bundle::render::json(&render::report_value(
@@ -48,5 +61,45 @@ pub fn emit(
         ReportFormat::Sarif => ctx_core::bundle::render::json(&render::sarif(findings)),
         ReportFormat::Github => render::github(findings),
     };
-    super::io_result(p.out(&text))
+    super::io_result(p.product(&text, output))
+}
+
+/// The manifest cannot be loaded: report that one finding instead of failing
+/// with empty output. Machine formats get a complete (failing) document; people
+/// get the finding with its code frame on stderr. Any other error passes through.
+pub fn unloadable(
+    p: &Printer,
+    err: Error,
+    format: ReportFormat,
+    output: Option<&Path>,
+) -> Result<Exit> {
+    let Error::Manifest { path, diag } = err else {
+        return Err(err);
+    };
+    let root = path.parent().unwrap_or(Path::new("."));
+    let findings = [*diag];
+    let text = match format {
+        ReportFormat::Human => {
+            let mut text = render::human(
+                &findings,
+                root,
+                HumanStyle {
+                    color: p.color_err,
+                    width: p.width,
+                },
+            );
+            text.push_str(
+                "✗ invalid: the manifest cannot be loaded, so nothing else was checked\n",
+            );
+            super::io_result(p.err(&text))?;
+            return Ok(Exit::Invalid);
+        }
+        ReportFormat::Json => {
+            ctx_core::bundle::render::json(&render::report_value(&findings, false, None, 0, None))
+        }
+        ReportFormat::Sarif => ctx_core::bundle::render::json(&render::sarif(&findings)),
+        ReportFormat::Github => render::github(&findings),
+    };
+    super::io_result(p.product(&text, output))?;
+    Ok(Exit::Invalid)
 }

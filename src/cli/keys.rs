@@ -5,9 +5,9 @@ use clap::{Args, Subcommand};
 use serde_json::json;
 
 use ctx_core::error::{Error, Exit, Result};
-use ctx_core::keys::{self, Declared};
+use ctx_core::keys;
+use ctx_core::keys::manage::{self, Declaration};
 use ctx_core::manifest::Manifest;
-use ctx_core::signing::SigningKeyPair;
 
 use super::{Global, Printer};
 
@@ -65,127 +65,71 @@ fn generate(g: &Global, p: &Printer, a: &GenerateArgs) -> Result<Exit> {
             searched: g.cwd.clone(),
         });
     }
-    let path = keys::key_path(&a.id)?;
-    keys::guard_path(&path, m.as_ref().map(|m| m.root.as_path()))?;
-    if path.exists() {
-        return Err(Error::Invalid(format!(
-            "{}: a key named `{}` already exists; keys are never overwritten\n  help: choose another --id, or move the old key away first",
-            path.display(),
-            a.id
-        )));
-    }
-    let pair = SigningKeyPair::generate().map_err(|e| Error::Invalid(e.to_string()))?;
-    let public = pair.public_key();
-    // Prepare the manifest edit first, so a manifest ctx cannot edit stops
-    // the command before a key is written.
-    let edit = match (&m, a.declare) {
-        (Some(m), true) => Some(keys::declare_text(
-            &m.text,
-            m.file.ends_with(".json"),
-            &a.id,
-            &public,
-        )?),
-        _ => None,
-    };
-    let dir = path.parent().expect("key path has a folder");
-    create_private_dir(dir)?;
-    pair.save(&path)
-        .map_err(|e| Error::Invalid(e.to_string()))?;
+    let k = manage::generate(&a.id, a.declare, m.as_ref())?;
     let _ = p.err(&format!(
         "wrote private key {} (mode 0600; keep it secret, never commit it)\n",
-        path.display()
+        k.path.display()
     ));
-    match (edit, &m) {
-        (Some(Declared::Changed(text)), Some(m)) => {
-            keys::write_manifest(&m.path, &m.text, &text)?;
-            let _ = p.err(&format!(
-                "declared `{}` in {} under extensions.{}\n",
-                a.id,
-                m.file,
-                keys::EXTENSION
-            ));
-        }
-        (Some(Declared::AlreadyDeclared), Some(m)) => {
-            let _ = p.err(&format!("`{}` is already declared in {}\n", a.id, m.file));
-        }
-        _ => {
-            let _ = p.err(&format!(
-                "to trust it in a repository, add under `extensions:` of the manifest:\n  {}:\n    {}:\n      ed25519: \"{}\"\n(or run again with --declare next time)\n",
-                keys::EXTENSION,
-                a.id,
-                public.to_base64()
-            ));
-        }
-    }
-    super::io_result(p.out(&format!("{}\n", public.to_base64())))?;
+    let file = m.as_ref().map_or("", |m| m.file.as_str());
+    let _ = p.err(&match k.declaration {
+        Declaration::Added => format!(
+            "declared `{}` in {file} under extensions.{}\n",
+            k.id,
+            keys::EXTENSION
+        ),
+        Declaration::AlreadyDeclared => format!("`{}` is already declared in {file}\n", k.id),
+        Declaration::NotRequested => format!(
+            "to trust it in a repository, add under `extensions:` of the manifest:\n  {}:\n    {}:\n      ed25519: \"{}\"\n(or run again with --declare next time)\n",
+            keys::EXTENSION,
+            k.id,
+            k.public.to_base64()
+        ),
+    });
+    super::io_result(p.out(&format!("{}\n", k.public.to_base64())))?;
     Ok(Exit::Ok)
-}
-
-/// Create the key folder with mode 0700 (and its parents as needed).
-fn create_private_dir(dir: &std::path::Path) -> Result<()> {
-    let mut b = std::fs::DirBuilder::new();
-    b.recursive(true);
-    #[cfg(unix)]
-    std::os::unix::fs::DirBuilderExt::mode(&mut b, 0o700);
-    b.create(dir).map_err(|e| Error::io(dir, &e))
 }
 
 fn list(g: &Global, p: &Printer, a: &ListArgs) -> Result<Exit> {
     let m = manifest(g)?;
-    let local = keys::local_keys()?;
-    let (declared, errors) = m.as_ref().map(keys::declared).unwrap_or_default();
-    let mut ids: Vec<&String> = declared.keys().chain(local.keys()).collect();
-    ids.sort();
-    ids.dedup();
-    let mut rows = Vec::new();
-    for id in ids {
-        let public = declared.get(id);
-        let private = local.get(id);
-        // A private key that cannot be read, or that is not the declared
-        // key, is shown as such rather than silently treated as usable.
-        let local_state = match private {
-            None => "absent".to_string(),
-            Some(path) => match SigningKeyPair::load(path) {
-                Err(e) => format!("unusable ({e})"),
-                Ok(k) if public.is_some_and(|p| *p != k.public_key()) => {
-                    "MISMATCH (not the declared key)".into()
-                }
-                Ok(_) => "present".into(),
-            },
-        };
-        rows.push(json!({
-            "id": id,
-            "declared": public.is_some(),
-            "public_key": public.map(|k| k.to_base64()),
-            "fingerprint": public.map(|k| k.fingerprint()),
-            "private_key": local_state,
-            "private_key_path": private.map(|p| p.display().to_string()),
-        }));
-    }
+    let inv = manage::inventory(m.as_ref())?;
+    let errors: Vec<String> = inv.malformed.iter().map(ToString::to_string).collect();
     let out = if a.format == "json" {
+        let rows: Vec<_> = inv
+            .keys
+            .iter()
+            .map(|r| {
+                json!({
+                    "id": r.id,
+                    "declared": r.public.is_some(),
+                    "public_key": r.public.map(|k| k.to_base64()),
+                    "fingerprint": r.public.map(|k| k.fingerprint()),
+                    "private_key": r.private_key,
+                    "private_key_path": r.private_key_path.as_ref().map(|p| p.display().to_string()),
+                })
+            })
+            .collect();
         let doc = json!({
             "manifest": m.as_ref().map(|m| m.path.display().to_string()),
-            "key_dir": keys::key_dir()?.display().to_string(),
+            "key_dir": inv.key_dir.display().to_string(),
             "keys": rows,
             "errors": errors,
         });
         serde_json::to_string_pretty(&doc).expect("JSON") + "\n"
     } else {
         let mut s = String::new();
-        if rows.is_empty() {
+        if inv.keys.is_empty() {
             s.push_str("no keys: run `ctx keys generate --id <name> --declare`\n");
         }
-        for r in &rows {
+        for r in &inv.keys {
+            let declared = if r.public.is_some() {
+                "declared"
+            } else {
+                "not declared"
+            };
+            let fingerprint = r.public.map(|k| k.fingerprint()).unwrap_or_default();
             s.push_str(&format!(
-                "{:<20} {:<12} private key: {:<10} {}\n",
-                r["id"].as_str().unwrap_or(""),
-                if r["declared"] == true {
-                    "declared"
-                } else {
-                    "not declared"
-                },
-                r["private_key"].as_str().unwrap_or(""),
-                r["fingerprint"].as_str().unwrap_or("")
+                "{:<20} {declared:<12} private key: {:<10} {fingerprint}\n",
+                r.id, r.private_key
             ));
         }
         for e in &errors {

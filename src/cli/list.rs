@@ -1,10 +1,12 @@
-//! `ctx list`: the objects a consumer may see, filtered; out-of-scope objects never appear.
+//! `ctx list`: the objects a consumer may see (the library's authorized view decides),
+//! filtered; out-of-scope and withheld objects never appear.
 
 use clap::Args;
 use serde_json::{json, Value};
 
 use ctx_core::bundle::render;
 use ctx_core::error::{Exit, Result};
+use ctx_core::evidence::Record;
 
 use super::view::{self, ConsumerArgs};
 use super::{Global, Printer};
@@ -36,11 +38,11 @@ pub struct ListArgs {
 pub fn run(g: &Global, p: &Printer, a: &ListArgs) -> Result<Exit> {
     let repo = super::validate::load_repo(g, ctx_core::load::DEFAULT_MAX_FILE_SIZE)?;
     let at = super::resolve::at_flag(a.at.as_deref())?;
-    let v = view::view(&repo, &a.who, at, a.include_historical)?;
+    let v = view::open(&repo, &a.who, at)?;
     let rows: Vec<Value> = v
-        .visible
-        .iter()
-        .filter_map(|&(i, state)| {
+        .visible(a.include_historical)
+        .into_iter()
+        .filter_map(|(i, state)| {
             let o = &repo.objects[i];
             let keep = a.kind.as_deref().is_none_or(|t| o.kind() == t)
                 && a.layer.as_deref().is_none_or(|l| o.meta.layer.as_deref() == Some(l))
@@ -56,6 +58,15 @@ pub fn run(g: &Global, p: &Printer, a: &ListArgs) -> Result<Exit> {
             })
         })
         .collect();
+    ctx_core::evidence::record(
+        &repo.manifest,
+        Record::read(
+            a.who.agent.as_deref(),
+            &a.who.role,
+            rows.iter()
+                .filter_map(|r| r["id"].as_str().map(str::to_string)),
+        ),
+    )?;
     let text = match a.format.as_str() {
         "json" => render::json(&Value::Array(rows)),
         "yaml" => render::yaml(&Value::Array(rows)),

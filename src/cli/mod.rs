@@ -13,6 +13,7 @@ pub mod doctor;
 pub mod exchange;
 pub mod export;
 pub mod findings;
+pub mod fmt;
 pub mod get;
 pub mod graph;
 pub mod history;
@@ -20,6 +21,7 @@ pub mod hook;
 pub mod init;
 pub mod keys;
 pub mod list;
+mod manual;
 pub mod printer;
 pub mod private;
 pub mod progress;
@@ -27,6 +29,7 @@ pub mod proposals;
 pub mod propose;
 pub mod provider;
 pub mod receipts;
+pub mod redaction;
 pub mod request;
 pub mod resolve;
 pub mod schema;
@@ -131,6 +134,11 @@ pub enum Command {
     Proposals(proposals::ProposalsArgs),
     /// Minimum-reveal discovery: does the repository hold something like QUERY?
     Discover(discover::DiscoverArgs),
+    /// Create the repository's redaction key (the secret that keys `mode: hash`).
+    RedactionKey(redaction::RedactionKeyArgs),
+    /// Rewrite object files into canonical form (key order, RFC 3339 timestamps, quoting).
+    #[command(long_about = fmt::long_about())]
+    Fmt(fmt::FmtArgs),
     /// Print a shell completion script.
     Completions(completions::CompletionsArgs),
     /// Write the man pages into a folder (how man/ is regenerated).
@@ -197,6 +205,8 @@ pub fn run(cli: Cli) -> Result<Exit> {
         Command::Propose(a) => propose::run(&g, &p, a),
         Command::Proposals(a) => proposals::run(&g, &p, a),
         Command::Discover(a) => discover::run(&g, &p, a),
+        Command::RedactionKey(a) => redaction::run(&g, &p, a),
+        Command::Fmt(a) => fmt::run(&g, &p, a),
         Command::Completions(a) => completions::run(&p, a),
         Command::GenerateMan(a) => completions::generate_man(&p, a),
     }

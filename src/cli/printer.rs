@@ -1,10 +1,17 @@
 //! The one printer: the product goes to stdout (or `--output`), diagnostics and
-//! progress to stderr. Files are written atomically.
+//! progress to stderr. Files are written atomically and keep the mode of the file
+//! they replace (a new file gets the mode an editor would give it). `--output -`
+//! means stdout, for every command that has `--output`.
 
 use std::io::{self, IsTerminal, Write};
 use std::path::Path;
 
-use ctx_core::fs::{write_atomic, write_atomic_with};
+use ctx_core::fs::{write_atomic, write_atomic_with, Existing, Mode};
+
+/// The file an `--output` value names: None for stdout (no flag, or `-`).
+pub fn output_file(path: Option<&Path>) -> Option<&Path> {
+    path.filter(|p| *p != Path::new("-"))
+}
 
 /// `--color` choice.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -67,9 +74,9 @@ impl Printer {
 
     /// Write the product to `path` (atomically) or to stdout when `path` is None or `-`.
     pub fn product(&self, text: &str, path: Option<&Path>) -> io::Result<()> {
-        match path {
-            Some(p) if p != Path::new("-") => write_atomic(p, text.as_bytes(), true),
-            _ => self.out(text),
+        match output_file(path) {
+            Some(p) => write_atomic(p, text.as_bytes(), Mode::Preserve, Existing::Replace),
+            None => self.out(text),
         }
     }
 }
@@ -84,9 +91,9 @@ impl Printer {
             buf.write_all(b"\n")?;
             buf.flush()
         };
-        match path {
-            Some(p) if p != Path::new("-") => write_atomic_with(p, true, |f| emit(f)),
-            _ => {
+        match output_file(path) {
+            Some(p) => write_atomic_with(p, Mode::Preserve, Existing::Replace, |f| emit(f)),
+            None => {
                 let mut lock = io::stdout().lock();
                 emit(&mut lock)
             }

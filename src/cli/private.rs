@@ -1,7 +1,9 @@
 //! `ctx private`: encrypt, decrypt, edit, rekey and inspect private collections
-//! (age-encrypted; see docs/private.md). Decrypted plaintext goes to stdout or to
-//! the editor's private temporary file, never into the repository.
+//! (age-encrypted; see docs/private.md). The operations live in
+//! `ctx_core::private`; this file parses, calls and renders. A missing
+//! identity exits 2, a named identity file that does not exist exits 3.
 
+mod batch;
 mod edit;
 mod status;
 
@@ -10,13 +12,9 @@ use std::path::{Path, PathBuf};
 use clap::{Args, Subcommand};
 
 use ctx_core::diag::render::{self, HumanStyle};
-use ctx_core::diag::Diagnostic;
 use ctx_core::error::{Error, Exit, Result};
-use ctx_core::load::walk::{self, Member, MemberSource};
-use ctx_core::manifest::Manifest;
-use ctx_core::object::Format;
-use ctx_core::private::config::{short, CollectionKeys};
-use ctx_core::private::{format, ops, Keyring, PrivateConfig};
+use ctx_core::private::scope::{find_identity, format_of};
+use ctx_core::private::{ops, Keyring, Scope};
 
 use super::{Global, Printer};
 
@@ -77,233 +75,40 @@ pub enum PrivateCommand {
 
 pub fn run(g: &Global, p: &Printer, a: &PrivateArgs) -> Result<Exit> {
     match &a.command {
-        PrivateCommand::Encrypt { paths } => encrypt(g, p, paths),
+        PrivateCommand::Encrypt { paths } => batch::encrypt(g, p, paths),
         PrivateCommand::Decrypt { path, id } => decrypt(g, p, path, id),
         PrivateCommand::Edit { path, id } => edit::run(g, p, path, id),
-        PrivateCommand::Rekey { force, id } => rekey(g, p, *force, id),
+        PrivateCommand::Rekey { force, id } => batch::rekey(g, p, *force, id),
         PrivateCommand::Status { check, format, id } => {
             status::run(g, p, *check, format == "json", id)
         }
     }
 }
 
-/// The repository as far as private collections are concerned.
-pub(crate) struct Scope {
-    pub m: Manifest,
-    pub cfg: PrivateConfig,
-    pub cfg_diags: Vec<Diagnostic>,
-    /// Every member file (private or not), sorted.
-    pub members: Vec<Member>,
-}
-
-impl Scope {
-    pub fn load(g: &Global) -> Result<Scope> {
-        let (m, _) = Manifest::discover(g.dir.as_deref(), &g.cwd)?;
-        let (cfg, cfg_diags) = PrivateConfig::from_manifest(&m);
-        let (members, _) = walk::members(&m);
-        Ok(Scope {
-            m,
-            cfg,
-            cfg_diags,
-            members,
-        })
+/// Print configuration problems; true when there are errors.
+pub(crate) fn report_config(p: &Printer, scope: &Scope) -> bool {
+    if scope.cfg_diags.is_empty() {
+        return false;
     }
-
-    /// The private collection a member belongs to.
-    pub fn keys_of(&self, member: &Member) -> Option<&CollectionKeys> {
-        match &member.source {
-            MemberSource::Collection { name, .. } => self.cfg.collection(name),
-            MemberSource::Entry { .. } => None,
-        }
-    }
-
-    pub fn private_members(&self) -> impl Iterator<Item = (&Member, &CollectionKeys)> {
-        self.members
-            .iter()
-            .filter_map(|m| self.keys_of(m).map(|k| (m, k)))
-    }
-
-    /// A path given on the command line, relative to the repository (`/`-separated).
-    pub fn rel(&self, g: &Global, path: &Path) -> Result<String> {
-        let abs = if path.is_absolute() {
-            path.to_path_buf()
-        } else {
-            g.cwd.join(path)
-        };
-        // Canonicalize the deepest existing ancestor, so new files can be named too.
-        let mut existing = abs.clone();
-        let mut rest: Vec<std::ffi::OsString> = Vec::new();
-        while !existing.exists() {
-            match (existing.file_name(), existing.parent()) {
-                (Some(n), Some(parent)) if n != ".." => {
-                    rest.push(n.to_owned());
-                    existing = parent.to_path_buf();
-                }
-                _ => {
-                    return Err(Error::Usage(format!(
-                        "{}: not a usable path",
-                        path.display()
-                    )))
-                }
-            }
-        }
-        let mut full = existing
-            .canonicalize()
-            .map_err(|e| Error::io(existing.clone(), &e))?;
-        for n in rest.into_iter().rev() {
-            full.push(n);
-        }
-        let rel = full.strip_prefix(&self.m.root).map_err(|_| {
-            Error::Usage(format!(
-                "{} is outside the repository at {}",
-                path.display(),
-                self.m.root.display()
-            ))
-        })?;
-        Ok(rel.to_string_lossy().replace('\\', "/"))
-    }
-
-    /// Print configuration problems; true when there are errors.
-    pub fn report_config(&self, p: &Printer) -> bool {
-        if self.cfg_diags.is_empty() {
-            return false;
-        }
-        let text = render::human(
-            &self.cfg_diags,
-            &self.m.root,
-            HumanStyle {
-                color: p.color_err,
-                width: p.width,
-            },
-        );
-        let _ = p.err(&text);
-        ctx_core::validate::failed(&self.cfg_diags, false)
-    }
+    let style = HumanStyle {
+        color: p.color_err,
+        width: p.width,
+    };
+    let _ = p.err(&render::human(&scope.cfg_diags, &scope.m.root, style));
+    scope.config_failed()
 }
 
 /// The identity for this run; warns about identity files others can read.
 pub(crate) fn keyring(p: &Printer, a: &IdentityArgs) -> Result<Option<Keyring>> {
-    let ring = Keyring::discover(&a.identity).map_err(Error::Usage)?;
-    if let Some(r) = &ring {
-        for path in r.loose_permissions() {
-            let _ = p.err(&format!(
-                "warning: identity file {} is readable by other users; run `chmod 600 {}`\n",
-                path.display(),
-                path.display()
-            ));
-        }
+    let ring = find_identity(&a.identity)?;
+    for path in ring.iter().flat_map(Keyring::loose_permissions) {
+        let _ = p.err(&format!(
+            "warning: identity file {} is readable by other users; run `chmod 600 {}`\n",
+            path.display(),
+            path.display()
+        ));
     }
     Ok(ring)
-}
-
-pub(crate) fn format_of(rel: &str) -> Result<Format> {
-    Format::from_path(rel).ok_or_else(|| {
-        Error::Usage(format!(
-            "{rel}: only .md, .yaml, .yml and .json files can be private"
-        ))
-    })
-}
-
-/// Replace a file atomically (temporary file in the same folder, then rename),
-/// keeping its permission bits.
-pub(crate) fn write_in_place(path: &Path, text: &str) -> Result<()> {
-    use std::io::Write;
-    let dir = path.parent().unwrap_or(Path::new("."));
-    let io = |e: std::io::Error| Error::io(path, &e);
-    let mut tmp = tempfile::Builder::new()
-        .prefix(".ctx-")
-        .suffix(".tmp")
-        .tempfile_in(dir)
-        .map_err(io)?;
-    tmp.write_all(text.as_bytes()).map_err(io)?;
-    if let Ok(meta) = std::fs::metadata(path) {
-        tmp.as_file()
-            .set_permissions(meta.permissions())
-            .map_err(io)?;
-    }
-    tmp.as_file().sync_all().map_err(io)?;
-    tmp.persist(path).map_err(|e| io(e.error))?;
-    Ok(())
-}
-
-fn encrypt(g: &Global, p: &Printer, paths: &[PathBuf]) -> Result<Exit> {
-    let scope = Scope::load(g)?;
-    if scope.report_config(p) {
-        return Ok(Exit::Invalid);
-    }
-    if scope.cfg.is_empty() {
-        return Err(Error::Usage("this repository declares no private collections (add `extensions.ctx.private.collections` to the manifest; see docs/private.md)".into()));
-    }
-    let mut targets: Vec<(&Member, &CollectionKeys)> = Vec::new();
-    if paths.is_empty() {
-        targets.extend(scope.private_members());
-    }
-    for path in paths {
-        let rel = scope.rel(g, path)?;
-        let before = targets.len();
-        targets.extend(scope.private_members().filter(|(m, _)| {
-            rel.is_empty() || m.rel == rel || m.rel.starts_with(&format!("{rel}/"))
-        }));
-        if targets.len() == before {
-            return Err(Error::Usage(format!(
-                "{} is not a member of a private collection (private collections: {})",
-                path.display(),
-                scope
-                    .cfg
-                    .collections
-                    .keys()
-                    .cloned()
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            )));
-        }
-    }
-    targets.sort_by(|a, b| a.0.rel.cmp(&b.0.rel));
-    targets.dedup_by(|a, b| a.0.rel == b.0.rel);
-    let (mut done, mut already, mut failed) = (0, 0, 0);
-    let mut report = String::new();
-    for (member, keys) in targets {
-        let format = format_of(&member.rel)?;
-        let text = std::fs::read_to_string(&member.abs).map_err(|e| Error::io(&member.abs, &e))?;
-        match format::parse_sealed(format, &text) {
-            Ok(Some(s)) => {
-                already += 1;
-                if s.recipients != keys.keys() {
-                    report.push_str(&format!(
-                        "stale      {}  encrypted to an outdated recipient list: run `ctx private rekey`\n",
-                        member.rel
-                    ));
-                }
-            }
-            Err(e) => {
-                failed += 1;
-                let _ = p.err(&format!("error: {}: {e}\n", member.rel));
-            }
-            Ok(None) => match ops::seal(format, &text, keys, None, None, false) {
-                Ok(sealing) => {
-                    write_in_place(&member.abs, &sealing.text)?;
-                    done += 1;
-                    report.push_str(&format!(
-                        "encrypted  {}  to {} recipient(s)\n",
-                        member.rel,
-                        keys.recipients.len()
-                    ));
-                }
-                Err(e) => {
-                    failed += 1;
-                    let _ = p.err(&format!(
-                        "error: {}: cannot encrypt: {e}\n  fix: correct the file, then run `ctx private encrypt {}`\n",
-                        member.rel, member.rel
-                    ));
-                }
-            },
-        }
-    }
-    report.push_str(&format!(
-        "{done} encrypted, {already} already encrypted, {failed} failed\n"
-    ));
-    super::io_result(p.out(&report))?;
-    Ok(if failed > 0 { Exit::Invalid } else { Exit::Ok })
 }
 
 fn decrypt(g: &Global, p: &Printer, path: &Path, ida: &IdentityArgs) -> Result<Exit> {
@@ -314,109 +119,15 @@ fn decrypt(g: &Global, p: &Printer, path: &Path, ida: &IdentityArgs) -> Result<E
         std::io::ErrorKind::NotFound => Error::NotFound(format!("{shown}: no such file")),
         _ => Error::io(&abs, &e),
     })?;
-    let sealed = format::parse_sealed(format, &text)
-        .map_err(|e| Error::Invalid(format!("{shown}: {e}")))?
-        .ok_or_else(|| {
-            Error::Invalid(format!(
-                "{shown} is not encrypted (no `extensions.ctx.private.encrypted: true`)"
-            ))
-        })?;
     let ring = keyring(p, ida)?;
-    let (plain, key) = ops::decrypt(&shown, &sealed.armor, ring.as_ref())
-        .map_err(|e| Error::Invalid(format!("{e}\n  fix: {}", e.fix())))?;
-    if let Ok(doc) = format::parse_doc(format, &plain) {
-        let bad = ops::mismatched(&sealed.header, &doc.fields);
-        if !bad.is_empty() {
-            let _ = p.err(&format!(
-                "warning: {shown}: the clear metadata does not match the encrypted copy ({}); `ctx private edit` rewrites it from the plaintext\n",
-                bad.join(", ")
-            ));
-        }
+    let opened = ops::open_file(&shown, format, &text, ring.as_ref())?;
+    if !opened.mismatched.is_empty() {
+        let _ = p.err(&format!(
+            "warning: {shown}: the clear metadata does not match the encrypted copy ({}); `ctx private edit` rewrites it from the plaintext\n",
+            opened.mismatched.join(", ")
+        ));
     }
-    let _ = p.err(&format!("decrypted {shown} with {key}\n"));
-    super::io_result(p.out(&plain))?;
+    let _ = p.err(&format!("decrypted {shown} with {}\n", opened.key));
+    super::io_result(p.out(&opened.plaintext))?;
     Ok(Exit::Ok)
-}
-
-fn rekey(g: &Global, p: &Printer, force: bool, ida: &IdentityArgs) -> Result<Exit> {
-    let scope = Scope::load(g)?;
-    if scope.report_config(p) {
-        return Ok(Exit::Invalid);
-    }
-    let ring = keyring(p, ida)?.ok_or_else(|| {
-        Error::Usage("rekey decrypts every private file: give an identity that can (--identity FILE, CTX_AGE_IDENTITY, or ~/.config/ctx/age/identity.txt)".into())
-    })?;
-    let (mut changed, mut current, mut failed) = (0, 0, 0);
-    let mut removed_any = false;
-    let mut report = String::new();
-    for (member, keys) in scope.private_members() {
-        let format = format_of(&member.rel)?;
-        let text = std::fs::read_to_string(&member.abs).map_err(|e| Error::io(&member.abs, &e))?;
-        let sealed = match format::parse_sealed(format, &text) {
-            Ok(Some(s)) => s,
-            Ok(None) => {
-                failed += 1;
-                report.push_str(&format!(
-                    "PLAINTEXT  {}  run `ctx private encrypt {}`\n",
-                    member.rel, member.rel
-                ));
-                continue;
-            }
-            Err(e) => {
-                failed += 1;
-                let _ = p.err(&format!("error: {}: {e}\n", member.rel));
-                continue;
-            }
-        };
-        let wanted = keys.keys();
-        if sealed.recipients == wanted && !force {
-            current += 1;
-            continue;
-        }
-        let plain = match ops::decrypt(&member.rel, &sealed.armor, Some(&ring)) {
-            Ok((plain, _)) => plain,
-            Err(e) => {
-                failed += 1;
-                let _ = p.err(&format!("error: {e}\n  fix: {}\n", e.fix()));
-                continue;
-            }
-        };
-        match ops::seal(format, &plain, keys, Some(&text), Some(&ring), force) {
-            Ok(s) if s.text == text => current += 1,
-            Ok(s) => {
-                write_in_place(&member.abs, &s.text)?;
-                changed += 1;
-                let added = wanted
-                    .iter()
-                    .filter(|k| !sealed.recipients.contains(k))
-                    .count();
-                let removed = sealed
-                    .recipients
-                    .iter()
-                    .filter(|k| !wanted.contains(k))
-                    .count();
-                report.push_str(&format!(
-                    "rekeyed    {}  {} recipient(s) (+{added} −{removed})\n",
-                    member.rel,
-                    wanted.len()
-                ));
-                removed_any |= removed > 0;
-                for k in sealed.recipients.iter().filter(|k| !wanted.contains(k)) {
-                    report.push_str(&format!("             removed {}\n", short(k)));
-                }
-            }
-            Err(e) => {
-                failed += 1;
-                let _ = p.err(&format!("error: {}: cannot re-encrypt: {e}\n", member.rel));
-            }
-        }
-    }
-    report.push_str(&format!(
-        "{changed} re-encrypted, {current} already current, {failed} failed\n"
-    ));
-    if removed_any {
-        report.push_str("note: removed recipients can still read older versions in git history; rotate what they could see\n");
-    }
-    super::io_result(p.out(&report))?;
-    Ok(if failed > 0 { Exit::Invalid } else { Exit::Ok })
 }

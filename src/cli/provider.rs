@@ -8,18 +8,16 @@
 use std::path::{Path, PathBuf};
 
 use clap::{Args, Subcommand, ValueEnum};
-use serde_json::{json, Value};
+use serde_json::json;
 
-use ctx_core::bundle::render;
-use ctx_core::canonical;
 use ctx_core::error::{Error, Exit, Result};
+use ctx_core::evidence::envelope::{self, EnvelopeRequest};
 use ctx_core::keys;
 use ctx_core::manifest::Manifest;
 use ctx_core::provider::{
-    self, Binding, Content, EnvelopeInput, ProviderRef, ReceiptRef, Registration, StateDir,
-    TrustStore, WithholdReason,
+    self, Binding, ContextFile, ProviderRef, Registration, StateDir, TrustStore, WithholdReason,
 };
-use ctx_core::receipt::{self, Store};
+use ctx_core::receipt;
 
 use super::{Global, Printer};
 
@@ -121,10 +119,15 @@ pub struct VerifyArgs {
     /// Verification time (RFC 3339; default now).
     #[arg(long, value_name = "TIME")]
     pub at: Option<String>,
-    /// Acceptance-state folder: one result per turn, nonce and idempotency checks.
+    /// Acceptance-state folder: one result per turn, nonce and idempotency checks
+    /// (default: .ctx/provider-state in the repository, else
+    /// $XDG_STATE_HOME/ctx/provider-state).
     #[arg(long, value_name = "DIR")]
     pub state: Option<PathBuf>,
-    /// Write the verified context bytes, exactly, to this file (`-` for stdout).
+    /// Record nothing: no one-result-per-turn, nonce or replay protection.
+    #[arg(long, conflicts_with = "state")]
+    pub no_state: bool,
+    /// Write the verified context bytes, exactly, to this new file (`-` for stdout).
     #[arg(long, value_name = "FILE")]
     pub context_out: Option<PathBuf>,
     /// Accept registrations marked fixture_key_only (conformance tests only).
@@ -196,53 +199,37 @@ fn repo_manifest(g: &Global) -> Result<Option<Manifest>> {
 
 fn sign(g: &Global, p: &Printer, a: &SignArgs) -> Result<Exit> {
     let m = repo_manifest(g)?;
-    let binding = binding(g, &a.binding)?;
-    let bundle = match &a.bundle {
-        Some(f) => {
-            let (_, b) = receipt::read_json(&abs(g, f)).map_err(Error::Invalid)?;
-            receipt::check_bundle(&b).map_err(|e| {
-                Error::Invalid(format!("{}: not an intact bundle: {e}", f.display()))
-            })?;
-            Some(b)
-        }
+    let created_at = match &a.created_at {
+        Some(t) => Some(ctx_core::time::parse_timestamp(t).ok_or_else(|| {
+            Error::Usage(format!("--created-at `{t}` is not an RFC 3339 instant"))
+        })?),
         None => None,
     };
-    let cited = cited_receipt(g, m.as_ref(), a, bundle.as_ref())?;
-    let content = match (&a.withhold, &bundle) {
-        (Some(code), _) => Content::Withhold(WithholdReason {
-            code: code.clone(),
+    let (bundle, receipt) = (
+        a.bundle.as_deref().map(|f| abs(g, f)),
+        a.receipt.as_deref().map(|f| abs(g, f)),
+    );
+    let envelope = envelope::sign(EnvelopeRequest {
+        manifest: m.as_ref(),
+        binding: binding(g, &a.binding)?,
+        bundle: bundle.as_deref(),
+        rendering: match a.render {
+            Rendering::Markdown => envelope::Rendering::Markdown,
+            Rendering::Json => envelope::Rendering::Json,
+        },
+        withhold: a.withhold.clone().map(|code| WithholdReason {
+            code,
             retryable: a.retryable,
         }),
-        (None, Some(b)) => Content::Inject(match a.render {
-            Rendering::Markdown => render::markdown(b),
-            Rendering::Json => render::json(b),
-        }),
-        (None, None) => {
-            return Err(Error::Usage(
-                "give --bundle FILE to inject, or --withhold CODE".into(),
-            ))
-        }
-    };
-    let receipt_ref = ReceiptRef {
-        id: cited["id"].as_str().unwrap_or("").to_string(),
-        contract_id: receipt::DOMAIN.to_string(),
-        sha256: canonical::sha256_hex(
-            &canonical::jcs(&cited).map_err(|e| Error::Invalid(e.to_string()))?,
-        ),
-    };
-    let mut input = EnvelopeInput::new(a.identity.provider_ref(), binding, content, receipt_ref);
-    input.source_refs = a.source_refs.clone();
-    input.lifetime_secs = a.lifetime;
-    if let Some(t) = &a.created_at {
-        input.created_at = ctx_core::time::parse_timestamp(t).ok_or_else(|| {
-            Error::Usage(format!("--created-at `{t}` is not an RFC 3339 instant"))
-        })?;
-    }
-    let key = keys::load(&a.key, m.as_ref().map(|m| m.root.as_path()))?;
-    let envelope =
-        provider::sign_envelope(&input, &key, &a.key).map_err(|e| Error::Invalid(e.to_string()))?;
+        receipt: receipt.as_deref(),
+        provider: a.identity.provider_ref(),
+        source_refs: a.source_refs.clone(),
+        lifetime_secs: a.lifetime,
+        created_at,
+        key_id: &a.key,
+    })?;
     let text = serde_json::to_string_pretty(&envelope).expect("JSON") + "\n";
-    match &a.output {
+    match super::printer::output_file(a.output.as_deref()) {
         Some(out) => {
             let path = abs(g, out);
             receipt::store::write_new(&path, text.as_bytes()).map_err(|e| match e.kind() {
@@ -265,64 +252,33 @@ fn sign(g: &Global, p: &Printer, a: &SignArgs) -> Result<Exit> {
     Ok(Exit::Ok)
 }
 
-/// The receipt the envelope cites: `--receipt FILE`, else the bundle's
-/// current receipt in the repository store. It must name the bundle and,
-/// inside a repository, verify under the manifest's keys.
-fn cited_receipt(
-    g: &Global,
-    m: Option<&Manifest>,
-    a: &SignArgs,
-    bundle: Option<&Value>,
-) -> Result<Value> {
-    let bundle_id = bundle.and_then(|b| b["bundle_id"].as_str());
-    let r = match (&a.receipt, bundle, m) {
-        (Some(f), _, _) => receipt::read_json(&abs(g, f)).map_err(Error::Invalid)?.1,
-        (None, Some(b), Some(m)) => {
-            // The newest uncorrected receipt made for exactly this bundle file.
-            let store = Store::new(receipt::default_dir(&m.root));
-            let all = store.all().map_err(Error::Invalid)?;
-            let by = receipt::store::supersessions(&all).map_err(Error::Invalid)?;
-            let newest = all
-                .into_iter()
-                .map(|(_, r)| r)
-                .filter(|r| receipt::check_link(r, b).is_ok())
-                .filter(|r| !by.contains_key(r["id"].as_str().unwrap_or("")))
-                .max_by(|x, y| x["completed_at"].as_str().cmp(&y["completed_at"].as_str()));
-            let Some(r) = newest else {
-                return Err(Error::Invalid(format!(
-                    "no receipt for bundle {} in {}\n  help: produce the bundle with `ctx bundle --sign`, or pass --receipt FILE",
-                    bundle_id.unwrap_or(""),
-                    store.dir().display()
-                )));
+/// The acceptance state a verification records into: `--state`, else the
+/// default folder (per repository, or per user); None only with `--no-state`.
+fn state_dir(g: &Global, a: &VerifyArgs) -> Result<Option<StateDir>> {
+    if a.no_state {
+        return Ok(None);
+    }
+    let dir = match &a.state {
+        Some(d) => abs(g, d),
+        None => {
+            // Only the manifest's folder matters here, so a manifest that does not parse
+            // still places the state in its repository.
+            let repo = match ctx_core::manifest::discover::locate(g.dir.as_deref(), &g.cwd) {
+                Ok(found) => found.path.parent().map(Path::to_path_buf),
+                Err(Error::ManifestNotFound { .. }) if g.dir.is_none() => None,
+                Err(e) => return Err(e),
             };
-            r
-        }
-        _ => {
-            return Err(Error::Usage(
-                "an envelope must cite a receipt: pass --receipt FILE (or --bundle inside a repository with a signed receipt)".into(),
-            ))
+            provider::default_state_dir(repo.as_deref()).ok_or_else(|| {
+                Error::Usage(
+                    "no folder for the acceptance state: pass --state DIR (or --no-state to verify without replay protection)"
+                        .into(),
+                )
+            })?
         }
     };
-    if r.get("type").and_then(Value::as_str) != Some("receipt") {
-        return Err(Error::Invalid(
-            "--receipt: not a ctx receipt (type is not \"receipt\")".into(),
-        ));
-    }
-    if let Some(id) = bundle_id {
-        let names = r.get("bundle_ref").and_then(Value::as_str);
-        if names != Some(id) {
-            return Err(Error::Invalid(format!(
-                "the receipt names bundle {}, not {id}",
-                names.unwrap_or("(none)")
-            )));
-        }
-    }
-    if let Some(m) = m {
-        let (trusted, _) = keys::declared(m);
-        receipt::verify(&r, &trusted)
-            .map_err(|e| Error::Invalid(format!("the cited receipt does not verify: {e}")))?;
-    }
-    Ok(r)
+    StateDir::open(dir)
+        .map(Some)
+        .map_err(|e| Error::Invalid(e.to_string()))
 }
 
 fn verify(g: &Global, p: &Printer, a: &VerifyArgs) -> Result<Exit> {
@@ -330,27 +286,52 @@ fn verify(g: &Global, p: &Printer, a: &VerifyArgs) -> Result<Exit> {
     let trust = TrustStore::from_json_slice(&read(g, &a.trust)?, a.allow_fixture_keys)
         .map_err(|e| Error::Invalid(format!("{}: {e}", a.trust.display())))?;
     let binding = binding(g, &a.binding)?;
-    let at = super::resolve::at_flag(a.at.as_deref())?;
-    let state = match &a.state {
-        Some(d) => Some(StateDir::open(abs(g, d)).map_err(|e| Error::Invalid(e.to_string()))?),
-        None => None,
+    // The default clock keeps full precision: truncating it would accept an
+    // envelope for up to a second after an `expires_at` with a fraction.
+    let at = match &a.at {
+        Some(t) => super::resolve::at_flag(Some(t))?,
+        None => chrono::Utc::now(),
+    };
+    let state = state_dir(g, a)?;
+    let to_stdout = a.context_out.as_deref() == Some(Path::new("-"));
+    // Claimed before verification, so a refused file reserves nothing.
+    let claimed = match &a.context_out {
+        Some(out) if !to_stdout => {
+            let path = abs(g, out);
+            Some(ContextFile::claim(path.clone()).map_err(|e| match e.kind() {
+                std::io::ErrorKind::AlreadyExists => Error::Invalid(format!(
+                    "{}: already exists; verified context is never written over a file (nothing was verified or reserved)",
+                    path.display()
+                )),
+                _ => Error::io(&path, &e),
+            })?)
+        }
+        _ => None,
     };
     let result = provider::verify_envelope(&bytes, &trust, &binding, at, state.as_ref());
     let json_out = a.format == "json";
+    let recorded = match &state {
+        Some(s) => format!(" (state {})", s.path().display()),
+        None => " (--no-state: nothing was recorded, so this turn has no one-result, nonce or replay protection)".into(),
+    };
+    let state_json = json!(state.as_ref().map(|s| s.path().display().to_string()));
     match result {
         Ok(acc) => {
-            if let (Some(out), Some(ctx)) = (&a.context_out, &acc.context) {
-                if out == Path::new("-") {
-                    super::io_result(p.out(ctx))?;
-                } else {
-                    let path = abs(g, out);
-                    ctx_core::fs::write_atomic(&path, ctx.as_bytes(), false)
+            match (claimed, &acc.context) {
+                (Some(file), Some(ctx)) => {
+                    let path = file.path().to_path_buf();
+                    file.fill(ctx.as_bytes())
                         .map_err(|e| Error::io(&path, &e))?;
                 }
+                (None, Some(ctx)) if to_stdout => super::io_result(p.out(ctx))?,
+                // A withholding has no bytes: the unfilled claim is removed when dropped.
+                _ => {}
             }
             let text = if json_out {
-                serde_json::to_string_pretty(&json!({"accepted": true, "evidence": acc.evidence()}))
-                    .expect("JSON")
+                serde_json::to_string_pretty(
+                    &json!({"accepted": true, "evidence": acc.evidence(), "state": state_json}),
+                )
+                .expect("JSON")
                     + "\n"
             } else {
                 let what = match &acc.context_sha256 {
@@ -364,12 +345,12 @@ fn verify(g: &Global, p: &Printer, a: &VerifyArgs) -> Result<Exit> {
                     ),
                 };
                 format!(
-                    "accepted: {what}\n  provider {} {} instance {}, key {}\n  acceptance: {}\n  note: this proves the provider authorised it for this turn, not that it was delivered\n",
+                    "accepted: {what}\n  provider {} {} instance {}, key {}\n  acceptance: {}{recorded}\n  note: this proves the provider authorised it for this turn, not that it was delivered\n",
                     acc.provider.id, acc.provider.version, acc.provider.instance_id, acc.key_id, acc.acceptance.as_str()
                 )
             };
             // With --context-out -, stdout carries the exact bytes only.
-            if a.context_out.as_deref() == Some(Path::new("-")) {
+            if to_stdout {
                 let _ = p.err(&text);
             } else {
                 super::io_result(p.out(&text))?;
@@ -377,9 +358,12 @@ fn verify(g: &Global, p: &Printer, a: &VerifyArgs) -> Result<Exit> {
             Ok(Exit::Ok)
         }
         Err(f) => {
+            drop(claimed); // removes the placeholder
             let text = if json_out {
-                serde_json::to_string_pretty(&json!({"accepted": false, "failure": f.to_json()}))
-                    .expect("JSON")
+                serde_json::to_string_pretty(
+                    &json!({"accepted": false, "failure": f.to_json(), "state": state_json}),
+                )
+                .expect("JSON")
                     + "\n"
             } else {
                 format!("rejected: {f}\n")

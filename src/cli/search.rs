@@ -1,12 +1,12 @@
-//! `ctx search <query>`: lexical search over what the consumer may read.
-//! Authorization runs first, so results never reveal a denied object.
+//! `ctx search <query>`: lexical search over what the consumer may read, as the
+//! library's authorized view shows it (denied objects and redacted values never match).
 
 use clap::Args;
 use serde_json::{json, Value};
 
 use ctx_core::bundle::render;
 use ctx_core::error::{Exit, Result};
-use ctx_core::resolve::rank;
+use ctx_core::evidence::Record;
 
 use super::view::{self, ConsumerArgs};
 use super::{Global, Printer};
@@ -26,36 +26,24 @@ pub struct SearchArgs {
 
 pub fn run(g: &Global, p: &Printer, a: &SearchArgs) -> Result<Exit> {
     let repo = super::validate::load_repo(g, ctx_core::load::DEFAULT_MAX_FILE_SIZE)?;
-    let v = view::view(&repo, &a.who, chrono::Utc::now(), false)?;
-    let candidates: Vec<usize> = v
-        .visible
-        .iter()
-        .map(|(i, _)| *i)
-        .filter(|&i| {
-            a.kind
-                .as_deref()
-                .is_none_or(|t| repo.objects[i].kind() == t)
-        })
-        .collect();
-    let scores = rank::scores(&repo.objects, &candidates, Some(&a.query));
-    let mut hits: Vec<(usize, f64)> = candidates
-        .into_iter()
-        .zip(scores)
-        .filter(|(_, s)| *s > 0.0)
-        .collect();
-    hits.sort_by(|x, y| {
-        y.1.partial_cmp(&x.1)
-            .unwrap_or(std::cmp::Ordering::Equal)
-            .then(repo.objects[x.0].id.cmp(&repo.objects[y.0].id))
-    });
-    hits.truncate(a.limit);
+    let v = view::open(&repo, &a.who, super::resolve::at_flag(None)?)?;
+    let kind = a.kind.as_deref();
+    let hits = v.search(&a.query, &|o| kind.is_none_or(|t| o.kind() == t), a.limit);
     let rows: Vec<Value> = hits
         .iter()
-        .map(|&(i, s)| {
-            let o = &repo.objects[i];
-            json!({"id": o.id, "version": o.version, "score": s, "type": o.kind(), "title": o.title()})
+        .map(|h| {
+            let o = &repo.objects[h.index];
+            json!({"id": o.id, "version": o.version, "score": h.score, "type": o.kind(), "title": o.title()})
         })
         .collect();
+    ctx_core::evidence::record(
+        &repo.manifest,
+        Record::search(
+            a.who.agent.as_deref(),
+            &a.who.role,
+            hits.iter().map(|h| repo.objects[h.index].id.clone()),
+        ),
+    )?;
     let text = match a.format.as_str() {
         "json" => render::json(&Value::Array(rows)),
         "ndjson" => rows.iter().map(|r| r.to_string() + "\n").collect(),

@@ -1,18 +1,18 @@
-//! The `--sign` hook of `ctx resolve` / `ctx bundle`: audit event and
-//! signed receipt, both written *before* the product is emitted, so a
-//! required record that cannot be written means no bundle (fail closed,
-//! seed 000 §11.9).
+//! The `--sign` flags of `ctx resolve` / `ctx bundle`, and the emission of
+//! a bundle with its evidence (`ctx_core::evidence::bundle`): evidence is
+//! prepared before the product exists, the product is staged, then the
+//! receipt and audit events are committed and the product appears.
 
-use std::path::PathBuf;
+use std::io::Write;
+use std::path::{Path, PathBuf};
 
 use clap::Args;
-use serde_json::{json, Value};
+use serde_json::Value;
 
-use ctx_core::audit;
 use ctx_core::error::{Error, Result};
-use ctx_core::keys;
+use ctx_core::evidence::bundle::{self, Emission, RequestEcho, SignOptions};
+use ctx_core::evidence::BundleEvent;
 use ctx_core::load::Repo;
-use ctx_core::receipt::{self, Draft, Store};
 
 use super::resolve::{BundleFormat, ResolveArgs};
 use super::Printer;
@@ -34,80 +34,43 @@ pub struct SignArgs {
     pub supersedes: Option<String>,
 }
 
+impl SignArgs {
+    fn options(&self) -> SignOptions {
+        SignOptions {
+            sign: self.sign,
+            key: self.key.clone(),
+            receipt_file: self.receipt.clone(),
+            supersedes: self.supersedes.clone(),
+        }
+    }
+}
+
+/// What a resolve run emits: rendered text, or a JSON document streamed out.
+pub enum Product<'a> {
+    Text(String),
+    Json(&'a Value),
+}
+
 /// Current time, whole seconds, RFC 3339.
 pub fn now() -> String {
-    use chrono::SubsecRound;
-    ctx_core::time::format(&chrono::Utc::now().trunc_subsecs(0))
+    ctx_core::evidence::now()
 }
 
 /// Will this run write a receipt (`--sign`, or the manifest's policy)?
 pub fn receipt_wanted(repo: &Repo, a: &ResolveArgs) -> bool {
-    a.sign.sign || receipts_required(repo)
+    bundle::receipt_due(&repo.manifest, &a.sign.options())
 }
 
-/// `extensions: ctx.policy: { require_receipts: true }`.
-fn receipts_required(repo: &Repo) -> bool {
-    repo.manifest
-        .extension("ctx.policy")
-        .and_then(|p| p.get("require_receipts"))
-        .and_then(Value::as_bool)
-        .unwrap_or(false)
-}
-
-/// Record what the command is about to emit: audit events (when the
-/// manifest's `audit` block asks) and a signed receipt (when `--sign` or the
-/// policy asks). Any failure is an error and the caller emits nothing.
-pub fn record(
+/// Emit `product` to `--output` or stdout together with its evidence.
+pub fn emit(
     p: &Printer,
     repo: &Repo,
     a: &ResolveArgs,
-    bundle: &Value,
-    product: &str,
+    compiled: &Value,
+    product: &Product<'_>,
     always_bundle: bool,
     started_at: &str,
 ) -> Result<()> {
-    let operation = if always_bundle {
-        "context.bundle"
-    } else {
-        "context.resolve"
-    };
-    let m = &repo.manifest;
-    let wanted = a.sign.sign || receipts_required(repo);
-    let why = if a.sign.sign {
-        "--sign"
-    } else {
-        "extensions.ctx.policy.require_receipts"
-    };
-    // Find the key before anything is recorded, so a missing key is
-    // audited as an error rather than as a read that happened.
-    let key = wanted.then(|| keys::signing_key(m, a.sign.key.as_deref()));
-    let cfg = audit::Config::from_manifest(m)?;
-    if let Some(cfg) = &cfg {
-        let at = now();
-        let mut events = Vec::new();
-        if cfg.context_reads {
-            let mut e = audit::bundle_event(operation, bundle, &at);
-            if let Some(Err(_)) = &key {
-                e["outcome"] = json!("error");
-                e["reason"] = json!(format!(
-                    "nothing emitted: a receipt is required ({why}) and no signing key is usable"
-                ));
-            }
-            events.push(e);
-        }
-        if cfg.conflicts {
-            events.extend(audit::conflict_events(bundle, &at));
-        }
-        for e in events {
-            cfg.log
-                .append(e)
-                .map_err(|e| refused("an audit event", &e))?;
-        }
-    }
-    let Some(key) = key else {
-        return Ok(());
-    };
-    let (key_id, key) = key.map_err(|e| refused(&format!("a receipt ({why})"), &e))?;
     let format = match (a.explain && !always_bundle, a.format) {
         (true, None) => "explain",
         (true, Some(_)) => "explain-data",
@@ -115,52 +78,84 @@ pub fn record(
         (false, Some(BundleFormat::Markdown)) => "markdown",
         (false, _) => "json",
     };
-    let request = json!({
-        "namespace": m.id,
-        "consumer": bundle["consumer"],
-        "task": bundle.get("task"),
-        "as_of": bundle["as_of"],
-        "include_historical": a.include_historical,
-        "limit": a.limit,
-        "min_relevance": a.min_relevance.map(|x| x.to_string()),
-        "include": a.include,
-    });
-    let draft = Draft {
-        operation,
-        bundle,
-        started_at: started_at.to_string(),
-        completed_at: now(),
-        manifest_bytes: m.text.as_bytes(),
-        request: &request,
-        rendering: Some((format, product.as_bytes())),
-        supersedes: a.sign.supersedes.clone(),
+    let emission = Emission {
+        event: if always_bundle {
+            BundleEvent::Bundle
+        } else {
+            BundleEvent::Resolve
+        },
+        bundle: compiled,
+        request: RequestEcho {
+            include_historical: a.include_historical,
+            limit: a.limit,
+            min_relevance: a.min_relevance,
+            include: &a.include,
+        },
+        format,
+        started_at,
     };
-    let written = receipt::sign(&draft, &key_id, &key).and_then(|r| {
-        let path = match &a.sign.receipt {
-            Some(file) => receipt::store::write_new(file, receipt::to_pretty(&r).as_bytes())
-                .map_err(|e| format!("{}: {e}", file.display()))
-                .map(|()| file.clone()),
-            None => Store::new(receipt::default_dir(&m.root)).append(&r),
-        }?;
-        Ok((path, r))
-    });
-    let (path, r) =
-        written.map_err(|e| refused(&format!("a receipt ({why})"), &Error::Invalid(e)))?;
-    let shown = path.strip_prefix(&m.root).unwrap_or(&path);
-    let mut note = format!(
-        "signed receipt {} ({}, key {key_id})",
-        shown.display(),
-        r["id"].as_str().unwrap_or("")
-    );
-    if let Some(prev) = r.get("supersedes").and_then(Value::as_str) {
-        note.push_str(&format!(", supersedes {prev}"));
+    let bytes = match product {
+        Product::Text(t) => Some(t.as_bytes()),
+        Product::Json(_) => None,
+    };
+    let prepared = bundle::prepare(&repo.manifest, &a.sign.options(), &emission, bytes)?;
+    let written = match a.output.as_deref().filter(|o| *o != Path::new("-")) {
+        None => {
+            // A stream cannot be staged: record first, then print.
+            let w = prepared.commit()?;
+            super::io_result(match product {
+                Product::Text(t) => p.product(t, None),
+                Product::Json(v) => p.product_json(v, None),
+            })?;
+            w
+        }
+        Some(path) => {
+            // Staged beside the destination; committed before the rename.
+            let mut outcome = None;
+            let io = ctx_core::fs::write_atomic_with(
+                path,
+                ctx_core::fs::Mode::Preserve,
+                ctx_core::fs::Existing::Replace,
+                |f| {
+                    match product {
+                        Product::Text(t) => f.write_all(t.as_bytes())?,
+                        Product::Json(v) => {
+                            let mut buf = std::io::BufWriter::with_capacity(1 << 16, f);
+                            serde_json::to_writer_pretty(&mut buf, v)
+                                .map_err(std::io::Error::from)?;
+                            buf.write_all(b"\n")?;
+                            buf.flush()?;
+                        }
+                    }
+                    let committed = prepared.commit();
+                    let failed = committed.is_err();
+                    outcome = Some(committed);
+                    if failed {
+                        return Err(std::io::Error::other("evidence not recorded"));
+                    }
+                    Ok(())
+                },
+            );
+            match (outcome, io) {
+                (Some(Err(e)), _) => return Err(e),
+                (_, Err(e)) => return Err(Error::io(path, &e)),
+                (Some(Ok(w)), Ok(())) => w,
+                (None, Ok(())) => None,
+            }
+        }
+    };
+    if let Some(w) = written {
+        let shown = w.path.strip_prefix(&repo.manifest.root).unwrap_or(&w.path);
+        let mut note = format!(
+            "signed receipt {} ({}, key {})",
+            shown.display(),
+            w.id,
+            w.key_id
+        );
+        if let Some(prev) = &w.supersedes {
+            note.push_str(&format!(", supersedes {prev}"));
+        }
+        let _ = p.err(&(note + "\n"));
     }
-    let _ = p.err(&(note + "\n"));
     Ok(())
-}
-
-fn refused(what: &str, e: &Error) -> Error {
-    Error::Invalid(format!(
-        "{what} is required but could not be written, so no output was emitted: {e}"
-    ))
 }

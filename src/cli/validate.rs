@@ -5,12 +5,12 @@ use std::path::PathBuf;
 
 use clap::{Args, ValueEnum};
 
-use ctx_core::diag::render::{self, HumanStyle};
 use ctx_core::diag::Diagnostic;
 use ctx_core::error::{Exit, Result};
 use ctx_core::load::{self, LoadOptions, Repo};
 use ctx_core::validate::{self as checks, ValidateOptions};
 
+use super::findings::Verdict;
 use super::{Global, Printer};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -35,6 +35,12 @@ pub struct ValidateArgs {
     /// Check the staged state (what `git commit` would record) instead of the work tree.
     #[arg(long)]
     pub staged: bool,
+    /// Judge the repository as of this RFC 3339 instant or date (default: now).
+    #[arg(long)]
+    pub at: Option<String>,
+    /// Write the report to this file (atomically) instead of stdout.
+    #[arg(long, short = 'o', value_name = "FILE")]
+    pub output: Option<PathBuf>,
     /// Only report findings in these files or folders (the whole repository is still checked).
     pub paths: Vec<PathBuf>,
 }
@@ -64,8 +70,8 @@ fn restrict(
                 g.cwd.join(p)
             };
             let abs = abs.canonicalize().unwrap_or(abs);
-            abs.strip_prefix(&repo.manifest.root)
-                .map(|r| r.to_string_lossy().replace('\\', "/"))
+            ctx_core::fs::RelPath::strip(&repo.manifest.root, &abs)
+                .map(String::from)
                 .unwrap_or_default()
         })
         .collect();
@@ -81,52 +87,40 @@ fn restrict(
 }
 
 pub fn run(g: &Global, p: &Printer, args: &ValidateArgs) -> Result<Exit> {
+    let at = super::resolve::at_flag(args.at.as_deref())?;
+    let out = args.output.as_deref();
     let progress = super::progress::Progress::start("loading");
     // `_checkout` keeps a temporary checkout of the index alive while findings are rendered.
-    let (repo, _checkout) = if args.staged {
-        super::hook::load_staged(g, p, args.max_file_size)?
+    let loaded = if args.staged {
+        super::hook::load_staged(g, p, args.max_file_size)
     } else {
-        (load_repo(g, args.max_file_size)?, None)
+        load_repo(g, args.max_file_size).map(|r| (r, None))
+    };
+    let (repo, _checkout) = match loaded {
+        Ok(x) => x,
+        Err(e) => {
+            progress.finish();
+            return super::findings::unloadable(p, e, args.format, out);
+        }
     };
     let findings = checks::validate(
         &repo,
         ValidateOptions {
             strict: args.strict,
+            at: Some(at),
         },
     );
     let findings = restrict(findings, &repo, g, &args.paths);
     progress.finish();
     let failed = checks::failed(&findings, args.strict);
-    let objects = repo.objects.len();
-    let io = match args.format {
-        ReportFormat::Human => {
-            let mut text = render::human(
-                &findings,
-                &repo.manifest.root,
-                HumanStyle {
-                    color: p.color_out,
-                    width: p.width,
-                },
-            );
-            let summary = render::summary(&findings, objects);
-            text.push_str(&if failed {
-                format!("✗ invalid: {summary}\n")
-            } else {
-                format!("✓ valid: {summary}\n")
-            });
-            p.out(&text)
-        }
-        ReportFormat::Json => {
-            let doc =
-                render::report_value(&findings, !failed, Some(&repo.manifest.id), objects, None);
-            p.out(&(serde_json::to_string_pretty(&doc).expect("serializable") + "\n"))
-        }
-        ReportFormat::Sarif => p.out(
-            &(serde_json::to_string_pretty(&render::sarif(&findings)).expect("serializable")
-                + "\n"),
-        ),
-        ReportFormat::Github => p.out(&render::github(&findings)),
-    };
-    super::io_result(io)?;
+    super::findings::emit(
+        p,
+        &repo,
+        &findings,
+        args.format,
+        failed,
+        Verdict::Validity,
+        out,
+    )?;
     Ok(if failed { Exit::Invalid } else { Exit::Ok })
 }

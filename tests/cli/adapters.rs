@@ -4,12 +4,12 @@
 use std::collections::HashMap;
 use std::io::{Read, Write};
 use std::net::TcpListener;
-use std::path::Path;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
+use crate::support::git::init_git;
 use crate::support::{ctx, write, Repo};
 
 fn manifest(adapters: &str) -> String {
@@ -326,30 +326,6 @@ fn remote_fetching_is_off_unless_the_manifest_enables_it() {
     assert!(listener.accept().is_err(), "no connection may be made");
 }
 
-fn git(dir: &Path, args: &[&str]) {
-    let out = std::process::Command::new("git")
-        .arg("-C")
-        .arg(dir)
-        .args([
-            "-c",
-            "user.name=t",
-            "-c",
-            "user.email=t@example.com",
-            "-c",
-            "commit.gpgsign=false",
-        ])
-        .args(args)
-        .env("GIT_CONFIG_NOSYSTEM", "1")
-        .env("GIT_CONFIG_GLOBAL", "/dev/null")
-        .output()
-        .expect("git runs");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-}
-
 #[test]
 fn git_and_sqlite_content_resolve() {
     let repo = Repo::new(&[
@@ -368,9 +344,7 @@ fn git_and_sqlite_content_resolve() {
             ),
         ),
     ]);
-    git(repo.path(), &["init", "-q"]);
-    git(repo.path(), &["add", "-A"]);
-    git(repo.path(), &["commit", "-q", "-m", "one"]);
+    init_git(repo.path(), "one");
     repo.write("docs/a.md", "edited after the commit\n");
     std::fs::create_dir_all(repo.path().join("data")).unwrap();
     rusqlite::Connection::open(repo.path().join("data/context.db"))

@@ -2,11 +2,10 @@
 //! resolution with and without an identity, and interop with the real `age` CLI.
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
 
 use age::secrecy::ExposeSecret;
 
-use crate::support::{Repo, Run};
+use crate::support::{ctx_in, Repo, Run};
 
 /// An identity file outside the repository and its public key.
 pub struct Key {
@@ -33,29 +32,11 @@ pub fn keygen(dir: &Path, name: &str) -> Key {
     }
 }
 
-/// Run ctx with an isolated environment: no default identity, no inherited
-/// CTX_AGE_* variables, plus `env`.
+/// Run ctx in `dir` with extra environment variables: shorthand for
+/// `ctx_in(dir).args(args).envs(env).run()` (a fresh hermetic home each time,
+/// so no default identity and no inherited `CTX_AGE_*`).
 pub fn run(dir: &Path, args: &[&str], env: &[(&str, &str)]) -> Run {
-    let home = tempfile::tempdir().unwrap();
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_ctx"));
-    cmd.current_dir(dir)
-        .args(args)
-        .env("NO_COLOR", "1")
-        .env("HOME", home.path())
-        .env("XDG_CONFIG_HOME", home.path().join("config"))
-        .env_remove("CTX_AGE_IDENTITY")
-        .env_remove("CTX_AGE_PASSPHRASE")
-        .env_remove("CLICOLOR_FORCE")
-        .stdin(Stdio::null());
-    for (k, v) in env {
-        cmd.env(k, v);
-    }
-    let out = cmd.output().expect("ctx runs");
-    Run {
-        code: out.status.code().unwrap_or(-1),
-        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
-        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
-    }
+    ctx_in(dir).args(args).envs(env.iter().copied()).run()
 }
 
 pub fn manifest(recipients: &[&str]) -> String {

@@ -1,6 +1,6 @@
 //! Resolution end to end: security properties, determinism of the digest, formats.
 
-use crate::support::{ctx_env, Repo};
+use crate::support::{ctx_in, Repo};
 
 const MANIFEST: &str = r#"opencontext: "1.0"
 id: acme
@@ -168,7 +168,7 @@ fn digest(repo: &Repo, dir: &std::path::Path, extra: &[&str], env: &[(&str, &str
         "2026-08-09T12:00:00Z",
     ];
     args.extend_from_slice(extra);
-    let r = ctx_env(repo.path(), &args, env);
+    let r = ctx_in(repo).args(&args).envs(env.iter().copied()).run();
     assert_eq!(r.code, 0, "{}", r.stderr);
     if extra.contains(&"--explain") {
         let line = r
@@ -330,4 +330,25 @@ fn get_list_search_hide_denied_objects_identically() {
         "{}",
         search.stdout
     );
+}
+
+/// The whole `--explain` report: who it is for, each inclusion with why, each
+/// exclusion by id and reason only, the redactions, the digest.
+#[test]
+fn explain_shows_every_decision_and_no_denied_bytes() {
+    let r = repo().ctx(&[
+        "resolve",
+        "--role",
+        "support",
+        "--task",
+        "refund margins payroll legal",
+        "--at",
+        "2026-08-09",
+        "--explain",
+    ]);
+    r.assert_ok();
+    for secret in [DENIED_BYTES, SSN, EMAIL] {
+        assert!(!r.stdout.contains(secret), "{secret}: {}", r.describe());
+    }
+    insta::assert_snapshot!("resolve_explain", r.transcript());
 }

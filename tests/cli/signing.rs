@@ -2,11 +2,11 @@
 //! records and delegated-provider envelopes — all through the real binary.
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 use serde_json::Value;
 
-use crate::support::{ctx_env, write, Repo, Run, MANIFEST, MISSION};
+use crate::support::git::{commit_all, git, have_git};
+use crate::support::{ctx_in, write, Home, Repo, Run, MANIFEST, MISSION};
 
 mod audit;
 mod provider;
@@ -44,8 +44,12 @@ impl Signer {
     }
 
     pub fn run_in(&self, dir: &Path, args: &[&str]) -> Run {
-        let cfg = self.config.path().to_str().unwrap();
-        ctx_env(dir, args, &[("XDG_CONFIG_HOME", cfg), ("HOME", cfg)])
+        let cfg = self.config.path();
+        ctx_in(dir)
+            .args(args)
+            .env("XDG_CONFIG_HOME", cfg)
+            .env("HOME", cfg)
+            .run()
     }
 
     pub fn manifest(&self) -> String {
@@ -77,31 +81,15 @@ impl Signer {
     }
 }
 
-fn git(dir: &Path, args: &[&str]) -> bool {
-    Command::new("git")
-        .current_dir(dir)
-        .args([
-            "-c",
-            "user.email=ci@example.com",
-            "-c",
-            "user.name=ci",
-            "-c",
-            "commit.gpgsign=false",
-        ])
-        .args(args)
-        .output()
-        .is_ok_and(|o| o.status.success())
-}
-
 /// The "done when" sequence: generate and declare a key, sign a bundle,
 /// commit bundle + receipt, and verify in a fresh clone with no keys at all.
 #[test]
 fn sign_commit_and_verify_in_a_clone_with_only_the_repository() {
     let s = Signer::new("");
-    if !git(s.path(), &["init", "-q"]) {
-        eprintln!("note: git is not available; skipped");
+    if !have_git() {
         return;
     }
+    git(s.path(), &["init", "-q", "-b", "main"]);
     let before = s.manifest();
     let public = s.key("release-bot");
     assert_eq!(public.len(), 44, "{public}");
@@ -130,21 +118,20 @@ fn sign_commit_and_verify_in_a_clone_with_only_the_repository() {
         s.receipts(),
         vec![s.path().join(format!(".ctx/receipts/{id}.json"))]
     );
-    assert!(git(s.path(), &["add", "-A"]) && git(s.path(), &["commit", "-qm", "signed bundle"]));
+    commit_all(s.path(), "signed bundle");
 
     let ci = tempfile::tempdir().unwrap();
     let clone = ci.path().join("clone");
-    assert!(git(
+    git(
         ci.path(),
-        &["clone", "-q", s.path().to_str().unwrap(), "clone"]
-    ));
-    let empty = tempfile::tempdir().unwrap();
-    let e = empty.path().to_str().unwrap();
-    let r = ctx_env(
-        &clone,
-        &["verify", ".ctx/bundles/support.json"],
-        &[("XDG_CONFIG_HOME", e), ("HOME", e)],
+        &["clone", "-q", s.path().to_str().unwrap(), "clone"],
     );
+    // A home with no keys at all.
+    let empty = Home::new();
+    let r = ctx_in(&clone)
+        .args(["verify", ".ctx/bundles/support.json"])
+        .home(&empty)
+        .run();
     assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
     assert!(
         r.stdout.contains(&format!("bundle {id}: digest")),
@@ -158,11 +145,10 @@ fn sign_commit_and_verify_in_a_clone_with_only_the_repository() {
         r.stdout
     );
     let receipt = format!(".ctx/receipts/{id}.json");
-    let r = ctx_env(
-        &clone,
-        &["verify", &receipt, "--format", "json"],
-        &[("XDG_CONFIG_HOME", e), ("HOME", e)],
-    );
+    let r = ctx_in(&clone)
+        .args(["verify", &receipt, "--format", "json"])
+        .home(&empty)
+        .run();
     assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
     assert_eq!(r.json()["ok"], true);
 }
@@ -257,30 +243,28 @@ fn a_key_not_declared_in_the_manifest_is_not_trusted() {
 fn keys_stay_out_of_repositories_and_are_never_overwritten() {
     let s = Signer::new("");
     let inside = s.path().join("cfg");
-    let r = ctx_env(
-        s.path(),
-        &["keys", "generate", "--id", "k1"],
-        &[("XDG_CONFIG_HOME", inside.to_str().unwrap())],
-    );
+    let r = ctx_in(s.path())
+        .args(["keys", "generate", "--id", "k1"])
+        .env("XDG_CONFIG_HOME", &inside)
+        .run();
     assert_eq!(r.code, 1, "{}", r.stderr);
     assert!(r.stderr.contains("inside the repository"), "{}", r.stderr);
     assert!(!inside.join("ctx/keys/k1.pem").exists());
     // A config folder inside some other git work tree, not ignored there.
     let other = tempfile::tempdir().unwrap();
-    if git(other.path(), &["init", "-q"]) {
-        let r = ctx_env(
-            s.path(),
-            &["keys", "generate", "--id", "k1"],
-            &[("XDG_CONFIG_HOME", other.path().to_str().unwrap())],
-        );
+    if have_git() {
+        git(other.path(), &["init", "-q", "-b", "main"]);
+        let r = ctx_in(s.path())
+            .args(["keys", "generate", "--id", "k1"])
+            .env("XDG_CONFIG_HOME", other.path())
+            .run();
         assert_eq!(r.code, 1, "{}", r.stderr);
         assert!(r.stderr.contains("not ignored"), "{}", r.stderr);
         write(other.path(), ".gitignore", b"ctx/\n");
-        let r = ctx_env(
-            s.path(),
-            &["keys", "generate", "--id", "k1"],
-            &[("XDG_CONFIG_HOME", other.path().to_str().unwrap())],
-        );
+        let r = ctx_in(s.path())
+            .args(["keys", "generate", "--id", "k1"])
+            .env("XDG_CONFIG_HOME", other.path())
+            .run();
         assert_eq!(r.code, 0, "{}", r.stderr);
     }
     let first = s.key("release-bot");

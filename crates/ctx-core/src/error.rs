@@ -3,6 +3,8 @@
 
 use std::path::PathBuf;
 
+use crate::diag::Diagnostic;
+
 /// The process exit status a command maps to (see docs: 0 ok, 1 invalid, 2 usage, 3 not found).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Exit {
@@ -39,6 +41,23 @@ pub enum Error {
     /// The repository is invalid in a way that prevents the command (e.g. an unreadable manifest).
     #[error("{0}")]
     Invalid(String),
+
+    /// The manifest cannot be loaded at all (unreadable, not UTF-8, unparsable, not a
+    /// mapping, an unsupported version). Carried as a finding with its position, so
+    /// `validate` and `doctor` can still emit a diagnostic document.
+    #[error("{}", manifest_message(path, diag))]
+    Manifest {
+        path: PathBuf,
+        diag: Box<Diagnostic>,
+    },
+}
+
+fn manifest_message(path: &std::path::Path, d: &Diagnostic) -> String {
+    match (d.line, d.column) {
+        (Some(l), Some(c)) => format!("{}:{l}:{c}: {}", path.display(), d.message),
+        (Some(l), None) => format!("{}:{l}: {}", path.display(), d.message),
+        _ => format!("{}: {}", path.display(), d.message),
+    }
 }
 
 impl Error {
@@ -46,7 +65,7 @@ impl Error {
         match self {
             Error::ManifestNotFound { .. } | Error::NotFound(_) => Exit::NotFound,
             Error::Usage(_) => Exit::Usage,
-            Error::Io { .. } | Error::Invalid(_) => Exit::Invalid,
+            Error::Io { .. } | Error::Invalid(_) | Error::Manifest { .. } => Exit::Invalid,
             Error::BrokenPipe => Exit::Ok,
         }
     }
@@ -58,6 +77,7 @@ impl Error {
                 "run `ctx init` to create a repository here, or pass `-C <folder>` to point at one"
                     .into(),
             ),
+            Error::Manifest { diag, .. } => diag.remediation.clone(),
             _ => None,
         }
     }

@@ -1,9 +1,9 @@
-//! Streaming RFC 8785 (JCS) serialization of JSON values.
+//! The one RFC 8785 (JCS) serializer, streaming.
 //!
 //! Bundle digests cover tens of megabytes at 100k objects; serializing into an
-//! intermediate buffer (as `serde_jcs` does) doubled peak memory. This writer emits
-//! canonical bytes straight into any `io::Write` — a hasher, for digests.
-//! `canonical::jcs` remains the reference; a test keeps the two identical.
+//! intermediate buffer doubled peak memory. This writer emits canonical bytes
+//! straight into any `io::Write` (a hasher, for digests); [`to_vec`] is the same
+//! writer into memory, which signing uses through [`crate::canonical::jcs`].
 
 use std::io::{self, Write};
 
@@ -16,17 +16,7 @@ pub fn write<W: Write>(v: &Value, w: &mut W) -> io::Result<()> {
         Value::Null => w.write_all(b"null"),
         Value::Bool(true) => w.write_all(b"true"),
         Value::Bool(false) => w.write_all(b"false"),
-        Value::Number(n) => {
-            if let Some(i) = n.as_i64() {
-                write!(w, "{i}")
-            } else if let Some(u) = n.as_u64() {
-                write!(w, "{u}")
-            } else {
-                let f = n.as_f64().unwrap_or(0.0);
-                let mut buf = ryu_js::Buffer::new();
-                w.write_all(buf.format(f).as_bytes())
-            }
-        }
+        Value::Number(n) => number(n, w),
         Value::String(s) => string(s, w),
         Value::Array(items) => {
             w.write_all(b"[")?;
@@ -40,6 +30,33 @@ pub fn write<W: Write>(v: &Value, w: &mut W) -> io::Result<()> {
         }
         Value::Object(map) => object(map, &[], w),
     }
+}
+
+/// The canonical bytes of `v`.
+pub fn to_vec(v: &Value) -> Vec<u8> {
+    let mut out = Vec::new();
+    write(v, &mut out).expect("writing to memory cannot fail");
+    out
+}
+
+/// RFC 8785 §3.2.2.3: a number is an IEEE-754 double written as ECMAScript
+/// writes it. Integers a double holds exactly are written directly (the common
+/// case, and the same digits); larger ones are rounded to a double first, as
+/// every other JCS implementation does.
+fn number<W: Write>(n: &serde_json::Number, w: &mut W) -> io::Result<()> {
+    const EXACT: u64 = 1 << 53;
+    if let Some(i) = n.as_i64() {
+        if i.unsigned_abs() <= EXACT {
+            return write!(w, "{i}");
+        }
+    } else if let Some(u) = n.as_u64() {
+        if u <= EXACT {
+            return write!(w, "{u}");
+        }
+    }
+    let f = n.as_f64().unwrap_or(0.0);
+    let mut buf = ryu_js::Buffer::new();
+    w.write_all(buf.format(f).as_bytes())
 }
 
 /// Write an object, leaving out the keys in `skip`.
@@ -140,64 +157,13 @@ pub fn sha256_without(v: &Value, skip: &[&str]) -> String {
     }
     .expect("writing to a hasher cannot fail");
     w.flush().expect("flushing a hasher cannot fail");
-    format!("sha256:{}", hex::encode(w.hasher.finalize()))
+    format!(
+        "{}{}",
+        crate::canonical::DIGEST_PREFIX,
+        hex::encode(w.hasher.finalize())
+    )
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use serde_json::json;
-
-    fn jcs(v: &Value) -> String {
-        let mut out = Vec::new();
-        write(v, &mut out).unwrap();
-        String::from_utf8(out).unwrap()
-    }
-
-    #[test]
-    fn matches_the_reference_serializer() {
-        let cases = [
-            json!({"b": 1, "a": [true, null, "x\u{1}\n\"\\/é😀"], "€": 2, "\u{10000}": 3, "\u{ffff}": 4}),
-            json!([
-                1e30,
-                4.5,
-                0.002,
-                -0.0,
-                333_333_333.333_333_3,
-                1e-7,
-                9007199254740991i64,
-                -5
-            ]),
-            json!({"nested": {"z": {"y": [], "x": {}}}, "": ""}),
-        ];
-        for v in cases {
-            let ours = jcs(&v);
-            let reference = String::from_utf8(crate::canonical::jcs(&v).unwrap()).unwrap();
-            assert_eq!(ours, reference);
-            assert_eq!(sha256(&v), crate::canonical::digest(reference.as_bytes()));
-        }
-    }
-
-    #[test]
-    fn rfc8785_key_order() {
-        // Keys sorted by UTF-16 code units: the supplementary-plane key sorts before U+FFFF... but after ASCII.
-        let v = json!({"\u{20ac}": "Euro", "\r": "CR", "\u{fb33}": "Hebrew", "1": "One", "\u{1f600}": "Emoji", "\u{80}": "Control", "\u{f6}": "Latin"});
-        let text = jcs(&v);
-        let order: Vec<&str> = [
-            "\\r",
-            "1",
-            "\u{80}",
-            "\u{f6}",
-            "\u{20ac}",
-            "\u{1f600}",
-            "\u{fb33}",
-        ]
-        .to_vec();
-        let mut last = 0;
-        for k in order {
-            let pos = text.find(&format!("\"{k}\"")).unwrap();
-            assert!(pos >= last, "{text}");
-            last = pos;
-        }
-    }
-}
+#[path = "jcs_tests.rs"]
+mod tests;

@@ -9,13 +9,13 @@
 //! so a CI job needs only the repository to verify a signature.
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
 
 use crate::error::{Error, Result};
 use crate::manifest::Manifest;
-use crate::signing::{PublicKey, SigningKeyPair};
+use crate::signing::{PublicKey, SignatureError, SigningKeyPair};
 
 mod declare;
+pub mod manage;
 
 pub use declare::{declare_text, write_manifest, Declared};
 
@@ -146,12 +146,8 @@ fn nearest_existing(path: &Path) -> Option<PathBuf> {
 
 /// Run git quietly: `None` when git cannot run, `Some(Err)` on a non-zero exit.
 fn git(dir: &Path, args: &[&str]) -> Option<std::result::Result<String, ()>> {
-    let out = Command::new("git")
-        .arg("-C")
-        .arg(dir)
+    let out = crate::git::command(dir, crate::git::Scope::Isolated)
         .args(args)
-        .stdin(Stdio::null())
-        .stderr(Stdio::null())
         .output()
         .ok()?;
     Some(if out.status.success() {
@@ -174,36 +170,113 @@ pub fn load(id: &str, repo_root: Option<&Path>) -> Result<SigningKeyPair> {
     SigningKeyPair::load(&path).map_err(|e| Error::Invalid(e.to_string()))
 }
 
-/// The public keys the manifest trusts, and a message per malformed entry.
-pub fn declared(m: &Manifest) -> (BTreeMap<String, PublicKey>, Vec<String>) {
-    let mut keys = BTreeMap::new();
-    let mut errors = Vec::new();
+/// A key the manifest declares under `ctx.keys` that cannot be used: which
+/// key, which field, what was expected and what is there.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MalformedKey {
+    /// The declared key id (empty when the whole `ctx.keys` block is malformed).
+    pub id: String,
+    /// The manifest file.
+    pub file: String,
+    /// Dotted path in the manifest, e.g. `extensions.ctx.keys.release-bot.ed25519`.
+    pub field: String,
+    pub expected: String,
+    pub actual: String,
+}
+
+impl std::fmt::Display for MalformedKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{}: {}: expected {}, found {}",
+            self.file, self.field, self.expected, self.actual
+        )
+    }
+}
+
+/// The manifest's trusted keys, and the declared keys that are malformed.
+#[derive(Debug, Clone, Default)]
+pub struct Trusted {
+    pub keys: BTreeMap<String, PublicKey>,
+    pub malformed: Vec<MalformedKey>,
+}
+
+impl Trusted {
+    /// The malformed declaration of `id`, if that is why it is not trusted.
+    pub fn malformed(&self, id: &str) -> Option<&MalformedKey> {
+        self.malformed.iter().find(|k| k.id == id)
+    }
+}
+
+/// Read `extensions.ctx.keys`: usable keys, and each malformed entry.
+pub fn trusted(m: &Manifest) -> Trusted {
+    let mut t = Trusted::default();
     let Some(ext) = m.extension(EXTENSION) else {
-        return (keys, errors);
+        return t;
     };
     let Some(map) = ext.as_object() else {
-        errors.push(format!(
-            "{}: extensions.{EXTENSION}: expected a mapping of key id to {{ed25519: <base64>}}",
-            m.file
-        ));
-        return (keys, errors);
+        t.malformed.push(MalformedKey {
+            id: String::new(),
+            file: m.file.clone(),
+            field: format!("extensions.{EXTENSION}"),
+            expected: "a mapping of key id to {ed25519: <base64>}".into(),
+            actual: ext.to_string(),
+        });
+        return t;
     };
     for (id, entry) in map {
         match PublicKey::from_manifest_entry(entry) {
             Ok(k) => {
-                keys.insert(id.clone(), k);
+                t.keys.insert(id.clone(), k);
             }
-            Err(e) => errors.push(format!("{}: extensions.{EXTENSION}.{id}: {e}", m.file)),
+            Err(e) => {
+                let (field, expected, actual) = match e {
+                    SignatureError::Format {
+                        what: "ctx.keys entry",
+                        expected,
+                        actual,
+                    } => (format!("extensions.{EXTENSION}.{id}"), expected, actual),
+                    SignatureError::Format {
+                        what,
+                        expected,
+                        actual,
+                    } => (
+                        format!("extensions.{EXTENSION}.{id}.ed25519"),
+                        format!("{expected} ({what})"),
+                        actual,
+                    ),
+                    other => (
+                        format!("extensions.{EXTENSION}.{id}"),
+                        "an Ed25519 public key".into(),
+                        other.to_string(),
+                    ),
+                };
+                t.malformed.push(MalformedKey {
+                    id: id.clone(),
+                    file: m.file.clone(),
+                    field,
+                    expected,
+                    actual,
+                });
+            }
         }
     }
-    (keys, errors)
+    t
+}
+
+/// The public keys the manifest trusts, and a message per malformed entry.
+pub fn declared(m: &Manifest) -> (BTreeMap<String, PublicKey>, Vec<String>) {
+    let t = trusted(m);
+    let errors = t.malformed.iter().map(ToString::to_string).collect();
+    (t.keys, errors)
 }
 
 /// The key to sign with: `--key ID`, else the only declared key whose
 /// private half is present here. The private key must match the declared
 /// public key, so nothing is signed that the repository would not trust.
 pub fn signing_key(m: &Manifest, wanted: Option<&str>) -> Result<(String, SigningKeyPair)> {
-    let (declared, errors) = declared(m);
+    let trust = trusted(m);
+    let declared = &trust.keys;
     let id = match wanted {
         Some(id) => id.to_string(),
         None => {
@@ -212,16 +285,25 @@ pub fn signing_key(m: &Manifest, wanted: Option<&str>) -> Result<(String, Signin
             match usable.as_slice() {
                 [one] => (*one).clone(),
                 [] => {
+                    if let Some(bad) = trust.malformed.iter().find(|k| local.contains_key(&k.id)) {
+                        return Err(Error::Invalid(format!(
+                            "key `{}` is declared but malformed, so a verifier could not check its signatures: {bad}\n  help: re-declare it with the public key `ctx keys list` shows, or `ctx keys generate --id <new> --declare`",
+                            bad.id
+                        )));
+                    }
                     return Err(Error::Invalid(format!(
                         "no signing key: none of the keys declared in {} (extensions.{EXTENSION}) has a private key in {}\n  help: run `ctx keys generate --id <name> --declare`",
                         m.file,
                         key_dir()?.display()
-                    )))
+                    )));
                 }
                 many => {
                     return Err(Error::Usage(format!(
                         "several declared keys are available ({}); choose one with --key",
-                        many.iter().map(|s| s.as_str()).collect::<Vec<_>>().join(", ")
+                        many.iter()
+                            .map(|s| s.as_str())
+                            .collect::<Vec<_>>()
+                            .join(", ")
                     )))
                 }
             }
@@ -229,12 +311,18 @@ pub fn signing_key(m: &Manifest, wanted: Option<&str>) -> Result<(String, Signin
     };
     check_id(&id)?;
     let Some(public) = declared.get(&id) else {
+        if let Some(bad) = trust.malformed(&id) {
+            return Err(Error::Invalid(format!(
+                "key `{id}` is declared but malformed, so a verifier could not check its signatures: {bad}\n  help: re-declare it with the public key `ctx keys list` shows, or `ctx keys generate --id <new> --declare`"
+            )));
+        }
         let mut msg = format!(
             "key `{id}` is not declared in {} under extensions.{EXTENSION}, so a verifier would not trust its signatures\n  help: run `ctx keys generate --id {id} --declare` for a new key",
             m.file
         );
-        if !errors.is_empty() {
-            msg.push_str(&format!("\n  note: {}", errors.join("; ")));
+        if !trust.malformed.is_empty() {
+            let notes: Vec<String> = trust.malformed.iter().map(ToString::to_string).collect();
+            msg.push_str(&format!("\n  note: {}", notes.join("; ")));
         }
         return Err(Error::Invalid(msg));
     };

@@ -2,15 +2,25 @@
 //!
 //! The library holds every pipeline stage as plain functions; the `ctx` binary
 //! (and every other front end) only parses arguments, calls in here and renders.
+//!
+//! The library never prints: what reaches stdout or stderr is the front end's
+//! decision, so operations return reports and findings instead. Unit tests may
+//! print (notes about skipped fixtures), hence `not(test)`.
+#![cfg_attr(
+    not(test),
+    deny(clippy::print_stdout, clippy::print_stderr, clippy::dbg_macro)
+)]
 pub mod adapters;
 pub mod audit;
 pub mod bundle;
 pub mod canonical;
 pub mod changes;
+pub mod ci;
 pub mod conformance;
 pub mod diag;
 pub mod doctor;
 pub mod error;
+pub mod evidence;
 pub mod exchange;
 pub mod export;
 pub mod frontmatter;
@@ -28,11 +38,13 @@ pub mod pattern;
 pub mod private;
 pub mod provider;
 pub mod receipt;
+pub mod reformat;
 pub mod resolve;
 pub mod schema;
 pub mod signing;
 pub mod time;
 pub mod validate;
+pub mod view;
 pub mod write;
 pub mod yaml;
 

@@ -35,6 +35,7 @@ pub const BUNDLE_EXTENSION: &str = "ctx.bundle";
 const ID_PREFIX: &str = "urn:ctx:receipt:";
 const ACTOR_PREFIX: &str = "urn:ctx:key:";
 
+pub mod query;
 pub mod store;
 #[cfg(test)]
 mod tests;
@@ -312,6 +313,27 @@ pub fn verify(r: &Value, trusted: &BTreeMap<String, PublicKey>) -> Result<Verifi
     })
 }
 
+/// [`verify`] under the manifest's `ctx.keys`, naming a declared but
+/// malformed signing key (its id, the manifest field, expected and actual)
+/// instead of calling it undeclared.
+pub fn verify_trusted(r: &Value, trusted: &crate::keys::Trusted) -> Result<Verified, Problem> {
+    let key_id = r
+        .get("signature")
+        .and_then(|s| s.get("key_id"))
+        .and_then(Value::as_str);
+    if let Some(bad) = key_id.and_then(|id| trusted.malformed(id)) {
+        return Err(Problem::new(
+            &format!(
+                "signature.key_id `{}` is declared in {} but malformed: {}",
+                bad.id, bad.file, bad.field
+            ),
+            bad.expected.clone(),
+            bad.actual.clone(),
+        ));
+    }
+    verify(r, &trusted.keys)
+}
+
 /// Check a bundle on its own: its digest recomputes and its `bundle_id` is
 /// the one ctx derives from that digest. Returns the digest.
 pub fn check_bundle(bundle: &Value) -> Result<String, Problem> {
@@ -337,7 +359,7 @@ pub fn check_bundle(bundle: &Value) -> Result<String, Problem> {
         .get("bundle_id")
         .and_then(Value::as_str)
         .unwrap_or("");
-    let want = format!("ocb_{}", &digest["sha256:".len().."sha256:".len() + 24]);
+    let want = canonical::bundle_id(&digest);
     if id != want {
         return Err(Problem::new("bundle_id", want, format!("{id:?}")));
     }

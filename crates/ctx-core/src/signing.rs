@@ -12,7 +12,6 @@
 //! Public keys travel as standard padded base64 of the raw 32 bytes, as in
 //! the manifest extension `ctx.keys: { <id>: { ed25519: "<base64>" } }`.
 use std::fmt;
-use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use base64::engine::general_purpose::STANDARD;
@@ -171,24 +170,22 @@ impl SigningKeyPair {
             path: path.to_path_buf(),
             message: e.to_string(),
         };
-        let dir = match path.parent() {
-            Some(p) if !p.as_os_str().is_empty() => p,
-            _ => Path::new("."),
-        };
-        // tempfile creates files with mode 0600 on Unix.
-        let mut tmp = tempfile::NamedTempFile::new_in(dir).map_err(io)?;
-        tmp.write_all(self.to_pem().as_bytes()).map_err(io)?;
-        tmp.as_file().sync_all().map_err(io)?;
-        tmp.persist_noclobber(path).map_err(|e| {
-            if e.error.kind() == std::io::ErrorKind::AlreadyExists {
+        let pem = Zeroizing::new(self.to_pem());
+        crate::fs::write_atomic(
+            path,
+            pem.as_bytes(),
+            crate::fs::Mode::Private,
+            crate::fs::Existing::Refuse,
+        )
+        .map_err(|e| {
+            if e.kind() == std::io::ErrorKind::AlreadyExists {
                 KeyError::Exists {
                     path: path.to_path_buf(),
                 }
             } else {
-                io(e.error)
+                io(e)
             }
-        })?;
-        Ok(())
+        })
     }
 
     /// Read a key written by [`Self::save`]. On Unix, refuses files that

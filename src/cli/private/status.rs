@@ -1,5 +1,5 @@
-//! `ctx private status`: each private collection's recipients and files — encrypted
-//! to whom, stale, or plaintext by mistake — plus encrypted files outside them.
+//! `ctx private status`: each private collection's recipients and files
+//! (`ctx_core::private::status`), rendered for people or as JSON.
 
 use std::fmt::Write as _;
 
@@ -7,19 +7,12 @@ use serde_json::{json, Value};
 
 use ctx_core::error::{Exit, Result};
 use ctx_core::private::config::short;
-use ctx_core::private::{format, ops};
+use ctx_core::private::scope::require_identity;
+use ctx_core::private::status::{self, Row, State};
+use ctx_core::private::{Keyring, Scope};
 
-use super::{format_of, keyring, IdentityArgs, Scope};
+use super::{keyring, report_config, IdentityArgs};
 use crate::cli::{Global, Printer};
-
-/// One file's state.
-struct Row {
-    file: String,
-    collection: String,
-    state: &'static str,
-    detail: String,
-    recipients: Vec<String>,
-}
 
 pub fn run(
     g: &Global,
@@ -28,145 +21,31 @@ pub fn run(
     json_out: bool,
     ida: &IdentityArgs,
 ) -> Result<Exit> {
-    let scope = Scope::load(g)?;
-    let config_failed = !json_out && scope.report_config(p);
-    let config_failed = config_failed || ctx_core::validate::failed(&scope.cfg_diags, false);
-    let ring = if check {
-        Some(keyring(p, ida)?.ok_or_else(|| {
-            ctx_core::error::Error::Usage("--check decrypts each file: give an identity (--identity FILE, CTX_AGE_IDENTITY, or ~/.config/ctx/age/identity.txt)".into())
-        })?)
-    } else {
-        None
+    let scope = Scope::load(g.dir.as_deref(), &g.cwd)?;
+    let config_failed = (!json_out && report_config(p, &scope)) || scope.config_failed();
+    let ring = match check {
+        true => Some(require_identity(
+            keyring(p, ida)?,
+            "--check decrypts each file",
+        )?),
+        false => None,
     };
-    let mut rows: Vec<Row> = Vec::new();
-    for member in &scope.members {
-        let keys = scope.keys_of(member);
-        let Ok(format) = format_of(&member.rel) else {
-            continue;
-        };
-        let text = match std::fs::read_to_string(&member.abs) {
-            Ok(t) => t,
-            Err(e) if keys.is_some() => {
-                rows.push(row(
-                    &member.rel,
-                    keys.map(|k| k.name.as_str()),
-                    "invalid",
-                    format!("cannot read: {e}"),
-                    Vec::new(),
-                ));
-                continue;
-            }
-            Err(_) => continue,
-        };
-        if keys.is_none() && !text.contains(format::BEGIN) {
-            continue; // an ordinary clear member
-        }
-        let collection = keys.map(|k| k.name.as_str());
-        let sealed = match format::parse_sealed(format, &text) {
-            Ok(Some(s)) => s,
-            Ok(None) if keys.is_some() => {
-                rows.push(row(
-                    &member.rel,
-                    collection,
-                    "plaintext",
-                    format!("run `ctx private encrypt {}`", member.rel),
-                    Vec::new(),
-                ));
-                continue;
-            }
-            Ok(None) => continue,
-            Err(e) => {
-                rows.push(row(&member.rel, collection, "invalid", e, Vec::new()));
-                continue;
-            }
-        };
-        let (mut state, mut detail) = match keys {
-            None => (
-                "outside",
-                "encrypted, but its collection is not declared private".to_string(),
-            ),
-            Some(k) if sealed.recipients == k.keys() => ("encrypted", "current".to_string()),
-            Some(k) => {
-                let want = k.keys();
-                let added = want
-                    .iter()
-                    .filter(|x| !sealed.recipients.contains(x))
-                    .count();
-                let removed = sealed
-                    .recipients
-                    .iter()
-                    .filter(|x| !want.contains(x))
-                    .count();
-                (
-                    "stale",
-                    format!("recipients differ (+{added} −{removed}): run `ctx private rekey`"),
-                )
-            }
-        };
-        if let Some(ring) = &ring {
-            match ops::decrypt(&member.rel, &sealed.armor, Some(ring)) {
-                Ok((plain, key)) => {
-                    let bad = format::parse_doc(format, &plain)
-                        .map(|d| ops::mismatched(&sealed.header, &d.fields))
-                        .unwrap_or_else(|e| vec![format!("unparseable plaintext: {e}")]);
-                    if bad.is_empty() {
-                        detail.push_str(&format!("; opens with {key}"));
-                    } else {
-                        state = "invalid";
-                        detail = format!(
-                            "clear metadata does not match the encrypted copy: {}",
-                            bad.join(", ")
-                        );
-                    }
-                }
-                Err(e) => {
-                    state = "unreadable";
-                    detail = e.to_string();
-                }
-            }
-        }
-        rows.push(row(
-            &member.rel,
-            collection,
-            state,
-            detail,
-            sealed.recipients,
-        ));
-    }
-    let bad = rows
-        .iter()
-        .filter(|r| matches!(r.state, "plaintext" | "invalid" | "unreadable"))
-        .count();
+    let rows = status::rows(&scope, ring.as_ref());
     let text = if json_out {
         json_report(&scope, &rows, ring.as_ref())
     } else {
         human_report(&scope, &rows, ring.as_ref())
     };
     crate::cli::io_result(p.out(&text))?;
-    Ok(if bad > 0 || config_failed {
+    let bad = rows.iter().any(|r| r.state.is_problem());
+    Ok(if bad || config_failed {
         Exit::Invalid
     } else {
         Exit::Ok
     })
 }
 
-fn row(
-    file: &str,
-    collection: Option<&str>,
-    state: &'static str,
-    detail: String,
-    recipients: Vec<String>,
-) -> Row {
-    Row {
-        file: file.to_string(),
-        collection: collection.unwrap_or("").to_string(),
-        state,
-        detail,
-        recipients,
-    }
-}
-
-fn human_report(scope: &Scope, rows: &[Row], ring: Option<&ctx_core::private::Keyring>) -> String {
+fn human_report(scope: &Scope, rows: &[Row], ring: Option<&Keyring>) -> String {
     let mut out = String::new();
     if scope.cfg.is_empty() {
         out.push_str(
@@ -179,8 +58,7 @@ fn human_report(scope: &Scope, rows: &[Row], ring: Option<&ctx_core::private::Ke
             .collections
             .iter()
             .find(|c| &c.name == name)
-            .map(|c| c.source.as_str())
-            .unwrap_or("");
+            .map_or("", |c| c.source.as_str());
         let _ = writeln!(
             out,
             "Private collection `{name}` ({source}), {} recipient(s):",
@@ -194,22 +72,20 @@ fn human_report(scope: &Scope, rows: &[Row], ring: Option<&ctx_core::private::Ke
                 .unwrap_or_default();
             let _ = writeln!(out, "  {}{comment}  [{}]", short(&r.key), r.source);
         }
-        let mine: Vec<&Row> = rows.iter().filter(|r| &r.collection == name).collect();
+        let mine: Vec<&Row> = rows
+            .iter()
+            .filter(|r| r.collection.as_ref() == Some(name))
+            .collect();
         if mine.is_empty() {
             out.push_str("  (no files)\n");
         }
         for r in mine {
-            let _ = writeln!(
-                out,
-                "  {:<10} {}  {}",
-                r.state.to_uppercase(),
-                r.file,
-                r.detail
-            );
+            let state = r.state.as_str().to_uppercase();
+            let _ = writeln!(out, "  {state:<10} {}  {}", r.file, r.detail);
         }
         out.push('\n');
     }
-    let outside: Vec<&Row> = rows.iter().filter(|r| r.collection.is_empty()).collect();
+    let outside: Vec<&Row> = rows.iter().filter(|r| r.collection.is_none()).collect();
     if !outside.is_empty() {
         out.push_str("Encrypted files outside private collections:\n");
         for r in outside {
@@ -220,24 +96,23 @@ fn human_report(scope: &Scope, rows: &[Row], ring: Option<&ctx_core::private::Ke
     if let Some(ring) = ring {
         let _ = writeln!(out, "Identity: {}", ring.describe());
     }
-    let count = |s: &str| rows.iter().filter(|r| r.state == s).count();
+    let count = |s: State| rows.iter().filter(|r| r.state == s).count();
+    let unreadable = match ring {
+        Some(_) => format!(", {} unreadable", count(State::Unreadable)),
+        None => String::new(),
+    };
     let _ = writeln!(
         out,
-        "{} encrypted ({} stale), {} plaintext, {} invalid{}",
-        count("encrypted") + count("stale"),
-        count("stale"),
-        count("plaintext"),
-        count("invalid"),
-        if ring.is_some() {
-            format!(", {} unreadable", count("unreadable"))
-        } else {
-            String::new()
-        }
+        "{} encrypted ({} stale), {} plaintext, {} invalid{unreadable}",
+        count(State::Encrypted) + count(State::Stale),
+        count(State::Stale),
+        count(State::Plaintext),
+        count(State::Invalid),
     );
     out
 }
 
-fn json_report(scope: &Scope, rows: &[Row], ring: Option<&ctx_core::private::Keyring>) -> String {
+fn json_report(scope: &Scope, rows: &[Row], ring: Option<&Keyring>) -> String {
     let collections: Vec<Value> = scope
         .cfg
         .collections
@@ -255,8 +130,8 @@ fn json_report(scope: &Scope, rows: &[Row], ring: Option<&ctx_core::private::Key
         .map(|r| {
             json!({
                 "file": r.file,
-                "collection": (!r.collection.is_empty()).then_some(&r.collection),
-                "state": r.state,
+                "collection": r.collection,
+                "state": r.state.as_str(),
                 "detail": r.detail,
                 "recipients": r.recipients,
             })
@@ -265,10 +140,8 @@ fn json_report(scope: &Scope, rows: &[Row], ring: Option<&ctx_core::private::Key
     let doc = json!({
         "collections": collections,
         "files": files,
-        "identity": ring.map(|r| r.describe()),
+        "identity": ring.map(Keyring::describe),
         "diagnostics": scope.cfg_diags,
     });
-    let mut s = serde_json::to_string_pretty(&doc).expect("serializable");
-    s.push('\n');
-    s
+    serde_json::to_string_pretty(&doc).expect("serializable") + "\n"
 }

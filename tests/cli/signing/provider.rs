@@ -162,6 +162,7 @@ fn a_signed_bundle_becomes_an_envelope_the_host_accepts_once_per_turn() {
         "host/trust.json",
         "--binding",
         "host/binding.json",
+        "--no-state",
         "--format",
         "json",
     ]);
@@ -329,6 +330,7 @@ fn atmem_reference_fixtures_verify_through_the_cli() {
             "binding.json",
             "--at",
             "2026-09-01T12:01:00Z",
+            "--no-state",
             "--format",
             "json",
         ];

@@ -1,57 +1,32 @@
-//! `file://` and relative paths: confined to the manifest folder, symlinks included.
+//! `file://` and relative paths: confined to the manifest folder (symlinks
+//! included), kept in their lane (not another object's file, not ignored, not `.git/`), regular
+//! files only, bounded.
 
-use std::io::Read;
-use std::path::{Component, Path, PathBuf};
+use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
+use crate::fs::{confine, ReadError};
 use crate::manifest::Manifest;
 use crate::model::Trust;
 
 use super::{digest, AdapterError, AdapterOptions, Loaded};
 
-/// Does `path` (relative to the root) stay inside it, judged on its text alone?
-pub fn lexically_inside(path: &Path) -> bool {
-    let mut depth: i64 = 0;
-    for c in path.components() {
-        match c {
-            Component::Prefix(_) | Component::RootDir => return false,
-            Component::ParentDir => {
-                depth -= 1;
-                if depth < 0 {
-                    return false;
-                }
-            }
-            Component::Normal(_) => depth += 1,
-            Component::CurDir => {}
-        }
-    }
-    true
-}
-
 /// Resolve `path` (relative to `root`, or absolute) to a real path inside `root`.
 /// Refuses anything that leaves it, by `..`, by an absolute path or through a symlink;
 /// the check throws rather than clamps. `root` must be canonical.
 pub fn resolve_inside(root: &Path, path: &str, uri: &str) -> Result<PathBuf, AdapterError> {
-    let p = Path::new(path);
-    let candidate = if p.is_absolute() {
-        if !p.starts_with(root) {
-            return Err(AdapterError::PathTraversal(uri.to_string()));
-        }
-        p.to_path_buf()
-    } else {
-        if !lexically_inside(p) {
-            return Err(AdapterError::PathTraversal(uri.to_string()));
-        }
-        root.join(p)
-    };
-    let real = candidate
-        .canonicalize()
-        .map_err(|e| AdapterError::unavailable(uri, e.to_string()))?;
-    if !real.starts_with(root) {
-        return Err(AdapterError::PathTraversal(uri.to_string()));
-    }
-    Ok(real)
+    confine::resolve_inside(root, path).map_err(|e| match e {
+        confine::Escape::Outside => AdapterError::PathTraversal(uri.to_string()),
+        confine::Escape::Unavailable(e) => AdapterError::unavailable(uri, e.to_string()),
+    })
+}
+
+/// The real path a local `content_uri` may be read from: inside the manifest folder
+/// and in its lane (not another object's file, not ignored, not under `.git/`).
+/// Nothing is read; `validate` uses this as a static check.
+pub fn resolve_in_lane(m: &Manifest, uri: &str) -> Result<PathBuf, AdapterError> {
+    super::lane::local_path(m, uri, local_path(uri))
 }
 
 /// The path part of a local URI: `file://x`, `./x` or `x`.
@@ -61,28 +36,42 @@ pub fn local_path(uri: &str) -> &str {
 
 pub fn load(uri: &str, m: &Manifest, opts: &AdapterOptions) -> Result<Loaded, AdapterError> {
     let path = local_path(uri);
-    let real = resolve_inside(&m.root, path, uri)?;
-    let f =
-        std::fs::File::open(&real).map_err(|e| AdapterError::unavailable(uri, e.to_string()))?;
-    let mut bytes = Vec::new();
-    f.take(opts.max_bytes + 1)
-        .read_to_end(&mut bytes)
-        .map_err(|e| AdapterError::unavailable(uri, e.to_string()))?;
-    if bytes.len() as u64 > opts.max_bytes {
-        return Err(AdapterError::unavailable(
-            uri,
-            format!("larger than {} bytes", opts.max_bytes),
-        ));
-    }
+    let real = resolve_in_lane(m, uri)?;
+    let bytes = crate::fs::read_regular(&real, opts.max_bytes).map_err(|e| read_error(uri, e))?;
+    text(
+        uri,
+        bytes,
+        content_type_for(path),
+        super::adapter_trust(m, "file", Trust::Trusted),
+    )
+}
+
+/// What a local adapter read, as text content with the digest of its bytes.
+pub(crate) fn text(
+    uri: &str,
+    bytes: Vec<u8>,
+    content_type: Option<String>,
+    trust: Trust,
+) -> Result<Loaded, AdapterError> {
     let d = digest(&bytes);
     let text =
         String::from_utf8(bytes).map_err(|_| AdapterError::unavailable(uri, "not UTF-8 text"))?;
     Ok(Loaded {
         content: Value::String(text),
-        content_type: content_type_for(path),
+        content_type,
         digest: d,
-        trust: super::adapter_trust(m, "file", Trust::Trusted),
+        trust,
     })
+}
+
+/// An adapter error for a local read that did not happen.
+pub(crate) fn read_error(uri: &str, e: ReadError) -> AdapterError {
+    match e {
+        ReadError::TooLarge { limit, .. } | ReadError::Grew(limit) => {
+            AdapterError::unavailable(uri, format!("larger than {limit} bytes"))
+        }
+        other => AdapterError::unavailable(uri, other.to_string()),
+    }
 }
 
 /// A media type guessed from a file name, when the name says enough.

@@ -12,7 +12,7 @@ use crate::manifest::Manifest;
 use crate::model::Trust;
 
 use super::process::{self, Failure};
-use super::{digest, AdapterError, AdapterOptions, Loaded};
+use super::{AdapterError, AdapterOptions, Loaded};
 
 /// Where a `git://` URI points.
 #[derive(Debug, PartialEq, Eq)]
@@ -164,37 +164,10 @@ fn looks_like_host(seg: &str) -> bool {
     seg.contains('.') && seg.chars().any(|c| c.is_ascii_alphabetic())
 }
 
-/// A `git` command that cannot reach the network, run hooks or read system config.
+/// A `git` command in `dir` that acts on that checkout alone and cannot reach the
+/// network, run hooks or read system config ([`crate::git::Scope::Isolated`]).
 fn git(dir: &Path) -> Command {
-    let mut cmd = Command::new("git");
-    for var in [
-        "GIT_DIR",
-        "GIT_WORK_TREE",
-        "GIT_INDEX_FILE",
-        "GIT_OBJECT_DIRECTORY",
-        "GIT_ALTERNATE_OBJECT_DIRECTORIES",
-        "GIT_CONFIG",
-        "GIT_CONFIG_PARAMETERS",
-        "GIT_CONFIG_COUNT",
-        "GIT_EXEC_PATH",
-    ] {
-        cmd.env_remove(var);
-    }
-    cmd.env("GIT_CONFIG_NOSYSTEM", "1")
-        .env("GIT_TERMINAL_PROMPT", "0")
-        .env("GIT_OPTIONAL_LOCKS", "0")
-        .env("GIT_PROTOCOL_FROM_USER", "0")
-        .arg("-C")
-        .arg(dir)
-        .args([
-            "-c",
-            "protocol.allow=never",
-            "-c",
-            "core.hooksPath=/dev/null",
-            "-c",
-            "core.fsmonitor=false",
-        ]);
-    cmd
+    crate::git::command(dir, crate::git::Scope::Isolated)
 }
 
 fn rev_exists(dir: &Path, rev: &str) -> bool {
@@ -209,6 +182,20 @@ fn rev_exists(dir: &Path, rev: &str) -> bool {
 
 pub fn load(uri: &str, m: &Manifest, opts: &AdapterOptions) -> Result<Loaded, AdapterError> {
     let t = parse(uri, m)?;
+    // A committed version of another object's file is that object's content.
+    if !t.mapped {
+        if let Ok(rel) = crate::fs::RelPath::parse(&t.path) {
+            if super::lane::loaded_as_object(m, &rel) {
+                return Err(AdapterError::OutOfLane {
+                    uri: uri.to_string(),
+                    reason: format!(
+                        "`{rel}` is loaded as an object, with its own permissions; \
+                         reference that object instead of reading its file"
+                    ),
+                });
+            }
+        }
+    }
     let timeout = super::timeout(m, "git", opts);
     // `<rev>:./<path>` is relative to the folder git runs in, so a manifest in a
     // subfolder of the repository addresses its own files.
@@ -243,20 +230,17 @@ pub fn load(uri: &str, m: &Manifest, opts: &AdapterOptions) -> Result<Loaded, Ad
             format!("git cannot read `{}` at `{}`: {why}", t.path, t.rev),
         ));
     }
-    let d = digest(&out.stdout);
-    let text = String::from_utf8(out.stdout)
-        .map_err(|_| AdapterError::unavailable(uri, "not UTF-8 text"))?;
     let default = if t.mapped {
         Trust::Verified
     } else {
         Trust::Trusted
     };
-    Ok(Loaded {
-        content: Value::String(text),
-        content_type: super::file::content_type_for(&t.path),
-        digest: d,
-        trust: super::adapter_trust(m, "git", default),
-    })
+    super::file::text(
+        uri,
+        out.stdout,
+        super::file::content_type_for(&t.path),
+        super::adapter_trust(m, "git", default),
+    )
 }
 
 #[cfg(test)]

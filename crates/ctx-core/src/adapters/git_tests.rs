@@ -4,7 +4,7 @@ use std::time::Duration;
 
 use super::*;
 use crate::adapters::tests::manifest_in;
-use crate::adapters::{load, AdapterError};
+use crate::adapters::{digest, load, AdapterError};
 
 fn sh(dir: &Path, args: &[&str]) {
     let st = Command::new("git")

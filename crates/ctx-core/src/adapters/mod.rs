@@ -4,8 +4,12 @@
 
 pub mod file;
 pub mod git;
+#[cfg(feature = "http")]
 pub mod http;
+mod lane;
+pub mod plugin;
 mod process;
+#[cfg(feature = "sqlite")]
 pub mod sqlite;
 
 use std::time::Duration;
@@ -17,8 +21,17 @@ use crate::manifest::Manifest;
 use crate::model::Trust;
 use crate::object::ContextObject;
 
-/// Schemes with a built-in adapter.
+/// Schemes with a built-in adapter (whether or not this build includes it:
+/// another scheme is never handed to a plugin).
 pub const SCHEMES: [&str; 5] = ["file", "git", "http", "https", "sqlite"];
+
+/// Optional adapters and the cargo feature each needs; a build without the
+/// feature refuses the scheme with [`AdapterError::BuiltWithout`].
+pub const FEATURES: [(&str, &str, bool); 3] = [
+    ("http", "http", cfg!(feature = "http")),
+    ("https", "http", cfg!(feature = "http")),
+    ("sqlite", "sqlite", cfg!(feature = "sqlite")),
+];
 
 /// Network and size policy for one run.
 #[derive(Debug, Clone)]
@@ -53,8 +66,10 @@ pub struct Loaded {
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum AdapterError {
-    #[error("no adapter handles the URI scheme `{0}` (built in: file, http, https, git, sqlite)")]
+    #[error("no adapter handles the URI scheme `{0}` (built in: file, http, https, git, sqlite; any other scheme needs a `ctx-adapter-{0}` plugin on PATH, enabled with `adapters.{0}.enabled: true`)")]
     UnknownScheme(String),
+    #[error("`{uri}` needs the `{feature}` adapter, and this ctx was built without it (rebuild with `--features {feature}`, or use a release build)")]
+    BuiltWithout { uri: String, feature: String },
     #[error("`{0}` resolves outside the repository folder")]
     PathTraversal(String),
     #[error("`{uri}` is unavailable: {reason}")]
@@ -63,6 +78,16 @@ pub enum AdapterError {
     Offline(String),
     #[error("`{0}` needs remote fetching, which this repository has not enabled (set `adapters.{1}.enabled: true` in the manifest)")]
     RemoteDisabled(String, String),
+    /// A local source outside its lane: another object's file, an ignored file, `.git/`.
+    #[error("`{uri}` may not be read as content: {reason}")]
+    OutOfLane { uri: String, reason: String },
+    /// The content holds what looks like a credential; it is withheld.
+    #[error("`{uri}` is withheld: {what} (line {line} of the content)")]
+    SecretDetected {
+        uri: String,
+        what: String,
+        line: u32,
+    },
     #[error("`{uri}` content digest mismatch: declared {expected}, read {actual}")]
     DigestMismatch {
         uri: String,
@@ -75,7 +100,8 @@ impl AdapterError {
     pub fn code(&self) -> Code {
         match self {
             AdapterError::UnknownScheme(_) => Code::UnknownScheme,
-            AdapterError::PathTraversal(_) => Code::PathTraversal,
+            AdapterError::PathTraversal(_) | AdapterError::OutOfLane { .. } => Code::PathTraversal,
+            AdapterError::SecretDetected { .. } => Code::SecretDetected,
             _ => Code::SourceUnavailable,
         }
     }
@@ -98,11 +124,8 @@ pub fn scheme(uri: &str) -> Option<&str> {
     .then_some(s)
 }
 
-/// The sha256 digest of bytes, `sha256:<hex>`.
-pub fn digest(bytes: &[u8]) -> String {
-    use sha2::{Digest, Sha256};
-    format!("sha256:{}", hex::encode(Sha256::digest(bytes)))
-}
+/// The sha256 digest of bytes, `sha256:<hex>` (the one digest function).
+pub use crate::canonical::digest;
 
 /// `adapters.<scheme>` from the manifest, when it is a mapping.
 pub fn config<'m>(m: &'m Manifest, scheme: &str) -> Option<&'m Map<String, Value>> {
@@ -168,29 +191,95 @@ pub fn adapter_trust(m: &Manifest, scheme: &str, default: Trust) -> Trust {
     }
 }
 
-/// Read the content a URI names.
+/// A scheme this build cannot serve because a cargo feature was left out.
+fn built_without(uri: &str, scheme: &str) -> Result<(), AdapterError> {
+    match FEATURES.iter().find(|(s, _, _)| *s == scheme) {
+        Some((_, feature, false)) => Err(AdapterError::BuiltWithout {
+            uri: uri.to_string(),
+            feature: (*feature).to_string(),
+        }),
+        _ => Ok(()),
+    }
+}
+
+/// Does some adapter claim `scheme` for this manifest: a built-in one, or a
+/// plugin the manifest enables? (Static: nothing is looked up or run.)
+pub fn claims(m: &Manifest, scheme: &str) -> bool {
+    SCHEMES.contains(&scheme) || plugin::enabled(m, scheme)
+}
+
+/// Read the content a URI names. Whatever comes back is scanned for credentials
+/// like inline content; content that holds one is withheld.
 pub fn load(uri: &str, m: &Manifest, opts: &AdapterOptions) -> Result<Loaded, AdapterError> {
+    let loaded = fetch(uri, m, opts)?;
+    lane::scan_secrets(uri, &loaded)?;
+    Ok(loaded)
+}
+
+fn fetch(uri: &str, m: &Manifest, opts: &AdapterOptions) -> Result<Loaded, AdapterError> {
     match scheme(uri) {
         None | Some("file") => file::load(uri, m, opts),
         Some(s @ ("http" | "https")) => {
+            built_without(uri, s)?;
             if opts.offline {
                 return Err(AdapterError::Offline(uri.to_string()));
             }
             if !remote_enabled(m, s) {
                 return Err(AdapterError::RemoteDisabled(uri.to_string(), s.to_string()));
             }
-            http::load(uri, m, opts)
+            load_http(uri, m, opts)
         }
         Some("git") => {
             local_enabled(m, "git", uri)?;
             git::load(uri, m, opts)
         }
         Some("sqlite") => {
+            built_without(uri, "sqlite")?;
             local_enabled(m, "sqlite", uri)?;
-            sqlite::load(uri, m, opts)
+            load_sqlite(uri, m, opts)
         }
-        Some(other) => Err(AdapterError::UnknownScheme(other.to_string())),
+        Some(other) => plugin::load(uri, other, m, opts),
     }
+}
+
+/// What `doctor` may check of a URI nobody asked to resolve: local adapters
+/// read it (offline), a plugin is looked up but never run, and a missing
+/// feature is reported. Network and disabled adapters are left to resolution.
+pub fn probe(uri: &str, m: &Manifest) -> Result<(), AdapterError> {
+    let opts = AdapterOptions {
+        offline: true,
+        ..AdapterOptions::default()
+    };
+    match scheme(uri) {
+        Some(s) if !SCHEMES.contains(&s) => plugin::probe(uri, s, m).map(drop),
+        _ => load(uri, m, &opts).map(drop),
+    }
+}
+
+#[cfg(feature = "http")]
+fn load_http(uri: &str, m: &Manifest, opts: &AdapterOptions) -> Result<Loaded, AdapterError> {
+    http::load(uri, m, opts)
+}
+
+#[cfg(not(feature = "http"))]
+fn load_http(uri: &str, _: &Manifest, _: &AdapterOptions) -> Result<Loaded, AdapterError> {
+    Err(AdapterError::BuiltWithout {
+        uri: uri.to_string(),
+        feature: "http".into(),
+    })
+}
+
+#[cfg(feature = "sqlite")]
+fn load_sqlite(uri: &str, m: &Manifest, opts: &AdapterOptions) -> Result<Loaded, AdapterError> {
+    sqlite::load(uri, m, opts)
+}
+
+#[cfg(not(feature = "sqlite"))]
+fn load_sqlite(uri: &str, _: &Manifest, _: &AdapterOptions) -> Result<Loaded, AdapterError> {
+    Err(AdapterError::BuiltWithout {
+        uri: uri.to_string(),
+        feature: "sqlite".into(),
+    })
 }
 
 /// [`load`], then check the bytes against a declared `sha256:<hex>` digest.

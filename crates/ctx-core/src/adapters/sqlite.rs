@@ -7,12 +7,11 @@ use std::sync::mpsc;
 use std::time::Duration;
 
 use rusqlite::{types::ValueRef, Connection, OpenFlags};
-use serde_json::Value;
 
 use crate::manifest::Manifest;
 use crate::model::Trust;
 
-use super::{digest, AdapterError, AdapterOptions, Loaded};
+use super::{AdapterError, AdapterOptions, Loaded};
 
 /// A parsed `sqlite://` URI.
 #[derive(Debug, PartialEq, Eq)]
@@ -140,7 +139,9 @@ fn columns(conn: &Connection, table: &str) -> rusqlite::Result<Vec<String>> {
 
 pub fn load(uri: &str, m: &Manifest, opts: &AdapterOptions) -> Result<Loaded, AdapterError> {
     let q = parse(uri)?;
-    let real = super::file::resolve_inside(&m.root, &q.path, uri)?;
+    let real = super::lane::local_path(m, uri, &q.path)?;
+    // SQLite opens whatever it is given; a FIFO would block the open itself.
+    crate::fs::open_regular(&real).map_err(|e| super::file::read_error(uri, e))?;
     let timeout = super::timeout(m, "sqlite", opts);
     let conn = open(uri, &real, timeout)?;
     let (stop, stopped) = mpsc::channel::<()>();
@@ -153,16 +154,12 @@ pub fn load(uri: &str, m: &Manifest, opts: &AdapterOptions) -> Result<Loaded, Ad
     let result = read_cell(uri, &conn, &q, opts.max_bytes);
     drop(stop);
     let _ = watchdog.join();
-    let bytes = result?;
-    let d = digest(&bytes);
-    let text =
-        String::from_utf8(bytes).map_err(|_| AdapterError::unavailable(uri, "not UTF-8 text"))?;
-    Ok(Loaded {
-        content: Value::String(text),
-        content_type: None,
-        digest: d,
-        trust: super::adapter_trust(m, "sqlite", Trust::Verified),
-    })
+    super::file::text(
+        uri,
+        result?,
+        None,
+        super::adapter_trust(m, "sqlite", Trust::Verified),
+    )
 }
 
 fn read_cell(uri: &str, conn: &Connection, q: &Query, max: u64) -> Result<Vec<u8>, AdapterError> {
@@ -199,6 +196,13 @@ fn read_cell(uri: &str, conn: &Connection, q: &Query, max: u64) -> Result<Vec<u8
         )
     })?;
     let bytes = match row.get_ref(0).map_err(|e| sql_err(uri, e))? {
+        // Checked before copying: an oversized cell is never duplicated in memory.
+        ValueRef::Text(t) | ValueRef::Blob(t) if t.len() as u64 > max => {
+            return Err(AdapterError::unavailable(
+                uri,
+                format!("larger than {max} bytes"),
+            ))
+        }
         ValueRef::Text(t) | ValueRef::Blob(t) => t.to_vec(),
         ValueRef::Integer(i) => i.to_string().into_bytes(),
         ValueRef::Real(r) => r.to_string().into_bytes(),

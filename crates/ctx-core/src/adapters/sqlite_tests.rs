@@ -2,7 +2,8 @@ use rusqlite::Connection;
 
 use super::*;
 use crate::adapters::tests::manifest_in;
-use crate::adapters::{load, AdapterError};
+use crate::adapters::{digest, load, AdapterError};
+use serde_json::Value;
 
 fn repo() -> (tempfile::TempDir, Manifest) {
     let dir = tempfile::tempdir().unwrap();

@@ -22,6 +22,7 @@ fn unknown_scheme_is_an_error_naming_it() {
 }
 
 #[test]
+#[cfg(feature = "http")] // without it, every http(s) URI is `built without http`
 fn offline_refuses_http_before_looking_at_the_manifest() {
     let dir = tempfile::tempdir().unwrap();
     let m = manifest_in(dir.path(), "adapters:\n  https:\n    enabled: true\n");
@@ -35,6 +36,7 @@ fn offline_refuses_http_before_looking_at_the_manifest() {
 }
 
 #[test]
+#[cfg(feature = "http")] // without it, every http(s) URI is `built without http`
 fn remote_fetching_is_off_unless_enabled() {
     let dir = tempfile::tempdir().unwrap();
     let m = manifest_in(dir.path(), "");
@@ -152,4 +154,51 @@ fn local_forms_of_a_uri_match_their_source() {
     assert!(!same_uri("a.md", "b.md"));
     assert!(same_uri("https://x/a", "https://x/a"));
     assert!(!same_uri("https://x/a", "https://x/b"));
+}
+
+/// What each optional adapter does in this build: it reads, or it names the
+/// missing feature (never an unknown scheme, never empty content). CI builds
+/// both ways; `cargo test -p ctx-core --no-default-features` runs the other arm.
+#[test]
+fn an_adapter_left_out_of_the_build_is_named() {
+    let dir = tempfile::tempdir().unwrap();
+    let m = manifest_in(
+        dir.path(),
+        "adapters:\n  https:\n    enabled: true\n  http:\n    enabled: true\n",
+    );
+    let offline = AdapterOptions {
+        offline: true,
+        ..AdapterOptions::default()
+    };
+    for (uri, feature) in [
+        ("https://127.0.0.1:9/x.md", "http"),
+        ("http://127.0.0.1:9/x.md", "http"),
+        ("sqlite://./none.db?table=t&id=1&column=c", "sqlite"),
+    ] {
+        let built = FEATURES
+            .iter()
+            .find(|(s, _, _)| Some(*s) == scheme(uri))
+            .map(|(_, f, b)| {
+                assert_eq!(*f, feature);
+                *b
+            })
+            .unwrap();
+        let compiled_in = match feature {
+            "http" => cfg!(feature = "http"),
+            _ => cfg!(feature = "sqlite"),
+        };
+        assert_eq!(built, compiled_in);
+        let e = load(uri, &m, &offline).unwrap_err();
+        let missing = matches!(&e, AdapterError::BuiltWithout { feature: f, .. } if f == feature);
+        assert_eq!(missing, !built, "{uri}: {e}");
+        if missing {
+            assert!(e.to_string().contains("built without it"), "{e}");
+            assert_eq!(e.code(), Code::SourceUnavailable);
+            // doctor's probe names it too, although it reads nothing.
+            assert!(matches!(
+                probe(uri, &m),
+                Err(AdapterError::BuiltWithout { .. })
+            ));
+        }
+    }
 }

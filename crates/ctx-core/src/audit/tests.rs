@@ -233,3 +233,56 @@ fn an_incomplete_last_line_stops_appends() {
         .is_err());
     assert!(problems(&log).iter().any(|p| p.contains("incomplete")));
 }
+
+/// An in-place edit of a middle line keeps every byte offset, so the
+/// head still matches: only hashing the chain reveals it, and the
+/// appender must do so before extending the log.
+#[test]
+fn a_same_length_edit_of_a_middle_line_stops_appends() {
+    let (_d, log) = log_with(4);
+    let mut lines = lines_of(&log);
+    let before = lines[1].len();
+    lines[1] = lines[1].replacen("support-agent", "support-agenT", 1);
+    assert_eq!(lines[1].len(), before);
+    rewrite(&log, &lines);
+    let bytes = std::fs::read(log.path()).unwrap();
+    let err = log
+        .append(bundle_event(
+            "context.bundle",
+            &bundle(),
+            "2026-08-09T13:00:00Z",
+        ))
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("entry 3 does not link to the hash of entry 2")
+            && err.contains("refusing to append"),
+        "{err}"
+    );
+    assert_eq!(
+        std::fs::read(log.path()).unwrap(),
+        bytes,
+        "nothing appended"
+    );
+}
+
+/// `begin` holds the lock and a verified position: several appends through
+/// one appender chain on, and the head follows the last one.
+#[test]
+fn one_appender_extends_the_chain_several_times() {
+    let (_d, log) = log_with(1);
+    let mut a = log.begin().unwrap();
+    for i in 0..3 {
+        let e = a
+            .append(bundle_event(
+                "context.bundle",
+                &bundle(),
+                &format!("2026-08-09T13:00:0{i}Z"),
+            ))
+            .unwrap();
+        assert_eq!(e.seq, i + 2);
+    }
+    drop(a);
+    let r = log.verify().unwrap();
+    assert_eq!((r.entries, r.problems.len(), r.notes.len()), (4, 0, 0));
+}

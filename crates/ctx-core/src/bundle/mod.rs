@@ -111,7 +111,7 @@ pub fn compile(repo: &Repo, r: &mut Resolution, generated_at: &str) -> Value {
     );
     let mut bundle = Value::Object(doc);
     let d = digest(&bundle);
-    bundle["bundle_id"] = json!(format!("ocb_{}", &d["sha256:".len().."sha256:".len() + 24]));
+    bundle["bundle_id"] = json!(crate::canonical::bundle_id(&d));
     bundle["digest"] = json!(d);
     bundle
 }

@@ -59,9 +59,12 @@ pub fn run(dir: &Path) -> Result<Vec<CaseResult>> {
     };
     let base = index.parent().map(Path::to_path_buf).unwrap_or_default();
     let text = std::fs::read_to_string(&index).map_err(|e| Error::io(&index, &e))?;
-    let suite: Suite = serde_json::from_str(&text).map_err(|e| {
-        Error::Invalid(format!("{}: not a conformance index: {e}", index.display()))
-    })?;
+    let suite: Suite = crate::json::parse(&text)
+        .map_err(|e| format!("{}:{}: {}", e.line, e.column, e.message))
+        .and_then(|v| serde_json::from_value(v).map_err(|e| e.to_string()))
+        .map_err(|e| {
+            Error::Invalid(format!("{}: not a conformance index: {e}", index.display()))
+        })?;
     let mut out = Vec::new();
     for (group, cases, expect_valid) in [
         ("valid", &suite.valid, true),

@@ -203,10 +203,12 @@ impl Diagnostic {
         self
     }
 
-    /// Total order used for output: file, line, code, id, message.
-    /// Makes reports independent of load order and thread count.
+    /// Total order used for output wherever findings are listed: most severe
+    /// first, then file, line, column, code, id and message. Makes reports
+    /// independent of load order and thread count.
     pub fn sort_key(&self) -> impl Ord + '_ {
         (
+            std::cmp::Reverse(self.severity),
             self.file.as_deref().unwrap_or(""),
             self.line.unwrap_or(0),
             self.column.unwrap_or(0),
@@ -256,6 +258,30 @@ mod tests {
             assert_eq!(Code::parse(c.as_str()), Some(*c));
         }
         assert_eq!(Code::parse("made-up"), None);
+    }
+
+    #[test]
+    fn normalize_orders_by_severity_then_file() {
+        let mut d = vec![
+            Diagnostic::info(Code::Orphaned, "o").file("a.md").line(1),
+            Diagnostic::warning(Code::Stale, "s").file("a.md").line(2),
+            Diagnostic::error(Code::Expired, "e").file("z.md").line(9),
+            Diagnostic::warning(Code::Stale, "s").file("b.md").line(1),
+        ];
+        normalize(&mut d);
+        let order: Vec<_> = d
+            .iter()
+            .map(|d| (d.severity, d.file.clone().unwrap()))
+            .collect();
+        assert_eq!(
+            order,
+            vec![
+                (Severity::Error, "z.md".into()),
+                (Severity::Warning, "a.md".into()),
+                (Severity::Warning, "b.md".into()),
+                (Severity::Info, "a.md".into()),
+            ]
+        );
     }
 
     #[test]

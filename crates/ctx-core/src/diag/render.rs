@@ -6,7 +6,7 @@ use std::path::Path;
 use miette::{GraphicalReportHandler, GraphicalTheme, LabeledSpan, NamedSource, SourceSpan};
 use serde_json::{json, Map, Value};
 
-use super::{Diagnostic, Severity, Tally};
+use super::{Code, Diagnostic, Severity, Tally};
 
 /// Options for the human renderer.
 #[derive(Debug, Clone, Copy)]
@@ -74,15 +74,22 @@ fn compact(v: &Value) -> String {
     }
 }
 
-/// Byte span of a 1-based line in `text` (without its newline).
+/// Byte span of a 1-based line in `text` (without its newline). A line just past
+/// the end (a parser reporting "unexpected end of file") frames the last line.
 fn line_span(text: &str, line: u32) -> Option<SourceSpan> {
     let mut start = 0usize;
+    let mut last = None;
     for (i, l) in text.split_inclusive('\n').enumerate() {
+        let len = l.trim_end_matches(['\n', '\r']).len();
         if i + 1 == line as usize {
-            let len = l.trim_end_matches(['\n', '\r']).len();
             return Some(SourceSpan::new(start.into(), len));
         }
+        last = Some(SourceSpan::new(start.into(), len));
         start += l.len();
+    }
+    let lines = text.split_inclusive('\n').count();
+    if line as usize == lines + 1 {
+        return last;
     }
     None
 }
@@ -115,12 +122,15 @@ pub fn human(diags: &[Diagnostic], root: &Path, style: HumanStyle) -> String {
         }
         let help = help.trim_end().to_string();
         let (source, span) = match (&d.file, d.line) {
-            (Some(file), Some(line)) => {
+            // A secret's line (or a private file's plaintext) is never quoted: the
+            // finding names the file and line only.
+            (Some(file), Some(line)) if d.code != Code::SecretDetected => {
                 let path = root.join(file);
-                let small = std::fs::metadata(&path)
-                    .map(|m| m.len() <= 1 << 20)
-                    .unwrap_or(false);
-                match std::fs::read_to_string(&path).ok().filter(|_| small) {
+                // Regular files up to 1 MiB only: a code frame never waits on a FIFO.
+                let text = crate::fs::read_regular(&path, 1 << 20)
+                    .ok()
+                    .and_then(|b| String::from_utf8(b).ok());
+                match text {
                     Some(text) => match line_span(&text, line) {
                         Some(span) => (Some(NamedSource::new(file.clone(), text)), Some(span)),
                         None => (None, None),

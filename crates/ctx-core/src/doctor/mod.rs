@@ -1,10 +1,13 @@
 //! `doctor`: validation plus the checks that need a clock, a report per
-//! collection, and the health score. Pure functions over a loaded repository
-//! and one instant; rendering lives in `cli::doctor`.
+//! collection, and the health score. [`check`] turns a loaded repository and
+//! plain [`DoctorOptions`] into a [`HealthReport`]; [`render`] draws it for
+//! people and machines, so every front end shows the same report.
 
 pub mod clock;
 pub mod health;
 pub mod reach;
+pub mod render;
+pub mod report;
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 
@@ -14,6 +17,7 @@ use crate::time::Instant;
 use crate::validate::{self, supersession, Index, ValidateOptions};
 
 pub use health::{format_score, HealthConfig, DEFAULT_WEIGHTS};
+pub use report::{check, DoctorOptions, Floor, HealthReport};
 
 /// Codes `ctx conflicts` reports.
 pub const CONFLICT_CODES: [Code; 7] = [
@@ -61,7 +65,13 @@ pub fn findings(
     strict: bool,
     cfg_diags: &[Diagnostic],
 ) -> Vec<Diagnostic> {
-    let mut out = validate::validate(repo, ValidateOptions { strict });
+    let mut out = validate::validate(
+        repo,
+        ValidateOptions {
+            strict,
+            at: Some(now),
+        },
+    );
     let sup = superseded(repo);
     out.extend(clock::findings(
         &repo.objects,
@@ -229,18 +239,6 @@ pub fn gate(
     out
 }
 
-/// Most severe first, then code, then object id, then file and line: the order
-/// the diagnostic schema asks of a report.
-pub fn report_order(diags: &mut [Diagnostic]) {
-    diags.sort_by(|a, b| {
-        b.severity
-            .cmp(&a.severity)
-            .then(a.code.as_str().cmp(b.code.as_str()))
-            .then_with(|| a.id.cmp(&b.id))
-            .then_with(|| a.sort_key().cmp(&b.sort_key()))
-    });
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -279,14 +277,16 @@ mod tests {
     }
 
     #[test]
-    fn report_order_is_most_severe_first() {
+    fn findings_are_listed_most_severe_first() {
         let mut d = vec![
-            Diagnostic::info(Code::Orphaned, "a").id("a"),
-            Diagnostic::error(Code::Expired, "b").id("b"),
-            Diagnostic::warning(Code::Stale, "c").id("c"),
-            Diagnostic::error(Code::DuplicateId, "d").id("d"),
+            Diagnostic::info(Code::Orphaned, "a").id("a").file("a.md"),
+            Diagnostic::error(Code::Expired, "b").id("b").file("b.md"),
+            Diagnostic::warning(Code::Stale, "c").id("c").file("a.md"),
+            Diagnostic::error(Code::DuplicateId, "d")
+                .id("d")
+                .file("a.md"),
         ];
-        report_order(&mut d);
+        diag::normalize(&mut d);
         let codes: Vec<Code> = d.iter().map(|d| d.code).collect();
         assert_eq!(
             codes,

@@ -6,7 +6,7 @@ use std::collections::HashSet;
 use rayon::prelude::*;
 use serde_json::Value;
 
-use crate::adapters::{self, AdapterError, AdapterOptions};
+use crate::adapters::{self, AdapterError};
 use crate::diag::{Code, Diagnostic};
 use crate::load::Repo;
 use crate::manifest::roles::{self, Scope};
@@ -24,12 +24,12 @@ fn consumers(repo: &Repo) -> Vec<(String, Scope)> {
     let m = &repo.manifest;
     let mut out = Vec::new();
     for name in m.roles.keys() {
-        if let Ok(s) = roles::scope(m, std::slice::from_ref(name)) {
+        if let Ok(s) = roles::effective_scope(m, std::slice::from_ref(name)) {
             out.push((name.clone(), s));
         }
     }
     for (name, agent) in &m.agents {
-        if let Ok(s) = roles::scope(m, &agent.roles) {
+        if let Ok(s) = roles::effective_scope(m, &agent.roles) {
             out.push((name.clone(), s));
         }
     }
@@ -90,13 +90,11 @@ pub fn orphaned(repo: &Repo, superseded: &HashSet<usize>) -> Vec<Diagnostic> {
 
 /// Broken sources: a `content_uri` the adapters cannot read offline, and local
 /// `file://` provenance sources that do not exist. Remote URIs are never fetched
-/// here (doctor stays offline); they are checked when a resolution needs them.
+/// and plugins never run here (doctor stays offline and runs nothing for objects
+/// nobody resolves); they are checked when a resolution needs them. A plugin
+/// that is enabled but not installed, and an adapter this build lacks, are reported.
 pub fn broken_sources(repo: &Repo, superseded: &HashSet<usize>) -> Vec<Diagnostic> {
     let m = &repo.manifest;
-    let opts = AdapterOptions {
-        offline: true,
-        ..AdapterOptions::default()
-    };
     repo.objects
         .par_iter()
         .enumerate()
@@ -104,8 +102,16 @@ pub fn broken_sources(repo: &Repo, superseded: &HashSet<usize>) -> Vec<Diagnosti
         .flat_map_iter(|(_, o)| {
             let mut out = Vec::new();
             if let Some(uri) = &o.meta.content_uri {
-                match adapters::load(uri, m, &opts) {
-                    Ok(_) | Err(AdapterError::Offline(_) | AdapterError::RemoteDisabled(..)) => {}
+                match adapters::probe(uri, m) {
+                    // Network and disabled adapters are judged when a resolution needs them;
+                    // an unknown scheme and a path outside the repository are validate's findings.
+                    Ok(_)
+                    | Err(
+                        AdapterError::Offline(_)
+                        | AdapterError::RemoteDisabled(..)
+                        | AdapterError::UnknownScheme(_)
+                        | AdapterError::PathTraversal(_),
+                    ) => {}
                     Err(e) => out.push(
                         at(
                             o,

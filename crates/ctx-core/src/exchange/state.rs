@@ -6,7 +6,6 @@
 //! status, discovery budgets — is derived from the receipt log, so it can be
 //! rebuilt from the log alone.
 
-use std::fs::File;
 use std::path::{Path, PathBuf};
 
 use serde_json::Value;
@@ -76,8 +75,8 @@ impl StateDir {
     }
 
     /// Take the repository write lock (held until the guard drops).
-    pub fn lock(&self) -> ClResult<File> {
-        crate::write::lock(&self.root).map(|(f, _)| f).map_err(|e| {
+    pub fn lock(&self) -> ClResult<crate::fs::RepoLock> {
+        crate::fs::RepoLock::acquire(&self.root).map_err(|e| {
             ClError::new(
                 "STATE_UNAVAILABLE",
                 format!(
@@ -109,7 +108,13 @@ impl StateDir {
         let parent = path.parent().expect("state paths have a folder");
         std::fs::create_dir_all(parent)
             .map_err(|e| ClError::new("STATE_UNAVAILABLE", format!("{}: {e}", parent.display())))?;
-        crate::fs::write_atomic(&path, &bytes, false).map_err(|e| {
+        crate::fs::write_atomic(
+            &path,
+            &bytes,
+            crate::fs::Mode::RepositoryDefault,
+            crate::fs::Existing::Refuse,
+        )
+        .map_err(|e| {
             ClError::new(
                 "STATE_UNAVAILABLE",
                 format!("{}: cannot write: {e}", path.display()),

@@ -1,31 +1,34 @@
 //! The resolver adapter: the ONE place the exchange asks what a consumer may
-//! obtain. [`authorized_view`] runs `resolve::resolve` for the requester, and
-//! [`View::disclose`] runs `bundle::compile` on the part of that resolution a
-//! bundle discloses, so the exchange can never see more than `ctx resolve`
-//! would give the same consumer (scope, deny, ceilings, lifecycle, redaction).
-//! When the library gains a single authorized-view function, only this file
-//! changes.
-
-use std::sync::Arc;
+//! obtain. [`authorized_view`] builds the same request `ctx resolve` builds
+//! ([`crate::resolve::ResolveOptions`] → [`crate::resolve::Request::build`],
+//! which passes the policy gate [`crate::manifest::roles::require_sound`] and
+//! names the consumer) and runs the resolver, whose every judgement is the
+//! library's authorized view ([`crate::view::View`]). [`View::disclose`] then
+//! compiles the disclosed part exactly as `ctx bundle` would. So a Context
+//! Layer bundle never holds more than `ctx resolve` gives the same consumer:
+//! authorized, in scope, current, redacted.
+//!
+//! One deliberate narrowing: the exchange never opens private collections.
+//! Envelopes are stored under `.ctx/exchange/` and written to files, and
+//! plaintext of an encrypted collection never touches disk, so private objects
+//! resolve as unavailable here whatever identity the user holds.
 
 use serde_json::{json, Map, Value};
 use sha2::{Digest, Sha256};
 
 use super::canon;
 use super::error::{ClError, ClResult};
-use crate::adapters::AdapterOptions;
 use crate::load::Repo;
 use crate::model::{Classification, Lifecycle};
-use crate::resolve::{self, Consumer, ConsumerKind, Request, Resolution};
+use crate::resolve::{self, Consumer, ConsumerKind, Request, Resolution, ResolveOptions};
 use crate::time::Instant;
+use crate::view::Who;
 
 /// How the resolver is run for the exchange.
 #[derive(Clone, Default)]
 pub struct ViewOptions {
     /// Never reach the network for `content_uri` adapters.
     pub offline: bool,
-    /// age identities for private collections (None: private objects stay closed).
-    pub identities: Option<Arc<crate::private::Keyring>>,
 }
 
 /// One object the consumer may obtain, by metadata only.
@@ -63,39 +66,55 @@ pub struct View {
     resolution: Resolution,
 }
 
-/// The consumer a requester name stands for (`agent` or `role:<name>`).
-pub fn consumer_for(repo: &Repo, requester: &str) -> ClResult<Consumer> {
-    let (agent, roles): (Option<&str>, Vec<String>) = match requester.strip_prefix("role:") {
-        Some(r) => (None, vec![r.to_string()]),
-        None => (Some(requester), Vec::new()),
-    };
-    Consumer::from_flags(&repo.manifest, agent, &roles)
-        .map_err(|e| ClError::new("REQUESTER_UNKNOWN", e))
+/// Who a requester name stands for (`agent` or `role:<name>`), as the
+/// library's view names consumers.
+pub fn who_for(requester: &str) -> Who {
+    match requester.strip_prefix("role:") {
+        Some(r) => Who {
+            agent: None,
+            roles: vec![r.to_string()],
+        },
+        None => Who {
+            agent: Some(requester.to_string()),
+            roles: Vec::new(),
+        },
+    }
 }
 
-/// Run the resolver for `consumer` at `at`.
+/// The request `ctx resolve --agent A` (or `--role R`) would build at `at`,
+/// through the policy gate; private collections stay closed (see above).
+pub fn request_for(
+    repo: &Repo,
+    requester: &str,
+    at: Instant,
+    opts: &ViewOptions,
+) -> ClResult<Request> {
+    let mut o = ResolveOptions::new(who_for(requester), at);
+    o.offline = opts.offline;
+    let mut req = Request::build(&repo.manifest, &o).map_err(requester_error)?;
+    req.identities = None;
+    Ok(req)
+}
+
+/// A library error on the way to a consumer's view, with the profile's code.
+fn requester_error(e: crate::error::Error) -> ClError {
+    let code = match e {
+        crate::error::Error::Usage(_) | crate::error::Error::NotFound(_) => "REQUESTER_UNKNOWN",
+        _ => "POLICY_UNAVAILABLE",
+    };
+    ClError::new(code, e.to_string())
+}
+
+/// Run the resolver for `requester` at `at`.
 pub fn authorized_view(
     repo: &Repo,
-    consumer: Consumer,
+    requester: &str,
     at: Instant,
     opts: &ViewOptions,
 ) -> ClResult<View> {
-    let req = Request {
-        consumer: consumer.clone(),
-        task: None,
-        at,
-        include_historical: false,
-        limit: None,
-        min_relevance: None,
-        include: Vec::new(),
-        adapters: AdapterOptions {
-            offline: opts.offline,
-            ..AdapterOptions::default()
-        },
-        identities: opts.identities.clone(),
-    };
-    let resolution =
-        resolve::resolve(repo, req).map_err(|e| ClError::new("REQUESTER_UNKNOWN", e))?;
+    let req = request_for(repo, requester, at, opts)?;
+    let consumer = req.consumer.clone();
+    let resolution = resolve::resolve(repo, req).map_err(requester_error)?;
     let mut h = Sha256::new();
     h.update(b"ctx-exchange-view/1\0");
     h.update(consumer.kind.as_str().as_bytes());

@@ -168,12 +168,10 @@ impl Cache {
             std::fs::create_dir_all(dir)?;
         }
         // One writer at a time, so concurrent hooks never interleave lines.
-        let lock = std::fs::OpenOptions::new()
-            .create(true)
-            .truncate(false)
-            .write(true)
-            .open(self.path.with_extension("lock"))?;
-        fs4::FileExt::lock(&lock)?;
+        let _lock = crate::fs::lock_file(
+            &self.path.with_extension("lock"),
+            crate::fs::Mode::RepositoryDefault,
+        )?;
         if compact {
             let fresh: HashMap<&str, &str> = self
                 .fresh
@@ -191,7 +189,12 @@ impl Cache {
                     out.push('\n');
                 }
             }
-            return crate::fs::write_atomic(&self.path, out.as_bytes(), true);
+            return crate::fs::write_atomic(
+                &self.path,
+                out.as_bytes(),
+                crate::fs::Mode::Preserve,
+                crate::fs::Existing::Replace,
+            );
         }
         let mut f = std::fs::OpenOptions::new().append(true).open(&self.path)?;
         let mut out = String::new();
@@ -308,7 +311,7 @@ fn decode(line: &str, m: &Member) -> Option<Parsed> {
             content: None,
             supplied,
             origin: Origin {
-                file: m.rel.clone(),
+                file: m.rel.to_string(),
                 format,
                 collection: e.collection,
                 line: e.line,
@@ -341,7 +344,7 @@ mod tests {
         ];
         for (rel, text) in cases {
             let m = Member {
-                rel: rel.into(),
+                rel: crate::fs::RelPath::parse(rel).unwrap(),
                 abs: PathBuf::from("/nonexistent").join(rel),
                 source: MemberSource::Collection {
                     name: "p".into(),
@@ -377,7 +380,7 @@ mod tests {
     #[test]
     fn keys_depend_on_everything_parsing_depends_on() {
         let m = |rel: &str, name: &str| Member {
-            rel: rel.into(),
+            rel: crate::fs::RelPath::parse(rel).unwrap(),
             abs: PathBuf::new(),
             source: MemberSource::Collection {
                 name: name.into(),

@@ -47,30 +47,90 @@ const PATH_VARS: [&str; 4] = [
     "GIT_OBJECT_DIRECTORY",
 ];
 
-fn base_command(cwd: &Path) -> Command {
+/// Variables that point git at another repository, index or configuration. An
+/// [`Scope::Isolated`] command drops them all, so it acts on the folder it is given.
+const LOCATING_VARS: [&str; 11] = [
+    "GIT_DIR",
+    "GIT_WORK_TREE",
+    "GIT_INDEX_FILE",
+    "GIT_OBJECT_DIRECTORY",
+    "GIT_ALTERNATE_OBJECT_DIRECTORIES",
+    "GIT_COMMON_DIR",
+    "GIT_NAMESPACE",
+    "GIT_CONFIG",
+    "GIT_CONFIG_PARAMETERS",
+    "GIT_CONFIG_COUNT",
+    "GIT_EXEC_PATH",
+];
+
+/// Which repository a git command acts on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Scope {
+    /// The repository ctx works on, as the environment names it: inside a
+    /// pre-commit hook `GIT_DIR` and `GIT_INDEX_FILE` are honoured (made absolute,
+    /// since git runs with `-C`).
+    Repository,
+    /// Whatever work tree holds the folder, found from the folder alone: variables
+    /// that locate another repository or inject configuration are dropped, and
+    /// system configuration and hooks are off. For checkouts ctx only reads
+    /// (`adapters.git.repos`) and for folders outside the repository (key files).
+    Isolated,
+}
+
+/// The one way ctx runs git: the binary (never a shell), in `dir`, with one
+/// environment policy. Nothing is inherited from ctx's own standard streams: stdin
+/// is closed and stdout/stderr are captured, so a child can never write into ctx's
+/// output (a front end may be speaking a protocol on stdout). git never prompts,
+/// never reaches the network and never runs fsmonitor.
+pub fn command(dir: &Path, scope: Scope) -> Command {
     let mut c = Command::new("git");
-    // Paths are passed as paths: no `:(glob)`-style pathspec magic in a file name.
-    c.arg("-C")
-        .arg(cwd)
-        .env("GIT_LITERAL_PATHSPECS", "1")
-        .stdin(Stdio::null());
-    if let Ok(here) = std::env::current_dir() {
-        for var in PATH_VARS {
-            if let Some(v) = std::env::var_os(var) {
-                let p = PathBuf::from(&v);
-                if p.is_relative() {
-                    c.env(var, here.join(p));
+    c.stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .env("GIT_TERMINAL_PROMPT", "0")
+        .env("GIT_OPTIONAL_LOCKS", "0")
+        .env("GIT_PROTOCOL_FROM_USER", "0");
+    match scope {
+        Scope::Repository => {
+            // Paths are passed as paths: no `:(glob)`-style pathspec magic in a file
+            // name. (Not for isolated commands: `check-ignore` refuses literal pathspecs.)
+            c.env("GIT_LITERAL_PATHSPECS", "1");
+            if let Ok(here) = std::env::current_dir() {
+                for var in PATH_VARS {
+                    if let Some(v) = std::env::var_os(var) {
+                        let p = PathBuf::from(&v);
+                        if p.is_relative() {
+                            c.env(var, here.join(p));
+                        }
+                    }
                 }
             }
         }
+        Scope::Isolated => {
+            for var in LOCATING_VARS {
+                c.env_remove(var);
+            }
+            c.env("GIT_CONFIG_NOSYSTEM", "1");
+        }
+    }
+    c.arg("-C")
+        .arg(dir)
+        .args(["-c", "protocol.allow=never", "-c", "core.fsmonitor=false"]);
+    if scope == Scope::Isolated {
+        c.args(["-c", "core.hooksPath=/dev/null"]);
     }
     c
+}
+
+fn base_command(cwd: &Path) -> Command {
+    command(cwd, Scope::Repository)
 }
 
 /// Is a `git` binary on PATH?
 pub fn available() -> bool {
     Command::new("git")
         .arg("--version")
+        .env("GIT_CONFIG_NOSYSTEM", "1")
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(Stdio::null())
@@ -83,7 +143,6 @@ impl Git {
     pub fn discover(dir: &Path) -> Option<Git> {
         let out = base_command(dir)
             .args(["rev-parse", "--show-toplevel"])
-            .stderr(Stdio::null())
             .output()
             .ok()?;
         if !out.status.success() {
@@ -134,11 +193,19 @@ impl Git {
         finish(out, fail)
     }
 
+    /// Where git keeps `name` (`rev-parse --git-path`: honours `core.hooksPath`,
+    /// linked work trees and `GIT_DIR`), absolute.
+    pub fn git_path(&self, name: &str) -> Result<PathBuf, GitError> {
+        let out = self.run(&["rev-parse", "--git-path", name])?;
+        let p = PathBuf::from(String::from_utf8_lossy(&out).trim_end());
+        Ok(if p.is_absolute() { p } else { self.cwd.join(p) })
+    }
+
     /// The manifest folder relative to the top-level (`""` when they coincide), `/`-separated.
     pub fn prefix(&self) -> String {
         let cwd = self.cwd.canonicalize().unwrap_or_else(|_| self.cwd.clone());
-        cwd.strip_prefix(&self.top)
-            .map(|p| p.to_string_lossy().replace('\\', "/"))
+        crate::fs::RelPath::strip(&self.top, &cwd)
+            .map(String::from)
             .unwrap_or_default()
     }
 
@@ -271,5 +338,59 @@ fn finish(
         } else {
             msg
         }))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::ffi::OsStr;
+
+    fn env_of(c: &Command, var: &str) -> Option<Option<String>> {
+        c.get_envs()
+            .find(|(k, _)| *k == OsStr::new(var))
+            .map(|(_, v)| v.map(|v| v.to_string_lossy().into_owned()))
+    }
+
+    #[test]
+    fn one_environment_policy_with_two_scopes() {
+        let dir = Path::new("/tmp");
+        for scope in [Scope::Repository, Scope::Isolated] {
+            let c = command(dir, scope);
+            assert_eq!(c.get_program(), "git");
+            assert_eq!(env_of(&c, "GIT_TERMINAL_PROMPT"), Some(Some("0".into())));
+            assert_eq!(env_of(&c, "GIT_PROTOCOL_FROM_USER"), Some(Some("0".into())));
+            let args: Vec<String> = c
+                .get_args()
+                .map(|a| a.to_string_lossy().into_owned())
+                .collect();
+            assert_eq!(&args[..2], ["-C", "/tmp"]);
+            assert!(args.iter().any(|a| a == "protocol.allow=never"), "{args:?}");
+            assert!(args.iter().any(|a| a == "core.fsmonitor=false"), "{args:?}");
+        }
+        // An isolated command cannot be pointed at another repository or config.
+        let c = command(dir, Scope::Isolated);
+        for var in LOCATING_VARS {
+            assert_eq!(env_of(&c, var), Some(None), "{var} is removed");
+        }
+        assert_eq!(env_of(&c, "GIT_CONFIG_NOSYSTEM"), Some(Some("1".into())));
+        assert!(c.get_args().any(|a| a == "core.hooksPath=/dev/null"));
+        // The repository's own commands keep the hook's index, and read paths literally.
+        let c = command(dir, Scope::Repository);
+        assert_eq!(env_of(&c, "GIT_INDEX_FILE"), None);
+        assert_eq!(env_of(&c, "GIT_LITERAL_PATHSPECS"), Some(Some("1".into())));
+    }
+
+    /// A child's output is captured, never written into ctx's own stdout.
+    #[test]
+    fn git_output_is_captured_not_inherited() {
+        if !available() {
+            return;
+        }
+        let out = command(Path::new("/"), Scope::Isolated)
+            .arg("--version")
+            .output()
+            .unwrap();
+        assert!(String::from_utf8_lossy(&out.stdout).starts_with("git version"));
     }
 }

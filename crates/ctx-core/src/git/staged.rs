@@ -7,7 +7,6 @@
 //! can check the index out into a temporary folder instead.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
-use std::io::Read;
 
 use rayon::prelude::*;
 
@@ -75,25 +74,6 @@ fn unstaged(git: &Git) -> Result<HashSet<String>, GitError> {
         .collect())
 }
 
-fn read_limited(m: &Member, limit: u64) -> Result<Vec<u8>, Box<Diagnostic>> {
-    let fail = |msg: String| {
-        Box::new(
-            Diagnostic::error(Code::SourceUnavailable, msg)
-                .file(m.rel.clone())
-                .fix("check the file's permissions and size"),
-        )
-    };
-    let f = std::fs::File::open(&m.abs).map_err(|e| fail(format!("cannot read file: {e}")))?;
-    let mut buf = Vec::new();
-    f.take(limit + 1)
-        .read_to_end(&mut buf)
-        .map_err(|e| fail(format!("cannot read file: {e}")))?;
-    if buf.len() as u64 > limit {
-        return Err(fail(format!("file is over the {limit}-byte limit")));
-    }
-    Ok(buf)
-}
-
 /// Load the staged state of the repository `manifest` describes (its folder is `git.cwd`).
 pub fn load(
     git: &Git,
@@ -147,7 +127,7 @@ pub fn load(
     let mut per_collection: BTreeMap<&str, (usize, usize)> = BTreeMap::new();
     let mut kept = Vec::with_capacity(members.len());
     for m in &members {
-        let tracked = index.contains_key(&m.rel);
+        let tracked = index.contains_key(m.rel.as_str());
         match &m.source {
             MemberSource::Entry { key } if !tracked => {
                 return Ok(Staged::Materialize(format!(
@@ -194,7 +174,7 @@ pub fn load(
                 }
                 MemberSource::Entry { .. } => &entry_defaults,
             };
-            (cache::key(&index[&m.rel].oid, m, d), *m)
+            (cache::key(&index[m.rel.as_str()].oid, m, d), *m)
         })
         .collect();
     let hits: Vec<Option<parse::Parsed>> = match &cache {
@@ -204,8 +184,8 @@ pub fn load(
     let want: Vec<String> = kept
         .iter()
         .zip(&hits)
-        .filter(|(m, hit)| hit.is_none() && changed.contains(&m.rel))
-        .map(|(m, _)| index[&m.rel].oid.clone())
+        .filter(|(m, hit)| hit.is_none() && changed.contains(m.rel.as_str()))
+        .map(|(m, _)| index[m.rel.as_str()].oid.clone())
         .collect();
     let blobs = git.blobs(&want)?;
     diags.extend(walk_diags);
@@ -217,8 +197,8 @@ pub fn load(
                 return (p, false);
             }
             let defaults = parse::Defaults::for_member(&manifest, m);
-            let bytes = if changed.contains(&m.rel) {
-                match blobs.get(&index[&m.rel].oid) {
+            let bytes = if changed.contains(m.rel.as_str()) {
+                match blobs.get(&index[m.rel.as_str()].oid) {
                     Some(b) if b.len() as u64 <= opts.max_file_size => Ok(b.clone()),
                     Some(_) => Err(Box::new(
                         Diagnostic::error(
@@ -233,7 +213,7 @@ pub fn load(
                     )),
                 }
             } else {
-                read_limited(m, opts.max_file_size)
+                crate::load::read_member(m, opts.max_file_size)
             };
             match bytes {
                 Ok(b) => (parse::parse(m, &b, &defaults), true),
@@ -262,8 +242,8 @@ pub fn load(
     let files = kept.len();
     let differing: Vec<String> = kept
         .iter()
-        .filter(|m| changed.contains(&m.rel))
-        .map(|m| m.rel.clone())
+        .filter(|m| changed.contains(m.rel.as_str()))
+        .map(|m| m.rel.to_string())
         .collect();
     Ok(Staged::Loaded(
         Box::new(crate::load::assemble(manifest, diags, results, files)),

@@ -3,7 +3,6 @@
 //! byte-for-byte as the user wrote them. The edited text is parsed again and
 //! must equal the old document plus exactly the new entry before it is
 //! written (atomically, keeping the file's permissions).
-use std::io::Write;
 use std::path::Path;
 
 use serde_json::{Map, Value};
@@ -270,28 +269,14 @@ fn replace_line(text: &str, ls: &[Line<'_>], i: usize, add: &str) -> String {
 /// Replace the manifest atomically if it still holds `old` (a concurrent
 /// edit is never clobbered), keeping its permissions.
 pub fn write_manifest(path: &Path, old: &str, new: &str) -> Result<()> {
-    let io = |e: std::io::Error| Error::io(path, &e);
-    let dir = match path.parent() {
-        Some(d) if !d.as_os_str().is_empty() => d,
-        _ => Path::new("."),
-    };
-    let perms = std::fs::metadata(path).map_err(io)?.permissions();
-    let mut tmp = tempfile::Builder::new()
-        .prefix(".ctx-")
-        .suffix(".tmp")
-        .tempfile_in(dir)
-        .map_err(io)?;
-    tmp.write_all(new.as_bytes()).map_err(io)?;
-    tmp.as_file().set_permissions(perms).map_err(io)?;
-    tmp.as_file().sync_all().map_err(io)?;
-    if std::fs::read(path).map_err(io)? != old.as_bytes() {
-        return Err(Error::Invalid(format!(
+    use crate::fs::{replace_if_unchanged, Mode, ReplaceError};
+    replace_if_unchanged(path, old.as_bytes(), new.as_bytes(), Mode::Preserve).map_err(|e| match e {
+        ReplaceError::Changed => Error::Invalid(format!(
             "{}: the manifest changed while ctx was editing it; nothing was written\n  help: run the command again",
             path.display()
-        )));
-    }
-    tmp.persist(path).map_err(|e| io(e.error))?;
-    Ok(())
+        )),
+        ReplaceError::Io(e) => Error::io(path, &e),
+    })
 }
 
 #[cfg(test)]

@@ -1,11 +1,11 @@
 //! Loading a repository: list member files, read and parse them in parallel,
 //! and return objects in a deterministic order with every per-file finding.
 
+pub mod matcher;
 pub mod parse;
 pub mod secrets;
+pub mod uri_entries;
 pub mod walk;
-
-use std::io::Read;
 
 use rayon::prelude::*;
 
@@ -42,19 +42,36 @@ pub struct Repo {
     pub files: usize,
 }
 
-fn read_member(m: &Member, limit: u64) -> Result<Vec<u8>, Box<Diagnostic>> {
-    let unreadable = |e: std::io::Error| {
-        Box::new(
-            Diagnostic::error(Code::SourceUnavailable, format!("cannot read file: {e}"))
-                .file(m.rel.clone())
-                .fix("check the file's permissions"),
-        )
-    };
-    let f = std::fs::File::open(&m.abs).map_err(unreadable)?;
-    let len = f.metadata().map_err(unreadable)?.len();
-    if len > limit {
-        return Err(Box::new(
-            Diagnostic::error(
+impl Repo {
+    /// Files and folders the loader could not use (unreadable, missing, special,
+    /// too large): they may hold context a consumer should have seen, so a
+    /// resolution says so. Counted only: a bundle never enumerates the repository.
+    pub fn unread_sources(&self) -> usize {
+        self.diags
+            .iter()
+            .filter(|d| {
+                d.code == Code::SourceUnavailable && d.severity == crate::diag::Severity::Error
+            })
+            .count()
+    }
+}
+
+/// Read a member file: regular files only (a FIFO or device is refused, never
+/// waited on), at most `limit` bytes.
+pub fn read_member(m: &Member, limit: u64) -> Result<Vec<u8>, Box<Diagnostic>> {
+    use crate::fs::ReadError;
+    crate::fs::read_regular(&m.abs, limit).map_err(|e| {
+        Box::new(match e {
+            ReadError::Io(e) => walk::unreadable(&m.rel, "file", &e),
+            ReadError::NotRegular(kind) => Diagnostic::error(
+                Code::SourceUnavailable,
+                format!("`{}` is {kind}, not a regular file; it is not read", m.rel),
+            )
+            .file(m.rel.clone())
+            .expected("a regular file")
+            .actual(kind)
+            .fix("replace it with a regular file"),
+            ReadError::TooLarge { len, limit } => Diagnostic::error(
                 Code::SourceUnavailable,
                 format!("file is {len} bytes, over the {limit}-byte limit"),
             )
@@ -62,22 +79,13 @@ fn read_member(m: &Member, limit: u64) -> Result<Vec<u8>, Box<Diagnostic>> {
             .expected(format!("at most {limit} bytes"))
             .actual(format!("{len} bytes"))
             .fix("split the object, or reference large data by URI"),
-        ));
-    }
-    let mut buf = Vec::with_capacity(len as usize + 1);
-    f.take(limit + 1)
-        .read_to_end(&mut buf)
-        .map_err(unreadable)?;
-    if buf.len() as u64 > limit {
-        return Err(Box::new(
-            Diagnostic::error(
+            ReadError::Grew(limit) => Diagnostic::error(
                 Code::SourceUnavailable,
                 format!("file grew over the {limit}-byte limit while reading"),
             )
             .file(m.rel.clone()),
-        ));
-    }
-    Ok(buf)
+        })
+    })
 }
 
 /// Load every object the manifest declares.
@@ -101,6 +109,15 @@ pub fn load(manifest: Manifest, mut diags: Vec<Diagnostic>, opts: &LoadOptions) 
     assemble(manifest, diags, results, files)
 }
 
+/// The canonical object order: id, version, file. Independent of walk order and threads.
+pub fn sort_objects(objects: &mut [ContextObject]) {
+    objects.sort_by(|a, b| {
+        a.id.cmp(&b.id)
+            .then(a.version.cmp(&b.version))
+            .then_with(|| a.origin.file.cmp(&b.origin.file))
+    });
+}
+
 /// Collect parse results into a repository in canonical order: objects by id,
 /// version and file; findings by file and line. Shared by every loader so the
 /// order never depends on which path read the files.
@@ -111,15 +128,11 @@ pub fn assemble(
     files: usize,
 ) -> Repo {
     let mut objects = Vec::with_capacity(results.len());
-    for r in results {
+    for r in results.into_iter().chain(uri_entries::parsed(&manifest)) {
         diags.extend(r.diags);
         objects.extend(r.object);
     }
-    objects.sort_by(|a, b| {
-        a.id.cmp(&b.id)
-            .then(a.version.cmp(&b.version))
-            .then_with(|| a.origin.file.cmp(&b.origin.file))
-    });
+    sort_objects(&mut objects);
     diag::normalize(&mut diags);
     Repo {
         manifest,

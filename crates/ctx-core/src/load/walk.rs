@@ -1,19 +1,21 @@
 //! Turning `context:` entries and `collections:` globs into a sorted list of files.
-//! `.gitignore` is respected, hidden files are skipped, and nothing outside the
-//! manifest folder is ever read (symlinks included).
+//! `.gitignore` is respected, hidden files are skipped, nothing outside the
+//! manifest folder is ever read (symlinks included), only regular files are
+//! members, and a file or folder that cannot be read is reported, never skipped
+//! in silence.
 
-use std::path::{Component, Path, PathBuf};
-
-use globset::{GlobBuilder, GlobMatcher};
+use std::path::{Path, PathBuf};
 
 use crate::diag::{Code, Diagnostic};
-use crate::manifest::{Collection, Manifest};
+use crate::fs::{confine, RelPath};
+use crate::load::matcher::{Local, Source};
+use crate::manifest::Manifest;
 
 /// One file to load, and what loaded it.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
 pub struct Member {
-    /// `/`-separated path relative to the manifest folder.
-    pub rel: String,
+    /// Relative to the manifest folder.
+    pub rel: RelPath,
     pub abs: PathBuf,
     pub source: MemberSource,
 }
@@ -24,49 +26,6 @@ pub enum MemberSource {
     Entry { key: String },
     /// A collection member; `base` is the collection's folder (relative, `/`-separated).
     Collection { name: String, base: String },
-}
-
-/// Split a glob into its literal folder prefix and the rest: `./context/policies/**` → `context/policies`.
-fn glob_base(glob: &str) -> String {
-    let norm = glob.trim_start_matches("./");
-    let mut base = Vec::new();
-    for part in norm.split('/') {
-        if part.contains(['*', '?', '[', '{']) {
-            break;
-        }
-        base.push(part);
-    }
-    // A glob without wildcards names a file or folder; the base is its parent folder
-    // when it names a file (decided by the caller), else itself.
-    base.join("/")
-}
-
-/// Reject absolute paths and `..` that climb out of the manifest folder (lexically).
-fn lexically_inside(rel: &str) -> bool {
-    let p = Path::new(rel);
-    let mut depth: i64 = 0;
-    for c in p.components() {
-        match c {
-            Component::Prefix(_) | Component::RootDir => return false,
-            Component::ParentDir => {
-                depth -= 1;
-                if depth < 0 {
-                    return false;
-                }
-            }
-            Component::Normal(_) => depth += 1,
-            Component::CurDir => {}
-        }
-    }
-    true
-}
-
-/// Is `abs` (after resolving symlinks) inside `root`? `root` must be canonical.
-pub fn resolves_inside(root: &Path, abs: &Path) -> bool {
-    match abs.canonicalize() {
-        Ok(real) => real.starts_with(root),
-        Err(_) => false,
-    }
 }
 
 fn traversal(m: &Manifest, field: String, target: &str) -> Diagnostic {
@@ -81,70 +40,124 @@ fn traversal(m: &Manifest, field: String, target: &str) -> Diagnostic {
     .fix("move the file into the repository, or reference it by URI")
 }
 
-fn is_uri(s: &str) -> bool {
-    match s.find("://") {
-        Some(i) => {
-            s[..i]
-                .chars()
-                .all(|c| c.is_ascii_alphanumeric() || "+-.".contains(c))
-                && i > 0
-        }
-        None => false,
-    }
+/// A file or folder the walk could not read: every command that would have used it
+/// says so (validate and doctor as a finding, resolve as a bundle warning).
+pub fn unreadable(rel: &str, what: &str, e: &std::io::Error) -> Diagnostic {
+    Diagnostic::error(
+        Code::SourceUnavailable,
+        format!("cannot read {what} `{rel}`: {e}"),
+    )
+    .file(if rel.is_empty() { "." } else { rel })
+    .expected(format!("a readable {what}"))
+    .actual(e.to_string())
+    .fix("check its permissions (ctx needs to read every member file and folder)")
+}
+
+/// Something that is neither a regular file nor a folder where a member was expected.
+fn not_regular(rel: &str, kind: &str) -> Diagnostic {
+    Diagnostic::error(
+        Code::SourceUnavailable,
+        format!("`{rel}` is {kind}, not a regular file; it is not read"),
+    )
+    .file(rel)
+    .expected("a regular file")
+    .actual(kind)
+    .fix("replace it with a regular file, or move it out of the collection")
 }
 
 /// List every member file. Diagnostics cover globs that match nothing, references
-/// that escape the repository, and symlinks pointing outside it.
+/// that escape the repository, symlinks pointing outside it, special files, and
+/// files or folders that cannot be read.
 pub fn members(m: &Manifest) -> (Vec<Member>, Vec<Diagnostic>) {
     let mut out = Vec::new();
     let mut diags = Vec::new();
-    for e in &m.entries {
-        let target = e.target.strip_prefix("file://").unwrap_or(&e.target);
-        if is_uri(target) {
+    for (e, (key, target)) in m.entries.iter().zip(&m.members.entries) {
+        debug_assert_eq!(&e.key, key);
+        let field = format!("context.{}", e.key);
+        let raw = e.target.strip_prefix("file://").unwrap_or(&e.target);
+        if crate::load::matcher::is_uri(raw) {
             continue; // remote entries are resolved by adapters, not loaded from disk
         }
-        let rel = target.trim_start_matches("./").to_string();
-        if !lexically_inside(&rel) {
-            diags.push(traversal(m, format!("context.{}", e.key), &e.target));
+        let Some(rel) = target else {
+            diags.push(traversal(m, field, &e.target));
             continue;
+        };
+        let abs = rel.to_path(&m.root);
+        match std::fs::metadata(&abs) {
+            Err(err) if err.kind() == std::io::ErrorKind::NotFound => {
+                diags.push(
+                    Diagnostic::error(
+                        Code::SourceUnavailable,
+                        format!("context entry `{}` points at a missing file", e.key),
+                    )
+                    .file(m.file.clone())
+                    .field(field)
+                    .expected("an existing file")
+                    .actual(e.target.as_str())
+                    .fix("create the file or correct the path"),
+                );
+                continue;
+            }
+            Err(err) => {
+                diags.push(unreadable(rel, "file", &err).field(field));
+                continue;
+            }
+            Ok(meta) if !meta.is_file() => {
+                diags.push(not_regular(rel, crate::fs::kind(&meta)).field(field));
+                continue;
+            }
+            Ok(_) => {}
         }
-        let abs = m.root.join(&rel);
-        if !abs.exists() {
-            diags.push(
-                Diagnostic::error(
-                    Code::SourceUnavailable,
-                    format!("context entry `{}` points at a missing file", e.key),
-                )
-                .file(m.file.clone())
-                .field(format!("context.{}", e.key))
-                .expected("an existing file")
-                .actual(e.target.as_str())
-                .fix("create the file or correct the path"),
-            );
-            continue;
-        }
-        if !resolves_inside(&m.root, &abs) {
-            diags.push(traversal(m, format!("context.{}", e.key), &e.target));
+        if !confine::resolves_inside(&m.root, &abs) {
+            diags.push(traversal(m, field, &e.target));
             continue;
         }
         out.push(Member {
-            rel,
+            rel: rel.clone(),
             abs,
             source: MemberSource::Entry { key: e.key.clone() },
         });
     }
-    for c in &m.collections {
+    for c in &m.members.collections {
         let before = out.len();
-        collect(m, c, &mut out, &mut diags);
-        if out.len() == before {
+        let field = format!("collections.{}", c.name);
+        let written = m
+            .collections
+            .iter()
+            .find(|x| x.name == c.name)
+            .map_or("", |x| x.source.as_str());
+        match &c.source {
+            Source::Remote => continue,
+            Source::Escapes => {
+                diags.push(traversal(m, field, written));
+                continue;
+            }
+            Source::Invalid(e) => {
+                diags.push(
+                    Diagnostic::error(
+                        Code::ManifestInvalid,
+                        format!("collection `{}` has an invalid glob: {e}", c.name),
+                    )
+                    .file(m.file.clone())
+                    .field(field)
+                    .actual(written)
+                    .fix("fix the glob syntax, e.g. `./context/policies/**`"),
+                );
+                continue;
+            }
+            Source::Local(local) => {
+                collect(m, &c.name, local, &field, written, &mut out, &mut diags)
+            }
+        }
+        if out.len() == before && !diags.iter().any(|d| d.field.as_deref() == Some(&field)) {
             diags.push(
                 Diagnostic::warning(
                     Code::SourceUnavailable,
                     format!("collection `{}` matches no files", c.name),
                 )
                 .file(m.file.clone())
-                .field(format!("collections.{}", c.name))
-                .actual(c.source.as_str())
+                .field(field)
+                .actual(written)
                 .expected("a glob matching at least one .md, .yaml, .yml or .json file")
                 .fix("correct the glob or remove the collection"),
             );
@@ -154,51 +167,38 @@ pub fn members(m: &Manifest) -> (Vec<Member>, Vec<Diagnostic>) {
     (out, diags)
 }
 
-fn collect(m: &Manifest, c: &Collection, out: &mut Vec<Member>, diags: &mut Vec<Diagnostic>) {
-    let source = c.source.strip_prefix("file://").unwrap_or(&c.source);
-    if is_uri(source) {
-        return;
-    }
-    let glob_text = source.trim_start_matches("./");
-    if !lexically_inside(glob_text) {
-        diags.push(traversal(m, format!("collections.{}", c.name), &c.source));
-        return;
-    }
-    let mut base = glob_base(glob_text);
-    let literal = base == glob_text;
-    let matcher: Option<GlobMatcher> = if literal {
-        None
-    } else {
-        match GlobBuilder::new(glob_text).literal_separator(true).build() {
-            Ok(g) => Some(g.compile_matcher()),
-            Err(e) => {
-                diags.push(
-                    Diagnostic::error(
-                        Code::ManifestInvalid,
-                        format!("collection `{}` has an invalid glob: {e}", c.name),
-                    )
-                    .file(m.file.clone())
-                    .field(format!("collections.{}", c.name))
-                    .actual(c.source.as_str())
-                    .fix("fix the glob syntax, e.g. `./context/policies/**`"),
-                );
-                return;
-            }
+/// The path an `ignore` error is about, when it names one.
+fn error_path(e: &ignore::Error) -> Option<&Path> {
+    match e {
+        ignore::Error::WithPath { path, .. } => Some(path),
+        ignore::Error::WithDepth { err, .. } | ignore::Error::WithLineNumber { err, .. } => {
+            error_path(err)
         }
-    };
-    let base_abs = m.root.join(&base);
-    if literal && base_abs.is_file() {
-        // A collection naming a single file: its base is the parent folder.
-        base = Path::new(&base)
-            .parent()
-            .map(|p| p.to_string_lossy().replace('\\', "/"))
-            .unwrap_or_default();
+        ignore::Error::Partial(errs) => errs.iter().find_map(error_path),
+        _ => None,
     }
-    if !base_abs.exists() {
-        return;
+}
+
+fn collect(
+    m: &Manifest,
+    name: &str,
+    local: &Local,
+    field: &str,
+    written: &str,
+    out: &mut Vec<Member>,
+    diags: &mut Vec<Diagnostic>,
+) {
+    let base_abs = local.base.to_path(&m.root);
+    match std::fs::metadata(&base_abs) {
+        Ok(_) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return,
+        Err(e) => {
+            diags.push(unreadable(&local.base, "folder", &e).field(field));
+            return;
+        }
     }
-    if !resolves_inside(&m.root, &base_abs) {
-        diags.push(traversal(m, format!("collections.{}", c.name), &c.source));
+    if !confine::resolves_inside(&m.root, &base_abs) {
+        diags.push(traversal(m, field.to_string(), written));
         return;
     }
     let walker = ignore::WalkBuilder::new(&base_abs)
@@ -210,38 +210,58 @@ fn collect(m: &Manifest, c: &Collection, out: &mut Vec<Member>, diags: &mut Vec<
         .parents(true)
         .follow_links(false)
         .build();
-    for entry in walker.flatten() {
+    for entry in walker {
+        let entry = match entry {
+            Ok(entry) => entry,
+            Err(e) => {
+                // An unreadable folder or file: report it, so nothing vanishes unnoticed.
+                if let Some(io) = e.io_error() {
+                    let rel = error_path(&e)
+                        .and_then(|p| RelPath::strip(&m.root, p))
+                        .unwrap_or_else(|| local.base.clone());
+                    let what = if rel.as_str() == local.base.as_str()
+                        || error_path(&e).is_some_and(Path::is_dir)
+                    {
+                        "folder"
+                    } else {
+                        "file"
+                    };
+                    diags.push(unreadable(&rel, what, io));
+                }
+                continue;
+            }
+        };
         let Some(ft) = entry.file_type() else {
             continue;
         };
         let abs = entry.path();
-        let Ok(rel_path) = abs.strip_prefix(&m.root) else {
+        let Some(rel) = RelPath::strip(&m.root, abs) else {
             continue;
         };
-        let rel = rel_path.to_string_lossy().replace('\\', "/");
-        if crate::object::Format::from_path(&rel).is_none() {
+        if !local.matches(&rel) || crate::object::Format::from_path(&rel).is_none() {
             continue;
         }
-        if let Some(g) = &matcher {
-            if !g.is_match(&rel) {
-                continue;
-            }
+        if ft.is_dir() {
+            continue;
         }
         if ft.is_symlink() {
-            if abs.canonicalize().is_err() {
-                diags.push(
-                    Diagnostic::error(
-                        Code::SourceUnavailable,
-                        format!("`{rel}` is a broken symbolic link"),
-                    )
-                    .file(rel.clone())
-                    .expected("a link to an existing file inside the repository")
-                    .actual("a link whose target does not exist")
-                    .fix("restore the target, or remove the link"),
-                );
-                continue;
-            }
-            if !resolves_inside(&m.root, abs) {
+            let meta = match std::fs::metadata(abs) {
+                Ok(meta) => meta,
+                Err(_) => {
+                    diags.push(
+                        Diagnostic::error(
+                            Code::SourceUnavailable,
+                            format!("`{rel}` is a broken symbolic link"),
+                        )
+                        .file(rel.clone())
+                        .expected("a link to an existing file inside the repository")
+                        .actual("a link whose target does not exist")
+                        .fix("restore the target, or remove the link"),
+                    );
+                    continue;
+                }
+            };
+            if !confine::resolves_inside(&m.root, abs) {
                 diags.push(
                     Diagnostic::error(
                         Code::PathTraversal,
@@ -254,35 +274,29 @@ fn collect(m: &Manifest, c: &Collection, out: &mut Vec<Member>, diags: &mut Vec<
                 );
                 continue;
             }
-            if !abs.is_file() {
+            if meta.is_dir() {
+                continue;
+            }
+            if !meta.is_file() {
+                diags.push(not_regular(&rel, crate::fs::kind(&meta)));
                 continue;
             }
         } else if !ft.is_file() {
+            let kind = entry
+                .metadata()
+                .map(|meta| crate::fs::kind(&meta))
+                .unwrap_or("a special file");
+            diags.push(not_regular(&rel, kind));
             continue;
         }
+        let base = local.id_base(&rel).to_string();
         out.push(Member {
             rel,
             abs: abs.to_path_buf(),
             source: MemberSource::Collection {
-                name: c.name.clone(),
-                base: base.clone(),
+                name: name.to_string(),
+                base,
             },
         });
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn bases_and_traversal() {
-        assert_eq!(glob_base("./context/policies/**"), "context/policies");
-        assert_eq!(glob_base("context/*.md"), "context");
-        assert!(lexically_inside("context/a/../b.md"));
-        assert!(!lexically_inside("../outside/**"));
-        assert!(!lexically_inside("/etc/passwd"));
-        assert!(is_uri("https://example.com/x.md"));
-        assert!(!is_uri("./context/a.md"));
     }
 }

@@ -6,12 +6,12 @@ pub mod roles;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use serde::Deserialize;
 use serde_json::{Map, Value};
 
 use crate::diag::{Code, Diagnostic};
 use crate::error::{Error, Result};
-use crate::model::{Authority, Classification, Redaction};
+use crate::model::Authority;
+use crate::resolve::redact::Rule;
 use crate::schema::{self, Kind, PathItem};
 use crate::yaml::{self, PathSeg};
 
@@ -31,32 +31,7 @@ pub struct Collection {
     pub defaults: Map<String, Value>,
 }
 
-/// A role as declared (before inheritance is applied).
-#[derive(Debug, Clone, Default, Deserialize)]
-pub struct Role {
-    #[serde(default)]
-    pub description: Option<String>,
-    #[serde(default)]
-    pub include: Option<Vec<String>>,
-    #[serde(default)]
-    pub exclude: Vec<String>,
-    #[serde(default)]
-    pub permissions: Vec<String>,
-    #[serde(default)]
-    pub max_classification: Option<Classification>,
-    #[serde(default)]
-    pub redact: Vec<Redaction>,
-    #[serde(default)]
-    pub inherits: Vec<String>,
-}
-
-#[derive(Debug, Clone, Default, Deserialize)]
-pub struct Agent {
-    #[serde(default)]
-    pub roles: Vec<String>,
-    #[serde(default)]
-    pub description: Option<String>,
-}
+pub use roles::{Agent, Role};
 
 /// The parsed manifest. `raw` keeps the document as written (extensions are preserved).
 #[derive(Debug, Clone)]
@@ -74,6 +49,8 @@ pub struct Manifest {
     pub name: Option<String>,
     pub entries: Vec<Entry>,
     pub collections: Vec<Collection>,
+    /// Roles and agents, compiled at load (see [`roles`]); a definition with errors
+    /// is kept under its name, and [`Manifest::policy_findings`] holds the errors.
     pub roles: BTreeMap<String, Role>,
     pub agents: BTreeMap<String, Agent>,
     /// Highest authority first; always a permutation of the six levels.
@@ -84,9 +61,15 @@ pub struct Manifest {
     pub stale_is_error: bool,
     pub provenance_required: bool,
     pub require_digest: bool,
-    pub redact: Vec<Redaction>,
+    /// The manifest's own redaction rules, compiled.
+    pub redact: Vec<Rule>,
     pub defaults: Map<String, Value>,
     pub extensions: Map<String, Value>,
+    /// `context:` and `collections:` compiled once: which files the loader reads.
+    pub members: crate::load::matcher::MemberMatcher,
+    /// Findings about roles, agents and `redact`: any error among them makes every
+    /// consumer-facing operation refuse ([`roles::require_sound`]).
+    pub policy_findings: Vec<Diagnostic>,
 }
 
 fn obj<'a>(v: &'a Value, key: &str) -> Option<&'a Map<String, Value>> {
@@ -119,52 +102,70 @@ impl Manifest {
         Ok((manifest, diags))
     }
 
-    /// Load a manifest file.
+    /// Load a manifest file. A manifest that cannot be loaded at all is an
+    /// [`Error::Manifest`] carrying one positioned `manifest-invalid` finding.
     pub fn load(path: &Path) -> Result<(Manifest, Vec<Diagnostic>)> {
-        let bytes = std::fs::read(path).map_err(|e| Error::io(path, &e))?;
+        let file = path
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        let fatal = |d: Diagnostic| Error::Manifest {
+            path: path.to_path_buf(),
+            diag: Box::new(d.file(file.clone())),
+        };
+        let bytes = std::fs::read(path).map_err(|e| {
+            fatal(
+                Diagnostic::error(
+                    Code::ManifestInvalid,
+                    format!("cannot read the manifest: {e}"),
+                )
+                .fix("check that the file exists and is readable"),
+            )
+        })?;
         let root = path
             .parent()
             .map(Path::to_path_buf)
             .unwrap_or_else(|| PathBuf::from("."));
         let root = root.canonicalize().map_err(|e| Error::io(&root, &e))?;
-        let file = path
-            .file_name()
-            .map(|n| n.to_string_lossy().into_owned())
-            .unwrap_or_default();
         let text = String::from_utf8(bytes).map_err(|e| {
-            Error::Invalid(format!(
-                "{}: the manifest is not valid UTF-8 (invalid byte at offset {})",
-                path.display(),
-                e.utf8_error().valid_up_to()
-            ))
+            let at = e.utf8_error().valid_up_to();
+            let line = e.as_bytes()[..at].iter().filter(|b| **b == b'\n').count() as u32 + 1;
+            fatal(
+                Diagnostic::error(
+                    Code::ManifestInvalid,
+                    format!("the manifest is not valid UTF-8 (invalid byte at offset {at})"),
+                )
+                .line(line)
+                .expected("UTF-8 text")
+                .fix("re-save the manifest as UTF-8"),
+            )
         })?;
         let is_json = file.ends_with(".json");
-        let raw: Value = if is_json {
-            crate::json::parse(&text).map_err(|e| {
-                Error::Invalid(format!(
-                    "{}:{}:{}: {}",
-                    path.display(),
-                    e.line,
-                    e.column,
-                    e.message
-                ))
-            })?
+        let parsed = if is_json {
+            crate::json::parse(&text).map_err(|e| (e.line, e.column, e.message))
         } else {
-            yaml::parse(&text).map_err(|e| {
-                Error::Invalid(format!(
-                    "{}:{}:{}: {}",
-                    path.display(),
-                    e.line,
-                    e.column,
-                    e.message
-                ))
-            })?
+            yaml::parse(&text).map_err(|e| (e.line, e.column, e.message))
         };
+        let raw: Value = parsed.map_err(|(line, column, message)| {
+            fatal(
+                Diagnostic::error(
+                    Code::ManifestInvalid,
+                    format!("cannot parse the manifest: {message}"),
+                )
+                .at(line, column)
+                .fix("fix the syntax at the position shown"),
+            )
+        })?;
         if !raw.is_object() {
-            return Err(Error::Invalid(format!(
-                "{}: the manifest must be a mapping with at least `opencontext` and `id`",
-                path.display()
-            )));
+            return Err(fatal(
+                Diagnostic::error(
+                    Code::ManifestInvalid,
+                    "the manifest must be a mapping with at least `opencontext` and `id`",
+                )
+                .line(1)
+                .expected("a mapping (key: value pairs)")
+                .fix("start the manifest with `opencontext: \"1.0\"` and `id: <namespace>`"),
+            ));
         }
         let spec_version = raw
             .get("opencontext")
@@ -173,12 +174,24 @@ impl Manifest {
             .to_string();
         let major = spec_version.split('.').next().unwrap_or("");
         if !spec_version.is_empty() && major != "1" {
-            return Err(Error::Invalid(format!(
-                "{}: OpenContext version {spec_version} is not supported; ctx implements major version 1 (spec {}). \
-                 Use a ctx release that supports version {major}, or declare `opencontext: \"1.0\"`.",
-                path.display(),
-                crate::SPEC_VERSION
-            )));
+            let mut d = Diagnostic::error(
+                Code::ManifestInvalid,
+                format!(
+                    "OpenContext version {spec_version} is not supported; ctx implements major version 1 (spec {})",
+                    crate::SPEC_VERSION
+                ),
+            )
+            .field("opencontext")
+            .expected("1.x")
+            .actual(spec_version.as_str())
+            .fix(format!(
+                "use a ctx release that supports version {major}, or declare `opencontext: \"1.0\"`"
+            ));
+            if let Some((l, c)) = locate_in(&text, is_json, &[PathItem::Key("opencontext".into())])
+            {
+                d = d.at(l, c);
+            }
+            return Err(fatal(d));
         }
         let mut m = Manifest {
             path: path.to_path_buf(),
@@ -211,10 +224,16 @@ impl Manifest {
             redact: Vec::new(),
             defaults: Map::new(),
             extensions: Map::new(),
+            policy_findings: Vec::new(),
             raw: Value::Null,
+            members: Default::default(),
         };
         let mut diags = Vec::new();
         for v in schema::check(Kind::Manifest, &raw) {
+            // Roles, agents and redaction rules are checked (more closely) as they compile.
+            if compiled_path(&v.path) {
+                continue;
+            }
             let mut d = Diagnostic::error(Code::ManifestInvalid, v.message)
                 .file(m.file.clone())
                 .fix("correct the manifest field (see `ctx schema manifest`)");
@@ -233,8 +252,14 @@ impl Manifest {
             diags.push(d);
         }
         m.extract(&raw, &mut diags);
+        m.members = crate::load::matcher::MemberMatcher::compile(&m.entries, &m.collections);
+        let compiled = roles::compile(&m, &raw);
+        m.roles = compiled.roles;
+        m.agents = compiled.agents;
+        m.redact = compiled.redact;
         m.raw = raw;
-        diags.extend(roles::check(&m));
+        diags.extend(compiled.findings.iter().cloned());
+        m.policy_findings = compiled.findings;
         Ok((m, diags))
     }
 
@@ -274,20 +299,6 @@ impl Manifest {
                         }
                     }
                     _ => {}
-                }
-            }
-        }
-        if let Some(roles) = obj(raw, "roles") {
-            for (k, v) in roles {
-                if let Ok(role) = Role::deserialize(v) {
-                    self.roles.insert(k.clone(), role);
-                }
-            }
-        }
-        if let Some(agents) = obj(raw, "agents") {
-            for (k, v) in agents {
-                if let Ok(agent) = Agent::deserialize(v) {
-                    self.agents.insert(k.clone(), agent);
                 }
             }
         }
@@ -359,12 +370,6 @@ impl Manifest {
                 .and_then(Value::as_bool)
                 .unwrap_or(false);
         }
-        if let Some(list) = raw.get("redact").and_then(Value::as_array) {
-            self.redact = list
-                .iter()
-                .filter_map(|v| Redaction::deserialize(v).ok())
-                .collect();
-        }
         if let Some(d) = obj(raw, "defaults") {
             self.defaults = d.clone();
         }
@@ -376,6 +381,20 @@ impl Manifest {
     /// A namespaced extension block of the manifest, e.g. `ctx.keys`.
     pub fn extension(&self, name: &str) -> Option<&Value> {
         self.extensions.get(name)
+    }
+}
+
+/// Is a schema path under `roles`, `agents` or the top-level `redact` (extensions aside)?
+fn compiled_path(path: &[PathItem]) -> bool {
+    match path {
+        [PathItem::Key(top), ..] if top == "redact" => true,
+        [PathItem::Key(top), PathItem::Key(_), PathItem::Key(k), ..]
+            if (top == "roles" || top == "agents") && k == "extensions" =>
+        {
+            false
+        }
+        [PathItem::Key(top), ..] => top == "roles" || top == "agents",
+        _ => false,
     }
 }
 

@@ -273,10 +273,12 @@ fn read_recipients_file(m: &Manifest, rel: &str) -> Result<Vec<(usize, String)>,
         return Err(format!("`{rel}` must be a path inside the repository"));
     }
     let abs = m.root.join(clean);
-    if !crate::load::walk::resolves_inside(&m.root, &abs) {
+    if !crate::fs::confine::resolves_inside(&m.root, &abs) {
         return Err(format!("`{rel}` does not exist inside the repository"));
     }
-    let text = std::fs::read_to_string(&abs).map_err(|e| format!("cannot read `{rel}`: {e}"))?;
+    let text = crate::fs::read_regular(&abs, 1 << 20)
+        .map_err(|e| format!("cannot read `{rel}`: {e}"))
+        .and_then(|b| String::from_utf8(b).map_err(|_| format!("`{rel}` is not UTF-8 text")))?;
     Ok(text
         .lines()
         .enumerate()

@@ -14,7 +14,7 @@ use serde_json::{Map, Value};
 use crate::frontmatter;
 use crate::object::Format;
 
-use super::EXTENSION;
+use super::{strict, EXTENSION};
 
 pub const BEGIN: &str = "-----BEGIN AGE ENCRYPTED FILE-----";
 pub const END: &str = "-----END AGE ENCRYPTED FILE-----";
@@ -77,12 +77,16 @@ pub fn marker_recipients(fields: &Map<String, Value>) -> Vec<String> {
         .unwrap_or_default()
 }
 
-/// Load time: if `fields` carry the marker, take the ciphertext out of the document
-/// (the Markdown body, or `extensions.ctx.private.age`) and return it.
+/// Load time: if `fields` carry the marker, check the file whole (see
+/// [`super::strict`]: only governance fields, the marker and one armored
+/// block may be in clear; `text` is the whole file, for the comment check),
+/// take the ciphertext out of the document (the Markdown body, or
+/// `extensions.ctx.private.age`) and return it.
 pub fn take_sealed(
     format: Format,
     fields: &mut Map<String, Value>,
     body: Option<&str>,
+    text: &str,
 ) -> Result<Option<String>, String> {
     if !is_marked(fields) {
         return Ok(None);
@@ -90,21 +94,31 @@ pub fn take_sealed(
     if fields.contains_key("content") {
         return Err("an encrypted file must not also have a clear `content` field".into());
     }
+    strict::check_header(fields, strict::header_yaml(format, text))?;
     let inline = fields
         .get_mut("extensions")
         .and_then(|e| e.get_mut(EXTENSION))
         .and_then(Value::as_object_mut)
         .and_then(|m| m.remove("age"));
     let armor = match (format, inline, body) {
-        (Format::Markdown, None, Some(b)) if is_armor(b) => b.to_string(),
-        (Format::Markdown, None, _) => return Err(
-            "marked encrypted, but the body is not one `-----BEGIN AGE ENCRYPTED FILE-----` block"
-                .into(),
-        ),
+        (Format::Markdown, None, Some(b)) => {
+            strict::check_armor(b).map_err(|e| {
+                format!("marked encrypted, but the body is {e} (`{BEGIN}` … `{END}`)")
+            })?;
+            b.to_string()
+        }
+        (Format::Markdown, None, None) => {
+            return Err(format!(
+                "marked encrypted, but the body is not one `{BEGIN}` block: there is no body"
+            ))
+        }
         (Format::Markdown, Some(_), _) => {
             return Err("a Markdown file keeps its ciphertext in the body, not in `age`".into())
         }
-        (_, Some(Value::String(a)), _) if is_armor(&a) => a,
+        (_, Some(Value::String(a)), _) => {
+            strict::check_armor(&a).map_err(|e| format!("`extensions.{EXTENSION}.age` is {e}"))?;
+            a
+        }
         (_, _, _) => {
             return Err(format!(
                 "marked encrypted, but `extensions.{EXTENSION}.age` is not an armored age block"
@@ -178,6 +192,41 @@ pub fn parse_doc(format: Format, text: &str) -> Result<Doc, String> {
     Ok(Doc { fields, body })
 }
 
+/// [`parse_doc`] for plaintext: errors keep their line and what was wrong,
+/// never the text (quoted spans of parser messages are elided), so a
+/// message about a private document can be printed or logged safely.
+pub fn parse_plain(format: Format, text: &str) -> Result<Doc, String> {
+    parse_doc(format, text).map_err(|e| content_free(&e))
+}
+
+/// A message with every `` `quoted` `` or `"quoted"` span replaced by `…`:
+/// parser and schema messages quote the offending text, which in a
+/// private document is plaintext.
+pub fn content_free(msg: &str) -> String {
+    let mut out = String::with_capacity(msg.len());
+    let mut rest = msg;
+    while let Some(i) = rest.find(['`', '"']) {
+        let q = &rest[i..i + 1];
+        out.push_str(&rest[..i]);
+        match rest[i + 1..].find(q) {
+            Some(j) => {
+                out.push_str(q);
+                out.push('…');
+                out.push_str(q);
+                rest = &rest[i + 1 + j + 1..];
+            }
+            None => {
+                // An unbalanced quote: drop what follows it.
+                out.push_str(q);
+                out.push('…');
+                return out;
+            }
+        }
+    }
+    out.push_str(rest);
+    out
+}
+
 /// An encrypted file, as read back for no-churn comparison and rekeying.
 #[derive(Debug, Clone)]
 pub struct Sealed {
@@ -189,9 +238,9 @@ pub struct Sealed {
 
 /// Read an encrypted file; `Ok(None)` when the file is not marked encrypted.
 pub fn parse_sealed(format: Format, text: &str) -> Result<Option<Sealed>, String> {
-    let mut doc = parse_doc(format, text)?;
+    let mut doc = parse_plain(format, text)?;
     let recipients = marker_recipients(&doc.fields);
-    let Some(armor) = take_sealed(format, &mut doc.fields, doc.body.as_deref())? else {
+    let Some(armor) = take_sealed(format, &mut doc.fields, doc.body.as_deref(), text)? else {
         return Ok(None);
     };
     strip_marker(&mut doc.fields);
@@ -370,7 +419,8 @@ mod tests {
 
     #[test]
     fn render_and_read_back_every_format() {
-        let recipients = vec!["age1abc".to_string()];
+        let recipients =
+            vec!["age1ql3z7hjy54pw3hyww5ayyfg7zqgvc7w3j2elw8zmrj2kg5sfn9aqmcac8p".to_string()];
         for format in [Format::Markdown, Format::Yaml, Format::Json] {
             let text = render(format, &header(), &recipients, ARMOR);
             let sealed = parse_sealed(format, &text).unwrap().expect("marked");
@@ -387,7 +437,12 @@ mod tests {
 
     #[test]
     fn markdown_layout_is_readable() {
-        let text = render(Format::Markdown, &header(), &["age1abc".into()], ARMOR);
+        let text = render(
+            Format::Markdown,
+            &header(),
+            &["age1ql3z7hjy54pw3hyww5ayyfg7zqgvc7w3j2elw8zmrj2kg5sfn9aqmcac8p".into()],
+            ARMOR,
+        );
         assert!(
             text.starts_with("---\nid: vault.passport\ntype: fact\n"),
             "{text}"
@@ -418,17 +473,29 @@ mod tests {
             .as_object()
             .unwrap()
             .clone();
-        assert!(take_sealed(Format::Markdown, &mut f, Some("plain text"))
-            .unwrap_err()
-            .contains("BEGIN AGE"));
-        assert!(take_sealed(Format::Yaml, &mut f, None)
+        assert!(
+            take_sealed(Format::Markdown, &mut f, Some("plain text"), "")
+                .unwrap_err()
+                .contains("BEGIN AGE")
+        );
+        assert!(take_sealed(Format::Yaml, &mut f, None, "")
             .unwrap_err()
             .contains(".age"));
         let mut f = json!({"id": "x"}).as_object().unwrap().clone();
         assert_eq!(
-            take_sealed(Format::Markdown, &mut f, Some(ARMOR)).unwrap(),
+            take_sealed(Format::Markdown, &mut f, Some(ARMOR), "").unwrap(),
             None
         );
+    }
+
+    #[test]
+    fn plaintext_errors_keep_the_line_not_the_text() {
+        assert_eq!(
+            content_free("line 5: duplicate key `X7`, then \"X8\" and `open"),
+            "line 5: duplicate key `…`, then \"…\" and `…"
+        );
+        let e = parse_plain(Format::Markdown, "---\nX7: a\nX7: b\n---\n").unwrap_err();
+        assert!(e.starts_with("line 3:") && !e.contains("X7"), "{e}");
     }
 
     #[test]
@@ -439,7 +506,7 @@ mod tests {
             .clone();
         let crlf = ARMOR.replace('\n', "\r\n");
         assert_eq!(
-            take_sealed(Format::Markdown, &mut f, Some(&crlf))
+            take_sealed(Format::Markdown, &mut f, Some(&crlf), "")
                 .unwrap()
                 .unwrap(),
             ARMOR

@@ -6,10 +6,14 @@ use crate::diag::{Code, Diagnostic};
 use crate::load::Repo;
 
 use super::config::{short, PrivateConfig};
-use super::format;
+use super::{format, strict};
 
 /// Findings for the private collections of a loaded repository.
+///
+/// Also sweeps plaintext folders left by killed `private edit` runs, so the
+/// hook and CI clean up after them ([`super::scratch::sweep_stale`]).
 pub fn check(repo: &Repo) -> Vec<Diagnostic> {
+    super::scratch::sweep_stale();
     let (cfg, mut out) = PrivateConfig::from_manifest(&repo.manifest);
     for o in &repo.objects {
         let at = |d: Diagnostic| {
@@ -35,6 +39,23 @@ pub fn check(repo: &Repo) -> Vec<Diagnostic> {
             (Some(keys), true) => {
                 let doc: serde_json::Map<String, serde_json::Value> =
                     serde_json::from_str(&o.doc).unwrap_or_default();
+                let authored: serde_json::Map<String, serde_json::Value> = doc
+                    .iter()
+                    .filter(|(k, _)| !o.supplied(k))
+                    .map(|(k, v)| (k.clone(), v.clone()))
+                    .collect();
+                for field in strict::unlisted_clear_fields(&authored, &keys.clear) {
+                    out.push(
+                        at(Diagnostic::error(
+                            Code::SecretDetected,
+                            format!("field `{field}` is stored in clear, but private collection `{collection}` does not list it under `clear:`"),
+                        ))
+                        .field(field.clone())
+                        .expected(format!("only governance fields in clear, or `{field}` listed in extensions.ctx.private.collections.{collection}.clear"))
+                        .actual("a clear value (not shown)")
+                        .fix(format!("run `ctx private rekey --force` to rewrite the header from the encrypted copy, or add `{field}` to the collection's `clear:` list; if it was committed, it stays in git history")),
+                    );
+                }
                 let recorded = format::marker_recipients(&doc);
                 let current = keys.keys();
                 if recorded != current {

@@ -94,7 +94,11 @@ pub fn default_path() -> Option<PathBuf> {
 impl Keyring {
     /// Find the identity files for this run. An explicitly named file that does not
     /// exist is an error; a missing default file just means "no identity".
+    ///
+    /// Every run that looks for an identity also sweeps plaintext folders
+    /// left by killed `private edit` runs ([`super::scratch::sweep_stale`]).
     pub fn discover(flags: &[PathBuf]) -> Result<Option<Keyring>, String> {
+        super::scratch::sweep_stale();
         let sources: Vec<Source> = if !flags.is_empty() {
             flags
                 .iter()

@@ -50,6 +50,14 @@ impl OpenError {
         }
     }
 
+    /// What went wrong, without the file name.
+    pub fn reason(&self) -> String {
+        match &self.cause {
+            Cause::Crypt(e) => e.to_string(),
+            Cause::Invalid(m) => m.clone(),
+        }
+    }
+
     pub fn fix(&self) -> &'static str {
         match &self.cause {
             Cause::Crypt(e) => e.fix(),
@@ -84,6 +92,48 @@ pub fn decrypt(
         ))
     })?;
     Ok((Zeroizing::new(text.to_string()), ring.key_label(used)))
+}
+
+/// A whole encrypted file opened in memory (`ctx private decrypt`).
+#[derive(Debug)]
+pub struct OpenedFile {
+    /// The original file, byte for byte.
+    pub plaintext: Zeroizing<String>,
+    /// The public label of the key that opened it.
+    pub key: String,
+    /// Clear fields that disagree with the encrypted copy.
+    pub mismatched: Vec<String>,
+}
+
+/// Decrypt the file `shown` (its `text`): it must be marked encrypted,
+/// and an identity is required (none is a usage error, exit 2).
+pub fn open_file(
+    shown: &str,
+    format: Format,
+    text: &str,
+    keyring: Option<&Keyring>,
+) -> crate::error::Result<OpenedFile> {
+    use crate::error::Error;
+    let sealed = format::parse_sealed(format, text)
+        .map_err(|e| Error::Invalid(format!("{shown}: {e}")))?
+        .ok_or_else(|| {
+            Error::Invalid(format!(
+                "{shown} is not encrypted (no `extensions.ctx.private.encrypted: true`)"
+            ))
+        })?;
+    if keyring.is_none() {
+        super::scope::require_identity(None, &format!("{shown} is encrypted"))?;
+    }
+    let (plaintext, key) = decrypt(shown, &sealed.armor, keyring)
+        .map_err(|e| Error::Invalid(format!("{e}\n  fix: {}", e.fix())))?;
+    let mismatched = format::parse_plain(format, &plaintext)
+        .map(|doc| mismatched(&sealed.header, &doc.fields))
+        .unwrap_or_default();
+    Ok(OpenedFile {
+        plaintext,
+        key,
+        mismatched,
+    })
 }
 
 /// Clear fields that disagree between the header and the encrypted copy. Fields
@@ -140,7 +190,7 @@ pub fn open_object(o: &ContextObject, keyring: Option<&Keyring>) -> Result<Opene
         return Err(invalid("the object is not encrypted".into()));
     };
     let (plain, key) = decrypt(file, armor, keyring)?;
-    let doc = format::parse_doc(o.origin.format, &plain)
+    let doc = format::parse_plain(o.origin.format, &plain)
         .map_err(|e| invalid(format!("the decrypted document cannot be parsed ({e})")))?;
     if format::is_marked(&doc.fields) {
         return Err(invalid(
@@ -191,7 +241,7 @@ pub struct Sealing {
 
 /// Check that `plaintext` is a document ctx may encrypt.
 pub fn check_plaintext(format: Format, plaintext: &str) -> Result<format::Doc, String> {
-    let doc = format::parse_doc(format, plaintext)?;
+    let doc = format::parse_plain(format, plaintext)?;
     if format::is_marked(&doc.fields) {
         return Err("it is already encrypted".into());
     }

@@ -14,14 +14,16 @@ use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
+pub mod context_file;
 mod shape;
 mod sign;
 mod state;
 mod trust;
 mod verify;
 
+pub use context_file::ContextFile;
 pub use sign::{random_nonce, sign_envelope, Content, EnvelopeInput, SignEnvelopeError};
-pub use state::{StateDir, StateError};
+pub use state::{default_state_dir, StateDir, StateError};
 pub use trust::{ConfigError, Registration, TrustStore};
 pub use verify::{idempotency_key, signed_payload, verify_envelope, verify_envelope_with};
 

@@ -216,12 +216,26 @@ fn timestamp(map: &Map<String, Value>, key: &str) -> Result<DateTime<Utc>, Failu
     const EXPECTED: &str = "an RFC 3339 UTC timestamp ending in Z";
     let field = format!("/{key}");
     let s = string(map, "", key)?;
-    if !patterns().timestamp.is_match(s) {
+    if !patterns().timestamp.is_match(s) || !leap_second_allowed(s) {
         return Err(shape(&field, EXPECTED, describe(&map[key])));
     }
     DateTime::parse_from_rfc3339(s)
         .map(|t| t.with_timezone(&Utc))
         .map_err(|e| shape(&field, EXPECTED, format!("{} ({e})", describe(&map[key]))))
+}
+
+/// RFC 3339 (§5.7) allows second `60` only for a leap second: in UTC that is
+/// 23:59:60 on the last day of a month. Anywhere else it names no instant.
+/// `s` already matches the UTC timestamp pattern.
+fn leap_second_allowed(s: &str) -> bool {
+    if &s[17..19] != "60" {
+        return true;
+    }
+    let last_day_of_month = chrono::NaiveDate::parse_from_str(&s[..10], "%Y-%m-%d")
+        .ok()
+        .and_then(|d| d.succ_opt())
+        .is_some_and(|next| chrono::Datelike::day(&next) == 1);
+    &s[11..16] == "23:59" && last_day_of_month
 }
 
 /// Check the closed shape; on success return the typed envelope.

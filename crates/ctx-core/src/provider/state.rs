@@ -9,11 +9,9 @@
 //! pruned: dropping an expired turn would let a second result be accepted
 //! for it.
 use std::collections::BTreeMap;
-use std::fs::{self, File, OpenOptions};
-use std::io::Write;
+use std::fs::{self, File};
 use std::path::{Path, PathBuf};
 
-use fs4::FileExt;
 use serde::{Deserialize, Serialize};
 
 use super::{Acceptance, Failure, FailureCode};
@@ -56,6 +54,22 @@ struct State {
     turns: BTreeMap<String, String>,
     nonces: BTreeMap<String, String>,
     idempotency_keys: BTreeMap<String, String>,
+}
+
+/// Where acceptance state lives when the host names no folder: per repository
+/// under `.ctx/provider-state/` (beside receipts and the audit log), or per user
+/// under `$XDG_STATE_HOME/ctx/provider-state` (else `~/.local/state/…`, else
+/// `%LOCALAPPDATA%\ctx\provider-state`). Relative XDG and HOME values are
+/// ignored, as the XDG specification asks. None when no user folder is known.
+pub fn default_state_dir(repository: Option<&Path>) -> Option<PathBuf> {
+    if let Some(root) = repository {
+        return Some(root.join(".ctx").join("provider-state"));
+    }
+    let abs = |v: Option<std::ffi::OsString>| v.map(PathBuf::from).filter(|p| p.is_absolute());
+    let base = abs(std::env::var_os("XDG_STATE_HOME"))
+        .or_else(|| abs(std::env::var_os("HOME")).map(|h| h.join(".local").join("state")))
+        .or_else(|| abs(std::env::var_os("LOCALAPPDATA")))?;
+    Some(base.join("ctx").join("provider-state"))
 }
 
 impl StateDir {
@@ -153,13 +167,7 @@ impl StateDir {
     /// Exclusive lock, released when the returned file is dropped.
     fn lock(&self) -> Result<File, StateError> {
         let path = self.dir.join(LOCK_FILE);
-        let mut options = OpenOptions::new();
-        options.create(true).truncate(false).read(true).write(true);
-        #[cfg(unix)]
-        std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
-        let file = options.open(&path).map_err(|e| err(&path, e))?;
-        FileExt::lock(&file).map_err(|e| err(&path, e))?;
-        Ok(file)
+        crate::fs::lock_file(&path, crate::fs::Mode::Private).map_err(|e| err(&path, e))
     }
 
     fn read(&self) -> Result<State, StateError> {
@@ -189,15 +197,13 @@ impl StateDir {
         let path = self.dir.join(STATE_FILE);
         let mut bytes = serde_json::to_vec_pretty(state).map_err(|e| err(&path, e))?;
         bytes.push(b'\n');
-        let mut tmp = tempfile::NamedTempFile::new_in(&self.dir).map_err(|e| err(&path, e))?;
-        tmp.write_all(&bytes).map_err(|e| err(&path, e))?;
-        tmp.as_file().sync_all().map_err(|e| err(&path, e))?;
-        tmp.persist(&path).map_err(|e| err(&path, e.error))?;
-        #[cfg(unix)]
-        File::open(&self.dir)
-            .and_then(|d| d.sync_all())
-            .map_err(|e| err(&self.dir, e))?;
-        Ok(())
+        crate::fs::write_atomic(
+            &path,
+            &bytes,
+            crate::fs::Mode::Private,
+            crate::fs::Existing::Replace,
+        )
+        .map_err(|e| err(&path, e))
     }
 }
 

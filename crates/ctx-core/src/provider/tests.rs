@@ -440,3 +440,76 @@ fn trust_files_are_strict() {
     .unwrap();
     assert_eq!(round.registrations(), &[reg]);
 }
+
+#[test]
+fn second_60_only_where_rfc3339_allows_a_leap_second() {
+    let s = setup();
+    // 2016-12-31T23:59:60Z was a leap second: it signs and verifies.
+    let leap = chrono::NaiveDate::from_ymd_opt(2016, 12, 31)
+        .and_then(|d| d.and_hms_milli_opt(23, 59, 59, 1_000))
+        .unwrap()
+        .and_utc();
+    let mut input = EnvelopeInput::new(
+        provider(),
+        binding(),
+        Content::Inject("x".into()),
+        receipt(),
+    );
+    input.created_at = leap;
+    let bytes = serde_json::to_vec(&sign_envelope(&input, &s.key, "k1").unwrap()).unwrap();
+    assert!(String::from_utf8_lossy(&bytes).contains("\"2016-12-31T23:59:60Z\""));
+    verify_envelope(
+        &bytes,
+        &s.trust,
+        &binding(),
+        leap + TimeDelta::seconds(10),
+        None,
+    )
+    .unwrap();
+    // Anywhere else second 60 names no instant, and the shape check refuses it.
+    for bad in [
+        "2026-09-01T12:00:60Z",
+        "2026-09-01T23:59:60Z",
+        "2026-09-30T23:58:60Z",
+        "2026-09-30T12:59:60.5Z",
+    ] {
+        let mut v: Value = serde_json::from_slice(&inject(&s, "x")).unwrap();
+        v["created_at"] = json!(bad);
+        let err = verify_envelope(
+            &serde_json::to_vec(&v).unwrap(),
+            &s.trust,
+            &binding(),
+            at(),
+            None,
+        )
+        .unwrap_err();
+        assert_eq!(err.code, FailureCode::ContractShape, "{bad}: {err}");
+        assert_eq!(err.field, "/created_at", "{bad}");
+    }
+}
+
+#[test]
+fn published_fixture_keys_are_refused_by_their_bytes() {
+    for (name, key) in trust::KNOWN_FIXTURE_KEYS {
+        let public = crate::signing::PublicKey::from_base64(key).unwrap();
+        let reg = Registration::new(provider(), "k1", public);
+        assert!(!reg.fixture_key_only, "no marker");
+        let file = serde_json::to_vec(&reg.to_json()).unwrap();
+        let err = TrustStore::from_json_slice(&file, false).unwrap_err();
+        assert!(err.to_string().contains(name), "{err}");
+        assert!(err.to_string().contains("private seed is public"), "{err}");
+        assert!(TrustStore::from_json_slice(&file, true).is_ok());
+    }
+    // The committed fixture trust file, with its marker removed, is still refused.
+    let path = crate::testutil::own_vectors_dir().join("trust.json");
+    let mut v: Value = serde_json::from_slice(&std::fs::read(path).unwrap()).unwrap();
+    v.as_object_mut().unwrap().remove("fixture_key_only");
+    assert!(TrustStore::from_json_slice(&serde_json::to_vec(&v).unwrap(), false).is_err());
+    // An ordinary key without the marker is trusted.
+    let other = Registration::new(
+        provider(),
+        "k1",
+        SigningKeyPair::from_seed(&[9; 32]).public_key(),
+    );
+    assert_eq!(other.fixture_key(), None);
+}

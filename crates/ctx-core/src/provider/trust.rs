@@ -13,6 +13,20 @@ use crate::signing::PublicKey;
 /// Scope entry that matches any id (the reference test's convention).
 pub const ANY: &str = "*";
 
+/// Public keys of published conformance fixtures, whose private seeds are
+/// public too: anyone can sign with them. A trust file naming one is refused
+/// by these bytes, whether or not it keeps the `fixture_key_only` marker.
+pub const KNOWN_FIXTURE_KEYS: [(&str, &str); 2] = [
+    (
+        "the AtMem delegated-provider v1 fixture key",
+        "A6EHv/POEL4dcN0Y50vAmWfk1jCbpQ1fHdyGZBJVMbg=",
+    ),
+    (
+        "ctx's own provider-vectors fixture key",
+        "xXDgaTfn3pJCMlunj5WZckv3eIH22wfx9AlNaW4K11I=",
+    ),
+];
+
 /// A malformed local configuration file (trust store or binding).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ConfigError {
@@ -138,6 +152,19 @@ impl Registration {
         .expect("plain strings serialise")
     }
 
+    /// Which published fixture this registration's key is, if any: by its
+    /// bytes, or by the `fixture_key_only` marker.
+    pub fn fixture_key(&self) -> Option<&'static str> {
+        let encoded = self.public_key.to_base64();
+        KNOWN_FIXTURE_KEYS
+            .iter()
+            .find(|(_, k)| *k == encoded)
+            .map(|(name, _)| *name)
+            .or(self
+                .fixture_key_only
+                .then_some("a key marked fixture_key_only"))
+    }
+
     fn same_tuple(&self, provider: &ProviderRef, key_id: &str) -> bool {
         self.provider == *provider && self.key_id == key_id
     }
@@ -180,8 +207,8 @@ impl TrustStore {
     }
 
     /// Parse a trust file: one registration object or an array of them.
-    /// Registrations marked `fixture_key_only` are refused unless
-    /// `allow_fixture_keys` (conformance tests only).
+    /// Fixture keys (a published fixture key's bytes, or the `fixture_key_only`
+    /// marker) are refused unless `allow_fixture_keys` (conformance tests only).
     pub fn from_json_slice(bytes: &[u8], allow_fixture_keys: bool) -> Result<Self, ConfigError> {
         let value = crate::canonical::parse_strict(bytes)
             .map_err(|e| ConfigError::new("trust store", e.to_string()))?;
@@ -198,14 +225,17 @@ impl TrustStore {
         let mut regs = Vec::with_capacity(items.len());
         for item in items {
             let r = Registration::from_json(item)?;
-            if r.fixture_key_only && !allow_fixture_keys {
-                return Err(ConfigError::new(
-                    "trust store",
-                    format!(
-                        "key {:?} is marked fixture_key_only and is trusted only in conformance tests",
-                        r.key_id
-                    ),
-                ));
+            match r.fixture_key() {
+                Some(what) if !allow_fixture_keys => {
+                    return Err(ConfigError::new(
+                        "trust store",
+                        format!(
+                            "key {:?} is {what} (fixture_key_only): its private seed is public, so it is trusted only in conformance tests (--allow-fixture-keys)",
+                            r.key_id
+                        ),
+                    ));
+                }
+                _ => {}
             }
             regs.push(r);
         }

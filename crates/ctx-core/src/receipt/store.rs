@@ -6,11 +6,9 @@
 //! serialises writers, so two concurrent corrections cannot both supersede
 //! the same receipt (a fork).
 use std::collections::BTreeMap;
-use std::fs::{File, OpenOptions};
-use std::io::Write;
+use std::fs::File;
 use std::path::{Path, PathBuf};
 
-use fs4::FileExt;
 use serde_json::Value;
 
 const LOCK_FILE: &str = ".lock";
@@ -128,19 +126,12 @@ impl Store {
     fn lock(&self) -> Result<File, String> {
         #[cfg(unix)]
         if let Ok(dir) = File::open(&self.dir) {
-            FileExt::lock(&dir).map_err(|e| format!("{}: {e}", self.dir.display()))?;
+            crate::fs::lock_open(&dir).map_err(|e| format!("{}: {e}", self.dir.display()))?;
             return Ok(dir);
         }
         let path = self.dir.join(LOCK_FILE);
-        let file = OpenOptions::new()
-            .create(true)
-            .truncate(false)
-            .read(true)
-            .write(true)
-            .open(&path)
-            .map_err(|e| format!("{}: {e}", path.display()))?;
-        FileExt::lock(&file).map_err(|e| format!("{}: {e}", path.display()))?;
-        Ok(file)
+        crate::fs::lock_file(&path, crate::fs::Mode::RepositoryDefault)
+            .map_err(|e| format!("{}: {e}", path.display()))
     }
 }
 
@@ -166,23 +157,13 @@ pub fn supersessions(receipts: &[(PathBuf, Value)]) -> Result<BTreeMap<String, S
     Ok(by)
 }
 
-/// Create `path` with `bytes` atomically; fails if it exists.
+/// Create `path` with `bytes` atomically; fails if it exists. Receipts are meant
+/// to be committed and read by CI: they get the mode an editor gives a new file.
 pub fn write_new(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
-    let dir = path.parent().unwrap_or(Path::new("."));
-    let mut tmp = tempfile::Builder::new()
-        .prefix(".ctx-")
-        .suffix(".tmp")
-        .tempfile_in(dir)?;
-    tmp.write_all(bytes)?;
-    // Receipts are meant to be committed and read by CI: world-readable
-    // like any other repository file, not 0600 like a temp file.
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::PermissionsExt;
-        tmp.as_file()
-            .set_permissions(std::fs::Permissions::from_mode(0o644))?;
-    }
-    tmp.as_file().sync_all()?;
-    tmp.persist_noclobber(path).map_err(|e| e.error)?;
-    Ok(())
+    crate::fs::write_atomic(
+        path,
+        bytes,
+        crate::fs::Mode::RepositoryDefault,
+        crate::fs::Existing::Refuse,
+    )
 }

@@ -17,16 +17,19 @@ use crate::object::ContextObject;
 pub struct ValidateOptions {
     /// Report approval state and unknown `ctx.` extensions as findings that fail the run.
     pub strict: bool,
+    /// The instant time-dependent judgements are made at (`--at`; None: now).
+    pub at: Option<crate::time::Instant>,
 }
 
 /// Extensions ctx itself defines under its `ctx.` namespace.
-pub const KNOWN_CTX_EXTENSIONS: [&str; 6] = [
+pub const KNOWN_CTX_EXTENSIONS: [&str; 7] = [
     "ctx.keys",
     "ctx.exchange",
     "ctx.private",
     "ctx.policy",
     "ctx.health",
     "ctx.write",
+    "ctx.redaction",
 ];
 
 /// Index from id to the positions of its objects (objects are sorted by id).
@@ -60,14 +63,26 @@ impl<'a> Index<'a> {
         self.by_id.contains_key(id)
     }
 
-    /// Positions of the objects an `id[@version]` reference names.
+    /// Positions of the objects an `id[@version]` reference names. A pinned
+    /// version is found by binary search (versions of one id are sorted), so a
+    /// chain of many versions costs O(log n) per link.
     pub fn resolve(&self, r: &crate::model::ObjectRef) -> Vec<usize> {
-        match self.by_id.get(r.id.as_str()) {
-            Some(range) => range
-                .clone()
-                .filter(|&i| r.version.is_none() || self.objects[i].version == r.version)
-                .collect(),
-            None => Vec::new(),
+        self.range(r).collect()
+    }
+
+    /// [`Index::resolve`] without allocating.
+    pub fn range(&self, r: &crate::model::ObjectRef) -> std::ops::Range<usize> {
+        let Some(range) = self.by_id.get(r.id.as_str()) else {
+            return 0..0;
+        };
+        match r.version {
+            None => range.clone(),
+            Some(v) => {
+                let slice = &self.objects[range.clone()];
+                let lo = slice.partition_point(|o| o.version < Some(v));
+                let hi = slice.partition_point(|o| o.version <= Some(v));
+                range.start + lo..range.start + hi
+            }
         }
     }
 }
@@ -406,7 +421,8 @@ fn principals(repo: &Repo, out: &mut Vec<Diagnostic>) {
 }
 
 /// Static `content_uri` checks (nothing is fetched or read): a scheme no adapter
-/// handles, and a local path that leaves the repository, symlinks included.
+/// handles, a local path that leaves the repository (symlinks included), and a
+/// local path outside its lane (another object's file, an ignored file, `.git/`).
 fn content_uris(repo: &Repo, out: &mut Vec<Diagnostic>) {
     use crate::adapters::{self, file, AdapterError};
     for o in &repo.objects {
@@ -415,9 +431,18 @@ fn content_uris(repo: &Repo, out: &mut Vec<Diagnostic>) {
         };
         match adapters::scheme(uri) {
             None | Some("file") => {
-                let path = file::local_path(uri);
-                if let Err(AdapterError::PathTraversal(_)) =
-                    file::resolve_inside(&repo.manifest.root, path, uri)
+                if let Err(e @ AdapterError::OutOfLane { .. }) =
+                    file::resolve_in_lane(&repo.manifest, uri)
+                {
+                    out.push(
+                        at(o, Diagnostic::error(e.code(), e.to_string()))
+                            .field("content_uri")
+                            .expected("a file inside the repository that no object is loaded from, not ignored by git, not under .git/")
+                            .actual(uri)
+                            .fix("inline the content, reference the other object by id, or move the file"),
+                    );
+                } else if let Err(AdapterError::PathTraversal(_)) =
+                    file::resolve_inside(&repo.manifest.root, file::local_path(uri), uri)
                 {
                     out.push(
                         at(
@@ -436,7 +461,7 @@ fn content_uris(repo: &Repo, out: &mut Vec<Diagnostic>) {
                     );
                 }
             }
-            Some(s) if adapters::SCHEMES.contains(&s) => {}
+            Some(s) if adapters::claims(&repo.manifest, s) => {}
             Some(s) => out.push(
                 at(
                     o,
@@ -448,7 +473,7 @@ fn content_uris(repo: &Repo, out: &mut Vec<Diagnostic>) {
                 .field("content_uri")
                 .expected(serde_json::json!(adapters::SCHEMES))
                 .actual(s)
-                .fix("use a built-in scheme, or inline the content"),
+                .fix(format!("use a built-in scheme, inline the content, or install a `ctx-adapter-{s}` plugin and enable it with `adapters.{s}.enabled: true`")),
             ),
         }
     }

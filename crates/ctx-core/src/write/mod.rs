@@ -6,19 +6,19 @@
 
 pub mod emit;
 
-use std::fs::{File, OpenOptions};
-use std::path::{Component, Path, PathBuf};
+use std::path::Path;
 
-use globset::GlobBuilder;
 use serde_json::Value;
 
 use crate::diag::{Diagnostic, Severity};
+use crate::fs::{self, confine, Existing, Mode, RelPath};
+use crate::load::matcher::Source;
 use crate::load::parse::{self, Defaults};
 use crate::load::walk::{Member, MemberSource};
 use crate::load::Repo;
 use crate::manifest::{roles, Manifest};
 use crate::model::Authority;
-use crate::object::{ContextObject, Format};
+use crate::object::ContextObject;
 use crate::pattern::{principal_matches, Pattern};
 use crate::resolve::authorize::{authorize, Principals};
 use crate::resolve::Consumer;
@@ -37,81 +37,15 @@ pub struct FileWrite {
     pub replaces: Option<Vec<u8>>,
 }
 
-/// Take the repository's write lock (blocking). Held until the returned file is dropped.
-/// It lives in the git directory when there is one, else in the system's temporary
-/// folder (named after the repository's path), so the repository itself never changes.
-pub fn lock(root: &Path) -> std::io::Result<(File, PathBuf)> {
-    let path = crate::git::Git::discover(root)
-        .and_then(|g| g.run(&["rev-parse", "--git-path", "ctx-write.lock"]).ok())
-        .map(|out| {
-            let p = PathBuf::from(String::from_utf8_lossy(&out).trim_end());
-            if p.is_absolute() {
-                p
-            } else {
-                root.join(p)
-            }
-        })
-        .unwrap_or_else(|| {
-            let digest = crate::adapters::digest(root.to_string_lossy().as_bytes());
-            let tag = digest.trim_start_matches("sha256:");
-            std::env::temp_dir().join(format!("ctx-write-{}.lock", &tag[..16]))
-        });
-    let mut o = OpenOptions::new();
-    o.create(true).truncate(false).read(true).write(true);
-    let f = o.open(&path)?;
-    fs4::FileExt::lock(&f)?;
-    Ok((f, path))
-}
-
-/// Is `rel` a plain relative path that stays inside the manifest folder and is not hidden?
-pub fn safe_rel(rel: &str) -> bool {
-    let p = Path::new(rel);
-    !rel.is_empty()
-        && p.components().all(|c| match c {
-            Component::Normal(s) => !s.to_string_lossy().starts_with('.'),
-            _ => false,
-        })
-}
-
-/// The literal folder prefix of a collection glob (`./context/policies/**` → `context/policies`).
-fn glob_base(glob: &str) -> String {
-    let mut base = Vec::new();
-    for part in glob.trim_start_matches("./").split('/') {
-        if part.contains(['*', '?', '[', '{']) {
-            break;
-        }
-        base.push(part);
-    }
-    base.join("/")
-}
-
-/// Which collection would load a file at `rel` (the loader's walk rules: glob match,
-/// or a literal folder), or None when nothing would.
+/// Which collection would load a file at `rel` (the loader's own matcher), or
+/// None when nothing would.
 pub fn member_source(m: &Manifest, rel: &str) -> Option<MemberSource> {
-    Format::from_path(rel)?;
-    for c in &m.collections {
-        let source = c.source.strip_prefix("file://").unwrap_or(&c.source);
-        if source.contains("://") {
-            continue;
-        }
-        let glob = source.trim_start_matches("./");
-        let base = glob_base(glob);
-        let hit = if base == glob {
-            rel.starts_with(&format!("{base}/"))
-        } else {
-            GlobBuilder::new(glob)
-                .literal_separator(true)
-                .build()
-                .is_ok_and(|g| g.compile_matcher().is_match(rel))
-        };
-        if hit {
-            return Some(MemberSource::Collection {
-                name: c.name.clone(),
-                base,
-            });
-        }
-    }
-    None
+    let rel = RelPath::parse(rel).ok()?;
+    let (name, base) = m.members.collection_of(&rel)?;
+    Some(MemberSource::Collection {
+        name: name.to_string(),
+        base: base.into(),
+    })
 }
 
 /// Where `add` puts a new object when `--file` is not given: the collection named
@@ -119,9 +53,11 @@ pub fn member_source(m: &Manifest, rel: &str) -> Option<MemberSource> {
 /// → `context/policies/billing/late.md`), when that path loads back as this id.
 pub fn default_path(m: &Manifest, id: &str) -> Option<String> {
     let (first, rest) = id.split_once('.')?;
-    let c = m.collections.iter().find(|c| c.name == first)?;
-    let base = glob_base(c.source.strip_prefix("file://").unwrap_or(&c.source));
-    let rel = format!("{base}/{}.md", rest.replace('.', "/"));
+    let c = m.members.collection(first)?;
+    let Source::Local(local) = &c.source else {
+        return None;
+    };
+    let rel = format!("{}/{}.md", local.base, rest.replace('.', "/"));
     let rel = rel.trim_start_matches('/').to_string();
     match member_source(m, &rel)? {
         MemberSource::Collection { name, base } if parse::derive_id(&name, &base, &rel) == id => {
@@ -134,26 +70,16 @@ pub fn default_path(m: &Manifest, id: &str) -> Option<String> {
 /// Parse planned bytes exactly as the loader would; None when no collection loads the path.
 pub fn parse_planned(m: &Manifest, rel: &str, bytes: &[u8]) -> Option<parse::Parsed> {
     let source = member_source(m, rel)?;
-    let collection = match &source {
-        MemberSource::Collection { name, .. } => m
-            .collections
-            .iter()
-            .find(|c| &c.name == name)
-            .map(|c| &c.defaults),
-        MemberSource::Entry { .. } => None,
-    };
+    let rel = RelPath::parse(rel).ok()?;
     let member = Member {
-        rel: rel.to_string(),
-        abs: m.root.join(rel),
+        abs: rel.to_path(&m.root),
+        rel,
         source,
     };
     Some(parse::parse(
         &member,
         bytes,
-        &Defaults {
-            collection,
-            manifest: &m.defaults,
-        },
+        &Defaults::for_member(m, &member),
     ))
 }
 
@@ -180,7 +106,7 @@ pub fn authorize_write(
     candidate: &ContextObject,
     existing: Option<&ContextObject>,
 ) -> Result<(), String> {
-    let scope = roles::scope(m, &consumer.roles)?;
+    let scope = roles::scope(m, &consumer.roles).map_err(|e| e.to_string())?;
     let names: Vec<&str> = std::iter::once(consumer.id.as_str())
         .chain(scope.principals.iter().map(String::as_str))
         .collect();
@@ -253,11 +179,7 @@ pub fn planned_repo(repo: &Repo, replaced: &[String], added: Vec<ContextObject>)
         .cloned()
         .collect();
     objects.extend(added);
-    objects.sort_by(|a, b| {
-        a.id.cmp(&b.id)
-            .then(a.version.cmp(&b.version))
-            .then_with(|| a.origin.file.cmp(&b.origin.file))
-    });
+    crate::load::sort_objects(&mut objects);
     Repo {
         manifest: repo.manifest.clone(),
         objects,
@@ -267,31 +189,36 @@ pub fn planned_repo(repo: &Repo, replaced: &[String], added: Vec<ContextObject>)
 }
 
 /// Apply the writes: annotations (replacements) first, then new files, each atomically.
-/// A replacement is refused if the file changed since it was read; a new file is never
-/// created over an existing one.
+/// A replacement is refused if the file changed since it was read and keeps the
+/// file's mode; a new file is never created over an existing one and gets the mode
+/// an editor would give it. The caller holds the repository lock ([`crate::fs::RepoLock`]).
 pub fn apply(root: &Path, writes: &[FileWrite]) -> Result<(), String> {
     let mut ordered: Vec<&FileWrite> = writes.iter().filter(|w| w.replaces.is_some()).collect();
     ordered.extend(writes.iter().filter(|w| w.replaces.is_none()));
     for w in ordered {
-        let path = root.join(&w.rel);
+        let rel = RelPath::parse(&w.rel)
+            .ok()
+            .filter(|r| confine::is_plain(r))
+            .ok_or_else(|| format!("{}: not a plain path inside the repository", w.rel))?;
+        let path = rel.to_path(root);
         match &w.replaces {
             Some(expected) => {
-                let now = std::fs::read(&path).map_err(|e| format!("{}: {e}", w.rel))?;
-                if &now != expected {
-                    return Err(format!(
-                        "{} changed while ctx was writing; nothing of it was replaced",
-                        w.rel
-                    ));
-                }
-                crate::fs::write_atomic(&path, &w.bytes, true)
-                    .map_err(|e| format!("{}: {e}", w.rel))?;
+                fs::replace_if_unchanged(&path, expected, &w.bytes, Mode::Preserve).map_err(
+                    |e| match e {
+                        fs::ReplaceError::Changed => format!(
+                            "{} changed while ctx was writing; nothing of it was replaced",
+                            w.rel
+                        ),
+                        fs::ReplaceError::Io(e) => format!("{}: {e}", w.rel),
+                    },
+                )?;
             }
             None => {
                 if let Some(parent) = path.parent() {
                     std::fs::create_dir_all(parent)
                         .map_err(|e| format!("{}: {e}", parent.display()))?;
                 }
-                crate::fs::write_atomic(&path, &w.bytes, false).map_err(|e| {
+                fs::write_atomic(&path, &w.bytes, Mode::Preserve, Existing::Refuse).map_err(|e| {
                     if e.kind() == std::io::ErrorKind::AlreadyExists {
                         format!("{} already exists; ctx never replaces an existing file (choose another --file)", w.rel)
                     } else {
@@ -302,25 +229,4 @@ pub fn apply(root: &Path, writes: &[FileWrite]) -> Result<(), String> {
         }
     }
     Ok(())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn safe_paths() {
-        assert!(safe_rel("context/policies/a.md"));
-        assert!(!safe_rel("../a.md"));
-        assert!(!safe_rel("/etc/a.md"));
-        assert!(!safe_rel("context/.hidden/a.md"));
-        assert!(!safe_rel("./a.md"));
-        assert!(!safe_rel(""));
-    }
-
-    #[test]
-    fn bases() {
-        assert_eq!(glob_base("./context/policies/**"), "context/policies");
-        assert_eq!(glob_base("context/*.md"), "context");
-    }
 }

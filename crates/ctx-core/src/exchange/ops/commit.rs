@@ -336,8 +336,20 @@ pub fn commit(ex: &Exchange<'_>, o: &CommitOptions) -> ClResult<Committed> {
         });
     }
     let planned_repo = write::planned_repo(repo, &replaced, added);
-    let before = validate::validate(repo, ValidateOptions { strict: false });
-    let after = validate::validate(&planned_repo, ValidateOptions { strict: false });
+    let before = validate::validate(
+        repo,
+        ValidateOptions {
+            strict: false,
+            at: None,
+        },
+    );
+    let after = validate::validate(
+        &planned_repo,
+        ValidateOptions {
+            strict: false,
+            at: None,
+        },
+    );
     if let Some(d) = write::new_errors(&before, &after).first() {
         return fail(
             "PROPOSAL_WOULD_INVALIDATE",

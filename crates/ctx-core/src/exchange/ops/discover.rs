@@ -197,8 +197,7 @@ pub fn discover(ex: &Exchange<'_>, o: &DiscoverOptions) -> ClResult<Value> {
         )?;
         return fail("RATE_LIMITED", why);
     }
-    let consumer = view::consumer_for(ex.repo, &r.name)?;
-    let v = view::authorized_view(ex.repo, consumer, at, &ex.view_options)?;
+    let v = view::authorized_view(ex.repo, &r.name, at, &ex.view_options)?;
     let mut best: Option<(usize, usize)> = None;
     let mut kinds = BTreeSet::new();
     let mut sensitive = false;

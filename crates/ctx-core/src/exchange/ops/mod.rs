@@ -47,7 +47,11 @@ pub struct Prepared {
 }
 
 impl<'r> Exchange<'r> {
+    /// Open the exchange over `repo`. Like every consumer command, it refuses
+    /// while the manifest's role set is broken (the library's policy gate).
     pub fn new(repo: &'r Repo, view_options: ViewOptions) -> ClResult<Exchange<'r>> {
+        crate::manifest::roles::require_sound(&repo.manifest)
+            .map_err(|e| ClError::new("POLICY_UNAVAILABLE", e.to_string()))?;
         Ok(Exchange {
             config: ExchangeConfig::from_manifest(&repo.manifest)?,
             state: StateDir::new(&repo.manifest.root),
@@ -96,8 +100,7 @@ impl<'r> Exchange<'r> {
                 },
             });
         };
-        let consumer = view::consumer_for(self.repo, &r.name)?;
-        let v = view::authorized_view(self.repo, consumer, at, &self.view_options)?;
+        let v = view::authorized_view(self.repo, &r.name, at, &self.view_options)?;
         let policy = local::build(m, &self.config, r, &v)?;
         Ok(Prepared {
             requester: Some(r.clone()),

@@ -505,11 +505,16 @@ fn contradiction_preserved(h: &Harness, case: &Value) -> Check<()> {
     if versions != ["policies.refunds@1", "policies.refunds@2"] {
         return Err(format!("versions on disk: {versions:?}"));
     }
-    let errors =
-        crate::validate::validate(&repo, crate::validate::ValidateOptions { strict: false })
-            .into_iter()
-            .filter(|d| d.severity == crate::diag::Severity::Error)
-            .count();
+    let errors = crate::validate::validate(
+        &repo,
+        crate::validate::ValidateOptions {
+            strict: false,
+            at: None,
+        },
+    )
+    .into_iter()
+    .filter(|d| d.severity == crate::diag::Severity::Error)
+    .count();
     if errors > 0 {
         return Err(format!(
             "the repository has {errors} validation error(s) after the commit"

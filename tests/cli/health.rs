@@ -1,6 +1,6 @@
 //! doctor, conflicts and stale against fixture repositories.
 
-use crate::ops_support::{healthy, MISSION, OPS_MANIFEST, REFUNDS};
+use crate::support::fixtures::{healthy, MISSION, OPS_MANIFEST, REFUNDS};
 use crate::support::{ctx, Repo};
 
 const AT: &str = "2026-09-01T00:00:00Z";
@@ -44,22 +44,9 @@ fn a_new_init_project_scores_100() {
 fn healthy_fixture_reports_each_collection() {
     let repo = healthy();
     let r = repo.ctx(&["doctor", "--at", AT]);
-    assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
-    for row in ["mission", "policies", "pricing"] {
-        assert!(
-            r.stdout
-                .lines()
-                .any(|l| l.starts_with(row) && l.ends_with("✓ healthy")),
-            "no healthy row for {row}:\n{}",
-            r.stdout
-        );
-    }
-    assert!(
-        r.stdout
-            .contains("Context health: 100% (minimum 50, health.minimum_score)"),
-        "{}",
-        r.stdout
-    );
+    r.assert_ok();
+    // A healthy row per collection, every count zero, the score against the manifest's floor.
+    insta::assert_snapshot!("doctor_healthy", r.transcript());
     let doc = repo.ctx(&["doctor", "--at", AT, "--format", "json"]).json();
     // Only the diagnostic schema's top-level keys.
     let keys: Vec<&str> = doc
@@ -149,18 +136,9 @@ fn clock_findings_and_the_documented_score() {
     assert_eq!(doc["counts"]["expired"], 1);
     // Strict: the expired error is at fail_on (error).
     let r = repo.ctx(&["doctor", "--at", AT, "--strict"]);
-    assert_eq!(r.code, 1, "{}", r.stdout);
-    assert!(
-        r.stdout
-            .contains("✗ unhealthy: 1 finding at or above `error`"),
-        "{}",
-        r.stdout
-    );
-    assert!(
-        r.stdout.contains("expired at 2026-08-15T00:00:00Z"),
-        "{}",
-        r.stdout
-    );
+    r.assert_code(1);
+    // Every clock finding with its instant, the counts, and the verdict naming `error`.
+    insta::assert_snapshot!("doctor_clock_findings_strict", r.transcript());
     // The floor applies without --strict.
     let r = repo.ctx(&["doctor", "--at", AT, "--min-score", "95"]);
     assert_eq!(r.code, 1);
@@ -180,14 +158,8 @@ fn clock_findings_and_the_documented_score() {
 fn stale_command_gates_by_severity() {
     let repo = clocked();
     let r = repo.ctx(&["stale", "--at", AT]);
-    assert_eq!(r.code, 1, "expired is an error: {}", r.stdout);
-    assert!(r.stdout.contains("policies.stale"), "{}", r.stdout);
-    assert!(
-        r.stdout
-            .contains("✗ stale context: 1 error, 2 warnings, 1 note in 9 objects"),
-        "{}",
-        r.stdout
-    );
+    r.assert_code(1); // expired is an error
+    insta::assert_snapshot!("stale_clock_findings", r.transcript());
     std::fs::remove_file(repo.path().join("context/policies/expired.md")).unwrap();
     let r = repo.ctx(&["stale", "--at", AT]);
     assert_eq!(r.code, 0, "warnings alone pass: {}", r.stdout);
@@ -311,8 +283,8 @@ fn conflicts_command() {
         "---\nid: policies.refunds-observed\ntype: policy\nauthority: observed\nowner: support\nconflicts_with: [policies.refunds]\n---\n\n45 days.\n",
     );
     let r = repo.ctx(&["conflicts"]);
-    assert_eq!(r.code, 0, "a settled conflict is a warning: {}", r.stdout);
-    assert!(r.stdout.contains("conflict-declared"), "{}", r.stdout);
+    r.assert_ok(); // a settled conflict is a warning
+    insta::assert_snapshot!("conflicts_declared", r.transcript());
     assert_eq!(repo.ctx(&["conflicts", "--strict"]).code, 1);
     repo.write(
         "context/policies/refunds-copy.md",

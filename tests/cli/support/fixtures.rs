@@ -1,10 +1,7 @@
-//! Fixtures for the ops tests: a small repository with history, and real git
-//! repositories made in temporary folders.
+//! The shared fixture repository: collections, two roles, an agent with a
+//! write grant, a health block, and an object with two declared versions.
 
-use std::path::Path;
-use std::process::Command;
-
-use crate::support::Repo;
+use super::Repo;
 
 /// A manifest with collections, two roles, a write grant and a health block.
 pub const OPS_MANIFEST: &str = r#"opencontext: "1.0"
@@ -55,46 +52,4 @@ pub fn healthy() -> Repo {
         ("context/pricing/enterprise.v2.md", PRICING_V2),
         ("context/notes/welcome.md", WELCOME),
     ])
-}
-
-/// Is git usable here? Tests that need it say so and pass vacuously otherwise.
-pub fn have_git() -> bool {
-    let ok = Command::new("git")
-        .arg("--version")
-        .output()
-        .is_ok_and(|o| o.status.success());
-    if !ok {
-        eprintln!("note: git is not installed; skipping a git test");
-    }
-    ok
-}
-
-/// Run git in `dir` with a fixed identity and no user or system configuration.
-pub fn git(dir: &Path, args: &[&str]) -> String {
-    let out = Command::new("git")
-        .current_dir(dir)
-        .args(args)
-        .env("GIT_CONFIG_GLOBAL", "/dev/null")
-        .env("GIT_CONFIG_NOSYSTEM", "1")
-        .env("GIT_AUTHOR_NAME", "Dana Okafor")
-        .env("GIT_AUTHOR_EMAIL", "dana@example.com")
-        .env("GIT_COMMITTER_NAME", "Dana Okafor")
-        .env("GIT_COMMITTER_EMAIL", "dana@example.com")
-        .env("GIT_AUTHOR_DATE", "2026-08-01T12:00:00Z")
-        .env("GIT_COMMITTER_DATE", "2026-08-01T12:00:00Z")
-        .output()
-        .expect("git runs");
-    assert!(
-        out.status.success(),
-        "git {args:?} failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout).into_owned()
-}
-
-/// `git init` + first commit of everything in `dir`.
-pub fn init_git(dir: &Path, message: &str) {
-    git(dir, &["init", "-q", "-b", "main"]);
-    git(dir, &["add", "-A"]);
-    git(dir, &["commit", "-q", "-m", message]);
 }

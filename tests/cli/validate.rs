@@ -1,4 +1,4 @@
-//! Core: discovery, validate, schema, init, version, exit codes.
+//! `ctx validate`: discovery of the manifest, findings in every format, exit codes.
 
 use crate::support::{ctx, Repo, MANIFEST, MISSION};
 
@@ -7,10 +7,14 @@ fn validate_clean_repository_exits_zero() {
     let repo = Repo::new(&[
         ("opencontext.yaml", MANIFEST),
         ("context/mission.md", MISSION),
+        (
+            "context/policies/refunds.md",
+            "---\nid: policies.refunds\ntype: policy\nowner: support\n---\nRefunds within 30 days.\n",
+        ),
     ]);
     let r = repo.ctx(&["validate"]);
-    assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
-    assert!(r.stdout.contains("✓ valid"), "{}", r.stdout);
+    r.assert_ok();
+    insta::assert_snapshot!("validate_clean", r.transcript());
 }
 
 #[test]
@@ -20,75 +24,6 @@ fn missing_manifest_exits_three_with_help() {
     assert_eq!(r.code, 3);
     assert!(r.stderr.contains("no opencontext.yaml"), "{}", r.stderr);
     assert!(r.stderr.contains("ctx init"), "{}", r.stderr);
-}
-
-#[test]
-fn init_creates_a_strictly_valid_repository_with_two_scopes() {
-    let dir = tempfile::tempdir().unwrap();
-    let r = ctx(
-        dir.path(),
-        &[
-            "init", "demo", "--yes", "--id", "demo-co", "--name", "Demo Co",
-        ],
-    );
-    assert_eq!(r.code, 0, "{}", r.stderr);
-    let repo = dir.path().join("demo");
-    let v = ctx(&repo, &["validate", "--strict"]);
-    assert_eq!(v.code, 0, "{}", v.stdout);
-    // Two roles with different scopes: support cannot see internal policies, leads can.
-    let support = ctx(&repo, &["list", "--role", "support", "--format", "json"]).json();
-    let leads = ctx(&repo, &["list", "--role", "leads", "--format", "json"]).json();
-    let ids = |v: &serde_json::Value| {
-        v.as_array()
-            .unwrap()
-            .iter()
-            .map(|r| r["id"].as_str().unwrap().to_string())
-            .collect::<Vec<_>>()
-    };
-    assert!(!ids(&support).contains(&"policies.internal.escalation".to_string()));
-    assert!(ids(&leads).contains(&"policies.internal.escalation".to_string()));
-    // Existing files are kept unless --force.
-    std::fs::write(repo.join("context/mission.md"), "mine").unwrap();
-    let again = ctx(dir.path(), &["init", "demo", "--yes"]);
-    assert!(again.stdout.contains("kept"), "{}", again.stdout);
-    assert_eq!(
-        std::fs::read_to_string(repo.join("context/mission.md")).unwrap(),
-        "mine"
-    );
-}
-
-#[test]
-fn version_names_the_spec() {
-    let dir = tempfile::tempdir().unwrap();
-    let r = ctx(dir.path(), &["version"]);
-    assert_eq!(r.code, 0);
-    assert!(
-        r.stdout.contains("OpenContext specification 1.0"),
-        "{}",
-        r.stdout
-    );
-}
-
-#[test]
-fn schema_lists_and_prints_embedded_schemas() {
-    let dir = tempfile::tempdir().unwrap();
-    let list = ctx(dir.path(), &["schema"]);
-    for kind in [
-        "manifest",
-        "object",
-        "role",
-        "provenance",
-        "decision",
-        "diagnostic",
-        "bundle",
-        "audit-event",
-    ] {
-        assert!(list.stdout.contains(kind), "{}", list.stdout);
-    }
-    let one = ctx(dir.path(), &["schema", "object"]);
-    assert_eq!(one.code, 0);
-    assert!(one.json().is_object());
-    assert_eq!(ctx(dir.path(), &["schema", "nope"]).code, 3);
 }
 
 #[test]
@@ -102,19 +37,9 @@ fn findings_in_every_format_name_file_line_and_fix() {
         ),
     ]);
     let human = repo.ctx(&["validate"]);
-    assert_eq!(human.code, 1);
-    for needle in [
-        "broken-reference",
-        "context/policies/a.md",
-        "policies.zzz",
-        "fix:",
-    ] {
-        assert!(
-            human.stdout.contains(needle),
-            "{needle} missing:\n{}",
-            human.stdout
-        );
-    }
+    human.assert_code(1);
+    // Code, file and line, the offending value and the fix.
+    insta::assert_snapshot!("validate_broken_reference", human.transcript());
     let json = repo.ctx(&["validate", "--format", "json"]).json();
     assert_eq!(json["ok"], false);
     let f = &json["findings"][0];
@@ -130,6 +55,36 @@ fn findings_in_every_format_name_file_line_and_fix() {
         "{}",
         gh.stdout
     );
+}
+
+/// One finding of each kind a newcomer meets first, each with its source
+/// excerpt, expected and actual value and the fix, then the verdict.
+#[test]
+fn validate_reports_every_finding_with_its_source() {
+    let repo = Repo::new(&[
+        ("opencontext.yaml", MANIFEST),
+        ("context/mission.md", MISSION),
+        (
+            "context/policies/a.md",
+            "---\nid: policies.a\ntype: policy\nowner: x\nreferences: [policies.zzz]\n---\nA\n",
+        ),
+        (
+            "context/policies/b.md",
+            "---\nid: policies.b\ntype: policy\n---\nkey AKIAABCDEFGHIJKLMNOP\n",
+        ),
+        (
+            "context/policies/c.md",
+            "---\nid: policies.c\ntype: policy\nowner: a\nowner: b\n---\nx\n",
+        ),
+    ]);
+    let r = repo.ctx(&["validate"]);
+    r.assert_code(1);
+    assert!(
+        !r.stdout.contains("AKIAABCDEFGHIJKLMNOP"),
+        "{}",
+        r.describe()
+    );
+    insta::assert_snapshot!("validate_findings", r.transcript());
 }
 
 #[test]

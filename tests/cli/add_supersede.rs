@@ -1,11 +1,10 @@
 //! add and supersede: checks before disk, promotion, authorization, atomic writes, the lock.
 
-use std::process::{Command, Stdio};
+use crate::support::ctx_in;
+use crate::support::fixtures::{healthy, PRICING_V1, PRICING_V2, REFUNDS};
 
-use crate::ops_support::{healthy, PRICING_V1, PRICING_V2, REFUNDS};
-use crate::support::ctx_env;
-
-const FIXED: [(&str, &str); 1] = [("SOURCE_DATE_EPOCH", "1785000000")];
+/// A fixed clock for the `updated` stamp that writes add.
+const EPOCH: &str = "1785000000";
 
 /// Every file under the repository, with its bytes (to prove nothing changed).
 fn snapshot(root: &std::path::Path) -> Vec<(String, Vec<u8>)> {
@@ -46,7 +45,10 @@ fn add_writes_a_valid_object_and_dry_run_writes_nothing() {
     ];
     let mut dry = args.to_vec();
     dry.push("--dry-run");
-    let r = ctx_env(repo.path(), &dry, &FIXED);
+    let r = ctx_in(&repo)
+        .args(&dry)
+        .env("SOURCE_DATE_EPOCH", EPOCH)
+        .run();
     assert_eq!(r.code, 0, "{}", r.stderr);
     assert!(
         r.stdout
@@ -62,7 +64,10 @@ fn add_writes_a_valid_object_and_dry_run_writes_nothing() {
         r.stdout
     );
     assert_eq!(snapshot(repo.path()), before, "a dry run touches nothing");
-    let r = ctx_env(repo.path(), &args, &FIXED);
+    let r = ctx_in(&repo)
+        .args(args)
+        .env("SOURCE_DATE_EPOCH", EPOCH)
+        .run();
     assert_eq!(r.code, 0, "{}", r.stderr);
     assert_eq!(r.stdout, "created context/policies/returns.md\nadded policies.returns in context/policies/returns.md\n");
     let text = std::fs::read_to_string(repo.path().join("context/policies/returns.md")).unwrap();
@@ -335,16 +340,15 @@ fn agents_need_an_explicit_write_grant() {
 #[test]
 fn supersede_keeps_the_previous_version_on_disk() {
     let repo = healthy();
-    let r = ctx_env(
-        repo.path(),
-        &[
+    let r = ctx_in(&repo)
+        .args([
             "supersede",
             "pricing.enterprise",
             "--content",
             "Enterprise plans start at $3,000/month.",
-        ],
-        &FIXED,
-    );
+        ])
+        .env("SOURCE_DATE_EPOCH", EPOCH)
+        .run();
     assert_eq!(r.code, 0, "{}", r.stderr);
     assert_eq!(
         r.stdout,
@@ -359,10 +363,10 @@ fn supersede_keeps_the_previous_version_on_disk() {
         PRICING_V2
     );
     let v3 = std::fs::read_to_string(repo.path().join("context/pricing/enterprise.v3.md")).unwrap();
+    // Written in the canonical key order of `ctx fmt` (docs/objects.md).
     assert!(
-        v3.starts_with(
-            "---\nid: pricing.enterprise\nversion: 3\nsupersedes: [\"pricing.enterprise@2\"]\n"
-        ),
+        v3.starts_with("---\nid: pricing.enterprise\ntype: pricing\nversion: 3\n")
+            && v3.contains("\nsupersedes: [\"pricing.enterprise@2\"]\n"),
         "{v3}"
     );
     assert!(
@@ -460,22 +464,15 @@ fn superseding_an_unversioned_object_numbers_it() {
 fn concurrent_writers_do_not_lose_an_update() {
     let repo = healthy();
     let spawn = |text: &str| {
-        Command::new(env!("CARGO_BIN_EXE_ctx"))
-            .current_dir(repo.path())
+        ctx_in(&repo)
             .args(["supersede", "pricing.enterprise", "--content", text])
             .env("CTX_TEST_WRITE_DELAY_MS", "400")
-            .env("NO_COLOR", "1")
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
             .spawn()
-            .unwrap()
     };
     let a = spawn("Version from writer A.");
     let b = spawn("Version from writer B.");
-    let (a, b) = (a.wait_with_output().unwrap(), b.wait_with_output().unwrap());
-    assert!(a.status.success(), "{}", String::from_utf8_lossy(&a.stderr));
-    assert!(b.status.success(), "{}", String::from_utf8_lossy(&b.stderr));
+    a.wait().assert_ok();
+    b.wait().assert_ok();
     let v3 = std::fs::read_to_string(repo.path().join("context/pricing/enterprise.v3.md")).unwrap();
     let v4 = std::fs::read_to_string(repo.path().join("context/pricing/enterprise.v4.md")).unwrap();
     assert!(
