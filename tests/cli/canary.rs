@@ -17,7 +17,7 @@ use crate::support::{ctx_in, Repo, Run};
 
 /// Each string appears in the repository only where the `support` role (and the
 /// `bot` agent, which holds it) must never see it.
-const CANARIES: [&str; 16] = [
+pub const CANARIES: [&str; 16] = [
     "CNRY-DENIED-BODY",
     "CNRY-DENIED-TITLE",
     "CNRY-NOREAD-BODY",

@@ -47,6 +47,7 @@ mod evidence;
 mod examples;
 mod exchange;
 mod exchange_bad_input;
+mod exchange_canary;
 mod exchange_conformance;
 mod exchange_receipts;
 mod export;

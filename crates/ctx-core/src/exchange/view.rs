@@ -53,6 +53,14 @@ pub struct Disclosed {
     pub provenance: Vec<String>,
 }
 
+/// What a bundle discloses: each object's claim value, and the compiled
+/// OpenContext bundle of the same objects (for the audit log).
+#[derive(Debug, Clone)]
+pub struct Disclosure {
+    pub objects: Vec<Disclosed>,
+    pub bundle: Value,
+}
+
 /// What one consumer may obtain at one instant.
 pub struct View {
     pub consumer: Consumer,
@@ -166,8 +174,10 @@ pub fn authorized_view(
 
 impl View {
     /// Compile the objects at `positions` exactly as `ctx resolve` would
-    /// for this consumer (redacted), in the order given.
-    pub fn disclose(&self, repo: &Repo, positions: &[usize]) -> Vec<Disclosed> {
+    /// for this consumer (redacted), in the order given. The compiled
+    /// OpenContext bundle comes back too: it is what the repository's audit
+    /// log records for the disclosure ([`crate::evidence::Record::Bundle`]).
+    pub fn disclose(&self, repo: &Repo, positions: &[usize]) -> Disclosure {
         let r = &self.resolution;
         let included: Vec<resolve::Selected> =
             positions.iter().map(|&p| r.included[p].clone()).collect();
@@ -191,7 +201,7 @@ impl View {
             ceiling: r.ceiling,
         };
         let compiled = crate::bundle::compile(repo, &mut subset, "");
-        compiled["objects"]
+        let objects = compiled["objects"]
             .as_array()
             .cloned()
             .unwrap_or_default()
@@ -209,7 +219,11 @@ impl View {
                     provenance,
                 }
             })
-            .collect()
+            .collect();
+        Disclosure {
+            objects,
+            bundle: compiled,
+        }
     }
 
     /// Who the view is for, as the bundle document names it.

@@ -5,6 +5,7 @@ use std::path::PathBuf;
 use serde_json::{json, Value};
 
 use super::{meta, principal_arg, Exchange, Prepared};
+use crate::evidence::{BundleEvent, Record, Recorder};
 use crate::exchange::bundle::{self, IssueInput};
 use crate::exchange::canon;
 use crate::exchange::config::KeyPurpose;
@@ -74,7 +75,8 @@ pub fn issue_prepared(
             "the requester is not configured for the exchange",
         );
     };
-    let mut claims = Vec::new();
+    // Every granted selector's objects, then one disclosure of their union.
+    let mut granted: Vec<(&str, Vec<usize>)> = Vec::new();
     let mut positions_total = 0usize;
     for s in core["granted_selectors"].as_array().into_iter().flatten() {
         let name = s["predicate"].as_str().unwrap_or("");
@@ -89,11 +91,20 @@ pub fn issue_prepared(
                 format!("the granted selectors cover more than {MAX_CONTEXT_ITEMS} objects; request narrower selectors"),
             );
         }
-        for (d, &p) in view
-            .disclose(ex.repo, &positions)
-            .into_iter()
-            .zip(&positions)
-        {
+        granted.push((name, positions));
+    }
+    let mut union: Vec<usize> = granted
+        .iter()
+        .flat_map(|(_, p)| p.iter().copied())
+        .collect();
+    union.sort_unstable();
+    union.dedup();
+    let disclosure = view.disclose(ex.repo, &union);
+    let mut claims = Vec::new();
+    for (name, positions) in &granted {
+        for &p in positions {
+            let at = union.binary_search(&p).expect("in the union");
+            let d = &disclosure.objects[at];
             let o = &view.objects[p];
             claims.push(json!({
                 "claim": o.title.clone().unwrap_or_else(|| o.id.clone()),
@@ -152,6 +163,13 @@ pub fn issue_prepared(
         );
     }
     let b = &issued.envelope["bundle"];
+    // The repository's audit log records the disclosure like any bundle
+    // (ids and digest only), under the manifest's `audit` block: prepared
+    // now, so nothing is issued that could not be recorded.
+    let audit = Record::bundle(BundleEvent::Bundle, &disclosure.bundle);
+    let audit = Recorder::open(&ex.repo.manifest)
+        .and_then(|r| r.begin(&audit, &crate::evidence::now()))
+        .map_err(|e| ClError::new("AUDIT_UNAVAILABLE", e.to_string()))?;
     let _lock = ex.state.lock()?;
     ex.record(
         log.as_ref(),
@@ -181,6 +199,12 @@ pub fn issue_prepared(
     ex.state
         .store(Kind::Provenance, &name, &json!(issued.provenance))?;
     let path = ex.state.store(Kind::Bundle, &name, &issued.envelope)?;
+    audit.commit().map_err(|e| {
+        ClError::new(
+            "AUDIT_UNAVAILABLE",
+            format!("the bundle was issued, but its audit event could not be recorded: {e}"),
+        )
+    })?;
     Ok(IssuedBundle {
         envelope: issued.envelope.clone(),
         path,

@@ -14,6 +14,7 @@ use serde_json::{json, Map, Value};
 
 use super::{meta, Exchange};
 use crate::diag::Severity;
+use crate::evidence::{Record, WriteKind};
 use crate::exchange::canon;
 use crate::exchange::error::{fail, ClError, ClResult};
 use crate::exchange::receipts::ReceiptDraft;
@@ -335,6 +336,12 @@ pub fn commit(ex: &Exchange<'_>, o: &CommitOptions) -> ClResult<Committed> {
             replaces: None,
         });
     }
+    // For the repository's audit log: what is written, and whether it supersedes.
+    let superseding = added.iter().any(|o| !o.meta.supersedes.is_empty());
+    let audited: Vec<(String, bool)> = added
+        .iter()
+        .map(|o| (o.id.clone(), o.meta.kind == "decision"))
+        .collect();
     let planned_repo = write::planned_repo(repo, &replaced, added);
     let before = validate::validate(
         repo,
@@ -370,7 +377,17 @@ pub fn commit(ex: &Exchange<'_>, o: &CommitOptions) -> ClResult<Committed> {
     }
     let log = ex.log()?;
     log.preflight()?;
-    write::apply(&m.root, &writes).map_err(|e| ClError::new("WRITE_FAILED", e))?;
+    // A governed write like `ctx add`/`ctx supersede`: recorded in the audit
+    // log (when the manifest asks) by the one recorder, after the write succeeds.
+    let kind = if superseding {
+        WriteKind::Supersede
+    } else {
+        WriteKind::Write
+    };
+    crate::evidence::record_after(m, Some(Record::write(None, &[], kind, audited)), || {
+        write::apply(&m.root, &writes).map_err(crate::error::Error::Invalid)
+    })
+    .map_err(|e| ClError::new("WRITE_FAILED", e.to_string()))?;
     ex.record(
         Some(&log),
         &ReceiptDraft {
