@@ -49,6 +49,7 @@ mod exchange;
 mod exchange_bad_input;
 mod exchange_canary;
 mod exchange_conformance;
+mod exchange_examples;
 mod exchange_receipts;
 mod export;
 mod fail_closed;
