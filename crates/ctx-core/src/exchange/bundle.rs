@@ -6,7 +6,7 @@
 //! leaves as opaque `prov_…` handles (D({"source": S})), so the handle → source
 //! map stays with the issuer. The signature covers JCS(bundle) exactly, with
 //! no domain prefix, as the profile specifies; the key used must therefore be
-//! one that signs nothing else (see [`super::keys`]).
+//! one that signs nothing else (see [`crate::keys`]).
 
 use std::collections::BTreeMap;
 
