@@ -73,7 +73,9 @@ mod release;
 mod resolve;
 mod signing;
 mod sources;
+mod spec_lifecycle;
 mod spec_musts;
+mod spec_outputs;
 mod validate;
 
 /// The shared fixtures' old module path, kept only so that test files written
