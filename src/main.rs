@@ -21,6 +21,11 @@ fn main() -> ExitCode {
     match cli::run(cli) {
         Ok(exit) => ExitCode::from(exit as u8),
         Err(Error::BrokenPipe) => ExitCode::SUCCESS,
+        Err(Error::Manifest { path, diag }) => {
+            // The manifest cannot be loaded: the finding with a code frame of its line.
+            eprint!("{}", cli::findings::manifest_frame(&path, &diag));
+            ExitCode::from(Exit::Invalid as u8)
+        }
         Err(e) => {
             let mut text = format!("error: {e}\n");
             if let Some(help) = e.help() {

@@ -67,6 +67,10 @@ pub struct ExportArgs {
     /// kept out of git; a file git tracks is still refused).
     #[arg(long)]
     pub allow_private_output: bool,
+    /// Write the file even when error-level findings (a detected secret, an invalid
+    /// object) concern objects it contains; they are listed on stderr.
+    #[arg(long)]
+    pub allow_findings: bool,
     /// age identity for private collections (repeatable; default: $CTX_AGE_IDENTITY,
     /// then ~/.config/ctx/age/identity.txt).
     #[arg(long = "identity", value_name = "FILE")]
@@ -100,6 +104,9 @@ fn command_line(a: &ExportArgs) -> String {
     if a.allow_private_output {
         c.push_str(" --allow-private-output");
     }
+    if a.allow_findings {
+        c.push_str(" --allow-findings");
+    }
     c
 }
 
@@ -114,6 +121,9 @@ pub fn run(g: &Global, p: &Printer, a: &ExportArgs) -> Result<Exit> {
     opts.offline = g.offline;
     opts.identities = a.identity.clone();
     let (resolution, bundle) = resolve::bundle(&repo, &opts, &super::resolve::generated_at())?;
+    if !a.check {
+        super::gate::check(p, &repo, &resolution, a.allow_findings)?;
+    }
     let path = match &a.output {
         Some(o) if o.is_absolute() => o.clone(),
         Some(o) => g.cwd.join(o),

@@ -103,3 +103,18 @@ pub fn unloadable(
     super::io_result(p.product(&text, output))?;
     Ok(Exit::Invalid)
 }
+
+/// A manifest that cannot be loaded, for people: the finding with a code frame
+/// (what every command other than `validate` and `doctor` prints on stderr).
+pub fn manifest_frame(path: &Path, diag: &Diagnostic) -> String {
+    let root = path.parent().unwrap_or(Path::new("."));
+    let p = Printer::new(super::printer::ColorChoice::Auto);
+    render::human(
+        std::slice::from_ref(diag),
+        root,
+        HumanStyle {
+            color: p.color_err,
+            width: p.width,
+        },
+    )
+}

@@ -14,6 +14,7 @@ pub mod exchange;
 pub mod export;
 pub mod findings;
 pub mod fmt;
+pub mod gate;
 pub mod get;
 pub mod graph;
 pub mod history;

@@ -58,6 +58,10 @@ pub struct ResolveArgs {
     /// content (the file is then kept out of git; a tracked file is still refused).
     #[arg(long)]
     pub allow_private_output: bool,
+    /// Hand the context out even when error-level findings (a detected secret, an
+    /// invalid object) concern objects it contains; they are listed on stderr.
+    #[arg(long)]
+    pub allow_findings: bool,
     #[command(flatten)]
     pub sign: super::sign::SignArgs,
     /// age identity for private collections (repeatable; default: $CTX_AGE_IDENTITY,
@@ -119,6 +123,7 @@ pub fn run(g: &Global, p: &Printer, a: &ResolveArgs, always_bundle: bool) -> Res
     let started_at = super::sign::now();
     let repo = super::validate::load_repo(g, ctx_core::load::DEFAULT_MAX_FILE_SIZE)?;
     let (resolution, bundle) = resolve::bundle(&repo, &options(g, a)?, &generated_at())?;
+    super::gate::check(p, &repo, &resolution, a.allow_findings)?;
     let out = super::printer::output_file(a.output.as_deref());
     // Decrypted private content stays out of the work tree unless explicitly allowed.
     if let (Some(o), true) = (out, resolution.holds_private()) {

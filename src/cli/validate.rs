@@ -41,6 +41,11 @@ pub struct ValidateArgs {
     /// Write the report to this file (atomically) instead of stdout.
     #[arg(long, short = 'o', value_name = "FILE")]
     pub output: Option<PathBuf>,
+    /// First apply the fixes that cannot change meaning (a date where a timestamp
+    /// belongs becomes the start of that day, UTC; YAML 1.1 boolean words are quoted),
+    /// listed on stderr; then validate.
+    #[arg(long, conflicts_with = "staged")]
+    pub fix: bool,
     /// Only report findings in these files or folders (the whole repository is still checked).
     pub paths: Vec<PathBuf>,
 }
@@ -89,6 +94,9 @@ fn restrict(
 pub fn run(g: &Global, p: &Printer, args: &ValidateArgs) -> Result<Exit> {
     let at = super::resolve::at_flag(args.at.as_deref())?;
     let out = args.output.as_deref();
+    if args.fix {
+        fix(g, p)?;
+    }
     let progress = super::progress::Progress::start("loading");
     // `_checkout` keeps a temporary checkout of the index alive while findings are rendered.
     let loaded = if args.staged {
@@ -123,4 +131,19 @@ pub fn run(g: &Global, p: &Printer, args: &ValidateArgs) -> Result<Exit> {
         out,
     )?;
     Ok(if failed { Exit::Invalid } else { Exit::Ok })
+}
+
+/// `--fix`: repair, then say what was repaired (stderr; the report stays on stdout).
+/// An unloadable manifest is left to the report that follows.
+fn fix(g: &Global, p: &Printer) -> Result<()> {
+    let Ok((manifest, _)) = ctx_core::manifest::Manifest::discover(g.dir.as_deref(), &g.cwd) else {
+        return Ok(());
+    };
+    let fixed = ctx_core::lint::fix::run(&manifest, false)?;
+    let mut text = String::new();
+    for f in &fixed {
+        let what: Vec<String> = f.changes.iter().map(ToString::to_string).collect();
+        text.push_str(&format!("fixed {} ({})\n", f.file, what.join("; ")));
+    }
+    super::io_result(p.err(&text))
 }

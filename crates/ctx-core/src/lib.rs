@@ -30,6 +30,7 @@ pub mod graph;
 pub mod jcs;
 pub mod json;
 pub mod keys;
+pub mod lint;
 pub mod load;
 pub mod manifest;
 pub mod model;

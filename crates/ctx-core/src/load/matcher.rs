@@ -36,16 +36,36 @@ pub struct Local {
     pub base: RelPath,
     /// None for a literal path: a folder (every file below it) or a single file.
     pub glob: Option<GlobMatcher>,
+    /// Files the source would match but the manifest's
+    /// `extensions.ctx.collections.<name>.exclude` keeps out (paths relative to `base`).
+    pub exclude: Option<globset::GlobSet>,
 }
 
 impl Local {
     /// Is `rel` one of this source's files (by path; the walk's hidden and
     /// `.gitignore` rules are applied by the caller that has the file system)?
     pub fn matches(&self, rel: &RelPath) -> bool {
-        match &self.glob {
+        let matched = match &self.glob {
             Some(g) => g.is_match(rel.as_str()),
             None => rel.as_str() == self.text || (rel.is_within(&self.base) && *rel != self.base),
-        }
+        };
+        matched && !self.excludes(rel)
+    }
+
+    /// Is `rel` kept out by the collection's `exclude` globs?
+    pub fn excludes(&self, rel: &RelPath) -> bool {
+        let Some(set) = &self.exclude else {
+            return false;
+        };
+        let inner = if self.base.as_str().is_empty() {
+            rel.as_str()
+        } else {
+            match rel.as_str().strip_prefix(self.base.as_str()) {
+                Some(rest) => rest.trim_start_matches('/'),
+                None => return false,
+            }
+        };
+        set.is_match(inner)
     }
 
     /// The folder member ids are derived from: the base, or the parent of a
@@ -129,6 +149,26 @@ impl MemberMatcher {
         self.entry_of(rel).is_some() || self.collection_of(rel).is_some()
     }
 
+    /// Keep the files `globs` match (relative to the collection's folder) out of
+    /// collection `name`. An error names the glob that does not compile.
+    pub fn set_exclude(&mut self, name: &str, globs: &[String]) -> Result<(), String> {
+        let mut set = globset::GlobSetBuilder::new();
+        for g in globs {
+            let glob = GlobBuilder::new(g.trim_start_matches("./"))
+                .literal_separator(true)
+                .build()
+                .map_err(|e| format!("`{g}` is not a valid glob: {e}"))?;
+            set.add(glob);
+        }
+        let set = set.build().map_err(|e| e.to_string())?;
+        for c in self.collections.iter_mut().filter(|c| c.name == name) {
+            if let Source::Local(l) = &mut c.source {
+                l.exclude = Some(set.clone());
+            }
+        }
+        Ok(())
+    }
+
     /// The compiled source of collection `name`.
     pub fn collection(&self, name: &str) -> Option<&CompiledCollection> {
         self.collections.iter().find(|c| c.name == name)
@@ -153,6 +193,7 @@ fn compile_source(source: &str) -> Source {
             text: base.to_string(),
             base,
             glob: None,
+            exclude: None,
         });
     }
     match GlobBuilder::new(text).literal_separator(true).build() {
@@ -160,6 +201,7 @@ fn compile_source(source: &str) -> Source {
             text: text.to_string(),
             base,
             glob: Some(g.compile_matcher()),
+            exclude: None,
         }),
         Err(e) => Source::Invalid(e.to_string()),
     }

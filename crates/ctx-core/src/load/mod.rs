@@ -1,9 +1,11 @@
 //! Loading a repository: list member files, read and parse them in parallel,
 //! and return objects in a deterministic order with every per-file finding.
 
+pub mod exclude;
 pub mod matcher;
 pub mod parse;
 pub mod secrets;
+pub mod unloaded;
 pub mod uri_entries;
 pub mod walk;
 

@@ -143,16 +143,33 @@ pub fn parse(member: &Member, bytes: &[u8], defaults: &Defaults<'_>) -> Parsed {
     let value = match parsed {
         Ok(v) => v,
         Err((message, line, column)) => {
-            let line = line + start_line - 1;
-            out.diags.push(
-                Diagnostic::error(
+            let hint = (format != Format::Json)
+                .then(|| doc.and_then(|d| crate::lint::hints::yaml_error(d, line)))
+                .flatten();
+            let d = match hint {
+                Some(h) => {
+                    let d = Diagnostic::error(
+                        Code::SchemaInvalid,
+                        format!("cannot parse {}: {}", describe(format), h.message),
+                    )
+                    .file(file)
+                    .at(h.line + start_line - 1, h.column)
+                    .actual(message)
+                    .fix(h.fix);
+                    match h.field {
+                        Some(f) => d.field(f),
+                        None => d,
+                    }
+                }
+                None => Diagnostic::error(
                     Code::SchemaInvalid,
                     format!("cannot parse {}: {message}", describe(format)),
                 )
                 .file(file)
-                .at(line, column)
+                .at(line + start_line - 1, column)
                 .fix("fix the syntax at the position shown"),
-            );
+            };
+            out.diags.push(d);
             return out;
         }
     };
@@ -207,6 +224,20 @@ pub fn parse(member: &Member, bytes: &[u8], defaults: &Defaults<'_>) -> Parsed {
         }
     }
     let no_front_matter = format == Format::Markdown && doc.is_none();
+    if no_front_matter {
+        if let Some(line) = crate::lint::hints::missing_opening_fence(text) {
+            out.diags.push(
+                Diagnostic::warning(
+                    Code::SchemaInvalid,
+                    format!("front matter has no opening `---`: the `---` on line {line} closes a block that was never opened, so its fields are read as body text and the object takes every default"),
+                )
+                .file(file)
+                .line(1)
+                .expected("a `---` line before the first field")
+                .fix("add a line `---` at the very top of the file"),
+            );
+        }
+    }
     let (collection, default_id) = match &member.source {
         MemberSource::Entry { key } => (key.clone(), key.clone()),
         MemberSource::Collection { name, base } => (name.clone(), derive_id(name, base, file)),
@@ -259,6 +290,7 @@ pub fn parse(member: &Member, bytes: &[u8], defaults: &Defaults<'_>) -> Parsed {
         }
     }
     for v in violations {
+        let hint = unknown_field_hint(&v).or_else(|| date_only_hint(&v));
         let mut d = Diagnostic::error(Code::SchemaInvalid, v.message)
             .file(file)
             .id(id.clone());
@@ -288,7 +320,10 @@ pub fn parse(member: &Member, bytes: &[u8], defaults: &Defaults<'_>) -> Parsed {
         if let Some(a) = v.actual {
             d = d.actual(a);
         }
-        d = d.fix(remediation(&v.field));
+        d = d.fix(match hint {
+            Some(h) => h,
+            None => remediation(&v.field),
+        });
         out.diags.push(d);
     }
     let scanned = match sealed {
@@ -363,6 +398,31 @@ pub fn parse(member: &Member, bytes: &[u8], defaults: &Defaults<'_>) -> Parsed {
         meta,
     });
     out
+}
+
+/// `did you mean `owner`?` for an unknown top-level field close to a schema field.
+fn unknown_field_hint(v: &schema::Violation) -> Option<String> {
+    if !v.message.starts_with("unknown field") {
+        return None;
+    }
+    let [PathItem::Key(name)] = v.path.as_slice() else {
+        return None;
+    };
+    let known = crate::lint::suggest::schema_fields(Kind::Object);
+    let hint = crate::lint::suggest::closest(name, known.iter().map(String::as_str))?;
+    Some(format!(
+        "did you mean `{hint}`? `{name}` is not an object field, so whatever it was meant to set is not set (custom data belongs under `extensions`)"
+    ))
+}
+
+/// A date alone where an instant belongs: name the instant it will become.
+fn date_only_hint(v: &schema::Violation) -> Option<String> {
+    let text = v.actual.as_ref()?.as_str()?;
+    let fixed = crate::reformat::value::canonical_timestamp(text)?;
+    crate::time::parse_date(text)?;
+    Some(format!(
+        "a date alone is not an instant: write `{fixed}` (the start of that day, UTC), or run `ctx validate --fix`"
+    ))
 }
 
 fn remediation(field: &str) -> String {

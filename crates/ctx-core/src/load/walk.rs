@@ -118,6 +118,8 @@ pub fn members(m: &Manifest) -> (Vec<Member>, Vec<Diagnostic>) {
             source: MemberSource::Entry { key: e.key.clone() },
         });
     }
+    // Object files seen under a collection's folder that its source does not match.
+    let mut candidates: Vec<RelPath> = Vec::new();
     for c in &m.members.collections {
         let before = out.len();
         let field = format!("collections.{}", c.name);
@@ -145,9 +147,16 @@ pub fn members(m: &Manifest) -> (Vec<Member>, Vec<Diagnostic>) {
                 );
                 continue;
             }
-            Source::Local(local) => {
-                collect(m, &c.name, local, &field, written, &mut out, &mut diags)
-            }
+            Source::Local(local) => collect(
+                m,
+                &c.name,
+                local,
+                &field,
+                written,
+                &mut out,
+                &mut diags,
+                &mut candidates,
+            ),
         }
         if out.len() == before && !diags.iter().any(|d| d.field.as_deref() == Some(&field)) {
             diags.push(
@@ -164,6 +173,7 @@ pub fn members(m: &Manifest) -> (Vec<Member>, Vec<Diagnostic>) {
         }
     }
     out.sort();
+    diags.extend(super::unloaded::findings(m, &out, candidates));
     (out, diags)
 }
 
@@ -179,6 +189,7 @@ fn error_path(e: &ignore::Error) -> Option<&Path> {
     }
 }
 
+#[allow(clippy::too_many_arguments)]
 fn collect(
     m: &Manifest,
     name: &str,
@@ -187,6 +198,7 @@ fn collect(
     written: &str,
     out: &mut Vec<Member>,
     diags: &mut Vec<Diagnostic>,
+    candidates: &mut Vec<RelPath>,
 ) {
     let base_abs = local.base.to_path(&m.root);
     match std::fs::metadata(&base_abs) {
@@ -238,7 +250,15 @@ fn collect(
         let Some(rel) = RelPath::strip(&m.root, abs) else {
             continue;
         };
-        if !local.matches(&rel) || crate::object::Format::from_path(&rel).is_none() {
+        if crate::object::Format::from_path(&rel).is_none() {
+            continue;
+        }
+        if !local.matches(&rel) {
+            // A collection rooted at the repository itself does not make every
+            // Markdown file there (README, docs) look like lost context.
+            if ft.is_file() && !local.base.as_str().is_empty() && !local.excludes(&rel) {
+                candidates.push(rel);
+            }
             continue;
         }
         if ft.is_dir() {

@@ -147,14 +147,30 @@ impl Manifest {
             yaml::parse(&text).map_err(|e| (e.line, e.column, e.message))
         };
         let raw: Value = parsed.map_err(|(line, column, message)| {
-            fatal(
-                Diagnostic::error(
+            let hint = (!is_json)
+                .then(|| crate::lint::hints::yaml_error(&text, line))
+                .flatten();
+            fatal(match hint {
+                Some(h) => {
+                    let d = Diagnostic::error(
+                        Code::ManifestInvalid,
+                        format!("cannot parse the manifest: {}", h.message),
+                    )
+                    .at(h.line, h.column)
+                    .actual(message)
+                    .fix(h.fix);
+                    match h.field {
+                        Some(f) => d.field(f),
+                        None => d,
+                    }
+                }
+                None => Diagnostic::error(
                     Code::ManifestInvalid,
                     format!("cannot parse the manifest: {message}"),
                 )
                 .at(line, column)
                 .fix("fix the syntax at the position shown"),
-            )
+            })
         })?;
         if !raw.is_object() {
             return Err(fatal(
@@ -234,9 +250,19 @@ impl Manifest {
             if compiled_path(&v.path) {
                 continue;
             }
+            let hint = match v.path.as_slice() {
+                [PathItem::Key(k)] if v.message.starts_with("unknown field") => {
+                    let known = crate::lint::suggest::schema_fields(Kind::Manifest);
+                    crate::lint::suggest::closest(k, known.iter().map(String::as_str))
+                        .map(|h| format!("did you mean `{h}`? `{k}` is not a manifest field, so what it was meant to set is not set"))
+                }
+                _ => None,
+            };
             let mut d = Diagnostic::error(Code::ManifestInvalid, v.message)
                 .file(m.file.clone())
-                .fix("correct the manifest field (see `ctx schema manifest`)");
+                .fix(hint.unwrap_or_else(|| {
+                    "correct the manifest field (see `ctx schema manifest`)".into()
+                }));
             if !v.field.is_empty() {
                 d = d.field(v.field);
             }
@@ -253,6 +279,7 @@ impl Manifest {
         }
         m.extract(&raw, &mut diags);
         m.members = crate::load::matcher::MemberMatcher::compile(&m.entries, &m.collections);
+        diags.extend(crate::load::exclude::apply(&mut m));
         let compiled = roles::compile(&m, &raw);
         m.roles = compiled.roles;
         m.agents = compiled.agents;

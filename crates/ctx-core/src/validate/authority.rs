@@ -15,9 +15,14 @@ pub fn claims_truth(a: Authority) -> bool {
 
 /// Material from outside the trust boundary, or observed rather than decided:
 /// `trust: untrusted`, or a source of type observation, conversation or inference
-/// (or an untrusted source) that nobody marked `trust: verified`.
+/// (or an untrusted source) that nobody marked `trust: verified` and that does not
+/// declare itself the origin (`canonical_source: true`: the file is the decided
+/// record, and its observed sources are only what it was drawn from).
 pub fn untrusted_material(meta: &Meta) -> bool {
-    meta.trust == Trust::Untrusted || (meta.observed_origin && meta.trust != Trust::Verified)
+    meta.trust == Trust::Untrusted
+        || (meta.observed_origin
+            && meta.trust != Trust::Verified
+            && !meta.declares_canonical_source)
 }
 
 /// Why the material is untrusted, for messages.
@@ -69,10 +74,15 @@ pub fn refuse_default(
     )
 }
 
-/// When the author declared a truth-claiming authority on untrusted or observed
-/// material: the disagreement is reported (a warning, so `--strict` fails).
+/// When the author declared a truth-claiming authority on untrusted material: the
+/// disagreement between authority and trust is reported (a warning, so `--strict`
+/// fails). Observed sources alone do not disagree with an author's own decision (a
+/// decision taken in a meeting has a `conversation` source); they only stop a
+/// *default* from granting the authority (see [`refuse_default`]).
 pub fn disagreement(meta: &Meta, file: &str, id: &str) -> Option<Diagnostic> {
-    if meta.default_refused.is_some() || !claims_truth(meta.authority) || !untrusted_material(meta)
+    if meta.default_refused.is_some()
+        || !claims_truth(meta.authority)
+        || meta.trust != Trust::Untrusted
     {
         return None;
     }

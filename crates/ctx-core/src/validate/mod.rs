@@ -24,7 +24,8 @@ pub struct ValidateOptions {
 }
 
 /// Extensions ctx itself defines under its `ctx.` namespace.
-pub const KNOWN_CTX_EXTENSIONS: [&str; 7] = [
+pub const KNOWN_CTX_EXTENSIONS: [&str; 8] = [
+    "ctx.collections",
     "ctx.keys",
     "ctx.exchange",
     "ctx.private",
@@ -114,6 +115,8 @@ pub fn validate(repo: &Repo, opts: ValidateOptions) -> Vec<Diagnostic> {
     signing::check(repo, &mut out);
     // Private collections: configuration, and no plaintext where ciphertext belongs.
     out.extend(crate::private::guard::check(repo));
+    // Mistakes that leave the repository valid but change what a consumer sees.
+    out.extend(crate::lint::check(repo));
     if opts.strict {
         strict_checks(repo, &mut out);
     }
@@ -128,7 +131,7 @@ pub fn failed(diags: &[Diagnostic], strict: bool) -> bool {
         .any(|d| d.severity == Severity::Error || (strict && d.severity == Severity::Warning))
 }
 
-fn duplicates(idx: &Index<'_>, superseded: &HashSet<usize>, out: &mut Vec<Diagnostic>) {
+pub(crate) fn duplicates(idx: &Index<'_>, superseded: &HashSet<usize>, out: &mut Vec<Diagnostic>) {
     let objs = idx.objects;
     let mut i = 0;
     while i < objs.len() {
@@ -147,10 +150,11 @@ fn duplicates(idx: &Index<'_>, superseded: &HashSet<usize>, out: &mut Vec<Diagno
                 let files: Vec<String> = objs[k..l].iter().map(|o| o.origin.file.clone()).collect();
                 for o in &objs[k + 1..l] {
                     out.push(at(o, Diagnostic::error(Code::DuplicateId, format!(
-                        "id `{}` at {} is declared again (first in {})",
+                        "id `{}` ({}) is declared in both {} and {}",
                         o.key(),
                         o.version.map(|v| format!("version {v}")).unwrap_or_else(|| "no version".into()),
-                        files[0]
+                        files[0],
+                        o.origin.file
                     )))
                     .ids(files.clone())
                     .field("id")

@@ -1,0 +1,111 @@
+//! Declared ids that differ from the id the file's path gives. Scope patterns are
+//! written against ids, and people read folders: `context/policies/internal/discounts.md`
+//! declaring `id: policies.discounts` sits in the internal folder, yet an exclude of
+//! `policies.internal.*` does not keep it from anyone.
+
+use crate::diag::{Code, Diagnostic};
+use crate::fs::RelPath;
+use crate::load::matcher::Source;
+use crate::load::parse::derive_id;
+use crate::load::Repo;
+use crate::manifest::roles::{self, Scope};
+use crate::object::ContextObject;
+
+/// The id a file's path gives it, when a `context:` entry or a local collection loads it.
+pub fn path_id(repo: &Repo, o: &ContextObject) -> Option<String> {
+    let m = &repo.manifest;
+    let rel = RelPath::parse(&o.origin.file).ok()?;
+    let name = o.origin.collection.as_deref()?;
+    if let Some(key) = m.members.entry_of(&rel).filter(|k| *k == name) {
+        return Some(key.to_string());
+    }
+    match &m.members.collection(name)?.source {
+        Source::Local(l) if l.matches(&rel) => {
+            Some(derive_id(name, l.id_base(&rel).as_str(), rel.as_str()))
+        }
+        _ => None,
+    }
+}
+
+/// `pricing/enterprise.v2.json` holding version 2 of `pricing.enterprise`: versions
+/// of one id cannot share a file, so a `.v<N>` (or `.<N>`) suffix is the id's own.
+fn versioned_name(expected: &str, o: &ContextObject) -> bool {
+    expected
+        .strip_prefix(o.id.as_str())
+        .and_then(|rest| rest.strip_prefix('.'))
+        .map(|s| s.strip_prefix('v').unwrap_or(s))
+        .is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
+}
+
+fn in_scope(s: &Scope, id: &str) -> bool {
+    s.include.iter().any(|p| p.covers(id)) && !s.exclude.iter().any(|p| p.covers(id))
+}
+
+pub fn check(repo: &Repo, out: &mut Vec<Diagnostic>) {
+    let m = &repo.manifest;
+    let scopes: Vec<(&String, Scope)> = if super::scope::policy_broken(repo) {
+        Vec::new()
+    } else {
+        m.roles
+            .keys()
+            .filter_map(|name| {
+                roles::scope(m, std::slice::from_ref(name))
+                    .ok()
+                    .map(|s| (name, s))
+            })
+            .collect()
+    };
+    for o in &repo.objects {
+        if o.supplied.contains(&"id") {
+            continue;
+        }
+        let Some(expected) = path_id(repo, o) else {
+            continue;
+        };
+        if expected == o.id || versioned_name(&expected, o) {
+            continue;
+        }
+        // Roles the declared id lets in where the path's id would have kept it out.
+        let widened: Vec<&str> = scopes
+            .iter()
+            .filter(|(_, s)| in_scope(s, &o.id) && !in_scope(s, &expected))
+            .map(|(n, _)| n.as_str())
+            .collect();
+        let d = if widened.is_empty() {
+            Diagnostic::warning(
+                Code::SchemaInvalid,
+                format!(
+                    "declared id `{}` differs from `{expected}`, the id its path gives",
+                    o.id
+                ),
+            )
+            .fix(format!(
+                "declare `id: {expected}` (or drop `id` and let the path give it), or move the file to where `{}` belongs",
+                o.id
+            ))
+        } else {
+            Diagnostic::error(
+                Code::InvalidPermission,
+                format!(
+                    "declared id `{}` differs from `{expected}`, the id its path gives, and so role(s) {} see it although their scope keeps `{expected}` out",
+                    o.id,
+                    widened
+                        .iter()
+                        .map(|r| format!("`{r}`"))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ),
+            )
+            .ids(vec![o.id.clone(), expected.clone()])
+            .fix(format!(
+                "declare `id: {expected}` (or drop `id`), or move the file out of the folder if `{}` is meant for those roles",
+                o.id
+            ))
+        };
+        let d = d
+            .field("id")
+            .expected(expected.as_str())
+            .actual(o.id.as_str());
+        out.push(super::at_field(o, "id", d));
+    }
+}

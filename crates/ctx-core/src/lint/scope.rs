@@ -1,0 +1,130 @@
+//! Role patterns that match no object but are a typo away from ones that do. `exclude: [policy.internal.*]` when the ids
+//! are `policies.internal.*` excludes nothing, and nothing says so: the role simply
+//! sees the internal policies.
+
+use std::collections::BTreeSet;
+
+use crate::diag::{Code, Diagnostic, Severity};
+use crate::load::Repo;
+use crate::pattern::Pattern;
+use crate::schema::PathItem;
+
+use super::suggest;
+
+/// Is any error among the policy findings? Then the consumer model is not trusted
+/// and the lints that reason about it stay quiet (the errors say enough).
+pub(super) fn policy_broken(repo: &Repo) -> bool {
+    repo.manifest
+        .policy_findings
+        .iter()
+        .any(|d| d.severity == Severity::Error)
+}
+
+pub fn check(repo: &Repo, out: &mut Vec<Diagnostic>) {
+    if policy_broken(repo) || repo.objects.is_empty() {
+        return;
+    }
+    let m = &repo.manifest;
+    for (name, role) in &m.roles {
+        let lists: [(&str, &[Pattern]); 2] = [
+            ("include", role.include.as_deref().unwrap_or(&[])),
+            ("exclude", &role.exclude),
+        ];
+        for (list, patterns) in lists {
+            for (i, p) in patterns.iter().enumerate() {
+                if repo.objects.iter().any(|o| p.covers(&o.id)) {
+                    continue;
+                }
+                // A pattern with no near match is taken as deliberate (an exclude
+                // kept for ids that do not exist yet); one a typo away from ids that
+                // do exist is almost certainly a mistake.
+                let Some(hint) = closest_pattern(repo, p.as_str()) else {
+                    continue;
+                };
+                let effect = if list == "include" {
+                    "adds nothing to what the role sees"
+                } else {
+                    "keeps nothing out"
+                };
+                let path = [
+                    PathItem::Key("roles".into()),
+                    PathItem::Key(name.clone()),
+                    PathItem::Key(list.into()),
+                    PathItem::Index(i),
+                ];
+                let mut d = Diagnostic::warning(
+                    Code::EmptyScope,
+                    format!(
+                        "`{list}` pattern `{}` of role `{name}` matches no object, so it {effect}",
+                        p.as_str()
+                    ),
+                )
+                .file(m.file.clone())
+                .field(format!("roles.{name}.{list}[{i}]"))
+                .expected("a pattern that matches at least one object id")
+                .actual(p.as_str())
+                .fix(format!(
+                    "{}ids here look like `{hint}` (`ctx list` shows every id)",
+                    suggest::did_you_mean(Some(&hint))
+                ));
+                if let Some((l, c)) = m.locate(&path) {
+                    d = d.at(l, c);
+                }
+                out.push(d);
+            }
+        }
+    }
+}
+
+/// The pattern of the same shape that does match objects and is closest to `text`:
+/// every id, cut to the pattern's length with its wildcards kept in place.
+fn closest_pattern(repo: &Repo, text: &str) -> Option<String> {
+    let shape: Vec<&str> = text.split('.').collect();
+    let mut candidates = BTreeSet::new();
+    // Ids as declared, and as their paths give them: a folder people see in the tree
+    // is what a pattern is often written after.
+    let path_ids: Vec<String> = repo
+        .objects
+        .iter()
+        .filter_map(|o| super::ids::path_id(repo, o))
+        .collect();
+    let ids = repo
+        .objects
+        .iter()
+        .map(|o| o.id.as_str())
+        .chain(path_ids.iter().map(String::as_str));
+    for id in ids {
+        let parts: Vec<&str> = id.split('.').collect();
+        if parts.len() + usize::from(shape.last() == Some(&"*")) < shape.len() {
+            continue;
+        }
+        let candidate: Vec<&str> = shape
+            .iter()
+            .enumerate()
+            .map(|(i, s)| match (*s, parts.get(i)) {
+                ("*", _) | (_, None) => "*",
+                (_, Some(p)) => p,
+            })
+            .collect();
+        candidates.insert(candidate.join("."));
+    }
+    // Segment by segment: every segment must be a near spelling of the candidate's
+    // (`policy` ~ `policies`), so `policies.internal.*` never suggests `policies.expired.*`.
+    let similarity = |c: &str| -> Option<f64> {
+        let mut total = 0.0;
+        for (a, b) in shape.iter().zip(c.split('.')) {
+            let sim = strsim::jaro_winkler(a, b);
+            if sim < 0.85 {
+                return None;
+            }
+            total += sim;
+        }
+        Some(total)
+    };
+    candidates
+        .iter()
+        .filter(|c| c.as_str() != text)
+        .filter_map(|c| similarity(c).map(|s| (s, c)))
+        .max_by(|a, b| a.0.total_cmp(&b.0).then_with(|| b.1.cmp(a.1)))
+        .map(|(_, c)| c.clone())
+}
