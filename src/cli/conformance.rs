@@ -29,7 +29,11 @@ pub fn run(g: &Global, p: &Printer, args: &ConformanceArgs) -> Result<Exit> {
     } else {
         g.cwd.join(&args.suite)
     };
-    let results = conformance::run(&dir)?;
+    let results = if ctx_core::exchange::suite::is_suite(&dir) {
+        ctx_core::exchange::suite::run(&dir)?
+    } else {
+        conformance::run(&dir)?
+    };
     let passed = results
         .iter()
         .filter(|r| r.verdict == Verdict::Passed)

@@ -2,13 +2,16 @@
 //! Every command returns an [`Exit`] or an [`Error`]; `main` maps them to a status.
 
 pub mod add;
+pub mod approve;
 pub mod args;
 pub mod audit;
 pub mod completions;
 pub mod conflicts;
 pub mod conformance;
 pub mod diff;
+pub mod discover;
 pub mod doctor;
+pub mod exchange;
 pub mod export;
 pub mod findings;
 pub mod fmt;
@@ -26,8 +29,12 @@ pub mod mcp;
 pub mod printer;
 pub mod private;
 pub mod progress;
+pub mod proposals;
+pub mod propose;
 pub mod provider;
+pub mod receipts;
 pub mod redaction;
+pub mod request;
 pub mod resolve;
 pub mod schema;
 pub mod search;
@@ -119,6 +126,20 @@ pub enum Command {
     Supersede(supersede::SupersedeArgs),
     /// Write the resolved context as AGENTS.md, CLAUDE.md or Cursor rules (with --check for CI).
     Export(export::ExportArgs),
+    /// Context Layer requests: write, check and evaluate them against the repository's policy.
+    Request(request::RequestArgs),
+    /// Approve the gated part of a Context Layer request (single-use, bound, expiring).
+    Approve(approve::ApproveArgs),
+    /// Context Layer bundles: issue, open, revoke, run granted actions.
+    Exchange(exchange::ExchangeArgs),
+    /// The Context Layer receipt log: list, show, verify, retry, supersede.
+    Receipts(receipts::ReceiptsArgs),
+    /// Submit agent-written memory as a proposal through an opened bundle.
+    Propose(propose::ProposeArgs),
+    /// Review memory proposals and commit approved ones.
+    Proposals(proposals::ProposalsArgs),
+    /// Minimum-reveal discovery: does the repository hold something like QUERY?
+    Discover(discover::DiscoverArgs),
     /// Create the repository's redaction key (the secret that keys `mode: hash`).
     RedactionKey(redaction::RedactionKeyArgs),
     /// Rewrite object files into canonical form (key order, RFC 3339 timestamps, quoting).
@@ -221,6 +242,13 @@ fn dispatch(g: &Global, p: &Printer, command: &Command) -> Result<Exit> {
         Command::Add(a) => add::run(g, p, a),
         Command::Supersede(a) => supersede::run(g, p, a),
         Command::Export(a) => export::run(g, p, a),
+        Command::Request(a) => request::run(g, p, a),
+        Command::Approve(a) => approve::run(g, p, a),
+        Command::Exchange(a) => exchange::run(g, p, a),
+        Command::Receipts(a) => receipts::run(g, p, a),
+        Command::Propose(a) => propose::run(g, p, a),
+        Command::Proposals(a) => proposals::run(g, p, a),
+        Command::Discover(a) => discover::run(g, p, a),
         Command::RedactionKey(a) => redaction::run(g, p, a),
         Command::Fmt(a) => fmt::run(g, p, a),
         #[cfg(feature = "mcp")]

@@ -68,7 +68,7 @@ fn words(line: &str) -> Vec<String> {
 
 /// Examples that need what a fresh repository does not have (other files, keys,
 /// history, a private collection), with why.
-const NOT_RUN: [(&str, &str); 9] = [
+const NOT_RUN: [(&str, &str); 16] = [
     (
         "ctx conformance",
         "needs the official fixtures beside the project",
@@ -93,6 +93,34 @@ const NOT_RUN: [(&str, &str); 9] = [
         "needs two versions of an object",
     ),
     ("ctx diff --rev", "needs a branch or tag"),
+    (
+        "ctx receipts show",
+        "needs a receipt id from an earlier step",
+    ),
+    (
+        "ctx receipts supersede",
+        "needs a receipt id from an earlier step",
+    ),
+    (
+        "ctx proposals show",
+        "needs a proposal id from an earlier step",
+    ),
+    (
+        "ctx proposals approve",
+        "needs a proposal id from an earlier step",
+    ),
+    (
+        "ctx proposals reject",
+        "needs a proposal id from an earlier step",
+    ),
+    (
+        "ctx proposals expire",
+        "needs a proposal id from an earlier step",
+    ),
+    (
+        "ctx proposals commit",
+        "needs a proposal id from an earlier step",
+    ),
 ];
 
 /// Examples whose success exit status is not 0 in a fresh repository.
@@ -144,9 +172,12 @@ fn man_page_examples_run() {
             }
             repo.clone()
         };
+        let config = tmp.path().join("config");
+        if crate::exchange_examples::needs_exchange(line) {
+            crate::exchange_examples::prepare(&dir, &config);
+        }
         let argv = words(line);
         let args: Vec<&str> = argv[1..].iter().map(String::as_str).collect();
-        let config = tmp.path().join("config");
         let r = ctx_env(
             &dir,
             &args,

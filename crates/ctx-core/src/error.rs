@@ -12,6 +12,12 @@ pub enum Exit {
     Invalid = 1,
     Usage = 2,
     NotFound = 3,
+    /// A Context Layer request was denied (`ctx request evaluate`).
+    Denied = 4,
+    /// Part of a Context Layer request needs a person's approval (`ctx approve`).
+    NeedsApproval = 5,
+    /// An action ran but its completion receipt is not durable yet (`ctx receipts retry`).
+    Indeterminate = 6,
 }
 
 #[derive(Debug, thiserror::Error)]

@@ -23,6 +23,7 @@ pub mod diag;
 pub mod doctor;
 pub mod error;
 pub mod evidence;
+pub mod exchange;
 pub mod export;
 pub mod frontmatter;
 pub mod fs;

@@ -24,9 +24,10 @@ pub struct ValidateOptions {
 }
 
 /// Extensions ctx itself defines under its `ctx.` namespace.
-pub const KNOWN_CTX_EXTENSIONS: [&str; 9] = [
+pub const KNOWN_CTX_EXTENSIONS: [&str; 10] = [
     "ctx.collections",
     "ctx.keys",
+    "ctx.exchange",
     "ctx.private",
     "ctx.policy",
     "ctx.health",

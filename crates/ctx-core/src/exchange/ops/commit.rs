@@ -1,0 +1,418 @@
+//! Committing an approved proposal: each proposed claim becomes a new object
+//! (operation `add`) or a new version of the object its predicate names
+//! (`add_or_contradict`, `supersede`, `retract`), written through the governed
+//! write path of `crate::write` — planned bytes parsed as the loader would,
+//! no promotion without `promote`, no new validation errors, atomic writes
+//! that never replace a file silently, under the repository lock. A
+//! contradiction never overwrites: the earlier version stays on disk and the
+//! new one declares `supersedes` and, in `extensions.ctx.exchange`, what it
+//! contradicts, who proposed it (`written_by`) and its provenance.
+
+use std::collections::BTreeMap;
+
+use serde_json::{json, Map, Value};
+
+use super::{meta, Exchange};
+use crate::diag::Severity;
+use crate::evidence::{Record, WriteKind};
+use crate::exchange::canon;
+use crate::exchange::error::{fail, ClError, ClResult};
+use crate::exchange::receipts::ReceiptDraft;
+use crate::exchange::state::{self, Kind};
+use crate::exchange::wire::{self, SpecVersion};
+use crate::load::Repo;
+use crate::model::ObjectRef;
+use crate::object::{ContextObject, Format};
+use crate::time::Instant;
+use crate::validate::{self, supersession, Index, ValidateOptions};
+use crate::write::{self, emit, FileWrite};
+
+/// What `ctx proposals commit` runs.
+pub struct CommitOptions {
+    pub id: String,
+    pub reviewer: String,
+    /// Type of objects the proposal adds (default `knowledge`).
+    pub kind: Option<String>,
+    /// Authority of the written versions (default: the previous version's, `inferred` for new objects).
+    pub authority: Option<String>,
+    /// Permit canonical or approved authority.
+    pub promote: bool,
+    pub dry_run: bool,
+    pub at: Instant,
+}
+
+/// What was (or would be) written.
+pub struct Committed {
+    pub writes: Vec<FileWrite>,
+    /// `id@version` of each written object.
+    pub objects: Vec<String>,
+    pub dry_run: bool,
+}
+
+fn valid_id(id: &str) -> bool {
+    !id.is_empty()
+        && id.split('.').all(|s| {
+            let mut c = s.chars();
+            c.next()
+                .is_some_and(|f| f.is_ascii_lowercase() || f.is_ascii_digit())
+                && c.all(|x| x.is_ascii_lowercase() || x.is_ascii_digit() || x == '-' || x == '_')
+        })
+}
+
+/// `context/p/x.md` → `context/p/x.v3.md`.
+fn sibling(rel: &str, version: u64) -> String {
+    let (dir, name) = rel.rsplit_once('/').map_or(("", rel), |(d, n)| (d, n));
+    let (stem, ext) = name.rsplit_once('.').unwrap_or((name, "md"));
+    let stem = match stem.rsplit_once(".v") {
+        Some((s, n)) if !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()) => s,
+        _ => stem,
+    };
+    if dir.is_empty() {
+        format!("{stem}.v{version}.{ext}")
+    } else {
+        format!("{dir}/{stem}.v{version}.{ext}")
+    }
+}
+
+/// Raw sources behind a proposal's opaque provenance refs: from the map issued
+/// with the proposal's bundle, whose digest the `bundle.issue` receipt recorded
+/// (so an edited map is refused, not trusted).
+fn sources(ex: &Exchange<'_>, bundle_ref: &str, refs: &[&str]) -> ClResult<Vec<String>> {
+    let path = ex.state.path(Kind::Provenance, &state::name_of(bundle_ref));
+    let map = state::read_json(&path).map_err(|_| {
+        ClError::new(
+            "UNKNOWN_PROVENANCE_HANDLE",
+            format!(
+                "the provenance map of {bundle_ref} is not in this repository's exchange state"
+            ),
+        )
+    })?;
+    let log = ex.log()?.verify()?;
+    let recorded = log
+        .receipts()
+        .find(|r| r["operation"] == "bundle.issue" && r["bundle_ref"] == bundle_ref)
+        .and_then(|r| r["metadata"]["provenance_map"].as_str().map(str::to_string));
+    if recorded.as_deref() != Some(canon::digest(&map).as_str()) {
+        return fail(
+            "RECORD_INTEGRITY_MISMATCH",
+            format!(
+                "{} does not match the provenance map recorded when {bundle_ref} was issued",
+                path.display()
+            ),
+        );
+    }
+    let mut by_ref: BTreeMap<String, String> = BTreeMap::new();
+    for (handle, src) in map.as_object().into_iter().flatten() {
+        if let (Some(hex), Some(s)) = (handle.strip_prefix("prov_"), src.as_str()) {
+            by_ref.insert(format!("urn:cl:provenance:{hex}"), s.to_string());
+        }
+    }
+    refs.iter()
+        .map(|r| {
+            by_ref.get(*r).cloned().ok_or_else(|| {
+                ClError::new(
+                    "UNKNOWN_PROVENANCE_HANDLE",
+                    format!("provenance {r} was not issued with {bundle_ref}"),
+                )
+            })
+        })
+        .collect()
+}
+
+fn planned(repo: &Repo, rel: &str, bytes: &[u8]) -> ClResult<ContextObject> {
+    let parsed = write::parse_planned(&repo.manifest, rel, bytes).ok_or_else(|| {
+        ClError::new(
+            "PROPOSAL_TARGET_INVALID",
+            format!("no collection loads {rel}; the object would never be read"),
+        )
+    })?;
+    if let Some(d) = parsed.diags.iter().find(|d| d.severity == Severity::Error) {
+        return fail(
+            "PROPOSAL_TARGET_INVALID",
+            format!(
+                "{rel} would not pass validation ({}: {}); nothing was written",
+                d.code.as_str(),
+                d.message
+            ),
+        );
+    }
+    parsed.object.ok_or_else(|| {
+        ClError::new(
+            "PROPOSAL_TARGET_INVALID",
+            format!("{rel} would hold no object"),
+        )
+    })
+}
+
+/// Commit an approved proposal through the governed write path.
+pub fn commit(ex: &Exchange<'_>, o: &CommitOptions) -> ClResult<Committed> {
+    let reviewed = super::proposals::show(ex, &o.id, o.at)?;
+    if let Some(e) = reviewed.problem {
+        return Err(e);
+    }
+    if reviewed.status != "approved" {
+        return fail(
+            "PROPOSAL_STATE_INVALID",
+            format!(
+                "only an approved proposal is committed; this one is {}",
+                reviewed.status
+            ),
+        );
+    }
+    let p = wire::to_core(&reviewed.proposal)?;
+    let pid = p["id"].as_str().unwrap_or_default().to_string();
+    let refs: Vec<&str> = p["provenance_refs"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(Value::as_str)
+        .collect();
+    if refs.is_empty() {
+        return fail(
+            "PROPOSAL_SOURCE_REQUIRED",
+            "a proposal without provenance is never committed",
+        );
+    }
+    let sources = sources(ex, p["bundle_ref"].as_str().unwrap_or(""), &refs)?;
+    let repo = ex.repo;
+    let m = &repo.manifest;
+    let lock = ex.state.lock()?;
+    let idx = Index::new(&repo.objects);
+    let sup = supersession::analyse(&idx);
+    let operation = p["operation"].as_str().unwrap_or("add");
+    let mut writes = Vec::new();
+    let mut replaced = Vec::new();
+    let mut added = Vec::new();
+    let mut written = Vec::new();
+    let now = canon::iso_ms(&canon::to_ms(o.at));
+    let provenance_ext = json!({
+        "written_by": p["submitted_by"],
+        "proposal": pid,
+        "approved_by": o.reviewer,
+        "provenance": refs,
+    });
+    for claim in p["proposed_claims"].as_array().into_iter().flatten() {
+        let id = claim["predicate"].as_str().unwrap_or("");
+        if !valid_id(id) {
+            return fail(
+                "PROPOSAL_TARGET_INVALID",
+                format!("predicate {id:?} does not name an object id"),
+            );
+        }
+        let value = &claim["object"]["value"];
+        let all = idx.resolve(&ObjectRef {
+            id: id.into(),
+            version: None,
+        });
+        let active: Vec<usize> = all
+            .iter()
+            .copied()
+            .filter(|i| !sup.superseded.contains(i))
+            .collect();
+        let mut fields = Map::new();
+        fields.insert("id".into(), json!(id));
+        let mut ext = provenance_ext.clone();
+        let (rel, prev) = match (operation, active.as_slice()) {
+            ("add", []) => {
+                let rel = write::default_path(m, id).ok_or_else(|| {
+                    ClError::new("PROPOSAL_TARGET_INVALID", format!("no collection matches the id `{id}`; it cannot be added"))
+                })?;
+                fields.insert("type".into(), json!(o.kind.clone().unwrap_or_else(|| "knowledge".into())));
+                fields.insert("authority".into(), json!(o.authority.clone().unwrap_or_else(|| "inferred".into())));
+                (rel, None)
+            }
+            ("add", _) => {
+                return fail(
+                    "PROPOSAL_TARGET_EXISTS",
+                    format!("`{id}` already exists; an `add` never overwrites (propose add_or_contradict or supersede)"),
+                )
+            }
+            (_, []) if operation != "add_or_contradict" => {
+                return fail("PROPOSAL_TARGET_INVALID", format!("`{id}` does not exist, so it cannot be {operation}d"))
+            }
+            (_, []) => {
+                let rel = write::default_path(m, id).ok_or_else(|| {
+                    ClError::new("PROPOSAL_TARGET_INVALID", format!("no collection matches the id `{id}`"))
+                })?;
+                fields.insert("type".into(), json!(o.kind.clone().unwrap_or_else(|| "knowledge".into())));
+                fields.insert("authority".into(), json!(o.authority.clone().unwrap_or_else(|| "inferred".into())));
+                (rel, None)
+            }
+            (_, [one]) => {
+                let prev = &repo.objects[*one];
+                let next = all.iter().map(|&i| repo.objects[i].version.unwrap_or(1)).max().unwrap_or(1) + 1;
+                let target = if prev.version.is_some() {
+                    prev.key()
+                } else {
+                    let old = std::fs::read(m.root.join(&prev.origin.file))
+                        .map_err(|e| ClError::new("STATE_UNAVAILABLE", format!("{}: {e}", prev.origin.file)))?;
+                    let text = String::from_utf8_lossy(&old);
+                    let annotated = emit::annotate_version(&text, prev.origin.format).ok_or_else(|| {
+                        ClError::new("PROPOSAL_TARGET_INVALID", format!("{} declares no `version`; add `version: 1` first", prev.origin.file))
+                    })?;
+                    let parsed = planned(repo, &prev.origin.file, annotated.as_bytes())?;
+                    replaced.push(prev.origin.file.clone());
+                    added.push(parsed);
+                    writes.push(FileWrite {
+                        rel: prev.origin.file.clone(),
+                        bytes: annotated.into_bytes(),
+                        replaces: Some(old),
+                    });
+                    format!("{id}@1")
+                };
+                fields.insert("version".into(), json!(next));
+                fields.insert("supersedes".into(), json!([target]));
+                for (k, v) in prev.fields() {
+                    if ["type", "title", "layer", "owner", "classification", "authority", "tags", "applies_to"].contains(&k.as_str())
+                        && !prev.supplied(&k)
+                    {
+                        fields.insert(k, v);
+                    }
+                }
+                if let Some(a) = &o.authority {
+                    fields.insert("authority".into(), json!(a));
+                }
+                if operation == "add_or_contradict" {
+                    ext["contradicts"] = json!(target);
+                }
+                if operation == "retract" {
+                    fields.insert("status".into(), json!("retired"));
+                }
+                (sibling(&prev.origin.file, next), Some(prev))
+            }
+            (_, _) => {
+                return fail(
+                    "PROPOSAL_TARGET_INVALID",
+                    format!("`{id}` has several active versions; resolve them before committing"),
+                )
+            }
+        };
+        let structured = !value.is_string() && !value.is_null();
+        let rel = if structured {
+            match rel.rsplit_once('.') {
+                Some((stem, _)) => format!("{stem}.json"),
+                None => rel,
+            }
+        } else {
+            rel
+        };
+        let format = Format::from_path(&rel).unwrap_or(Format::Markdown);
+        if !fields.contains_key("title") {
+            fields.insert("title".into(), json!(id));
+        }
+        if let Some(c) = claim["confidence"].as_f64() {
+            fields.insert("confidence".into(), json!(c));
+        }
+        fields.insert(
+            "sources".into(),
+            Value::Array(
+                sources
+                    .iter()
+                    .map(|s| json!({"uri": s, "type": "context-layer-provenance"}))
+                    .collect(),
+            ),
+        );
+        fields.insert("updated".into(), json!(now));
+        fields.insert("extensions".into(), json!({"ctx.exchange": ext}));
+        let content = if value.is_null() {
+            prev.and_then(|p| p.content.clone())
+        } else {
+            Some(value.clone())
+        };
+        let bytes = emit::document(format, &fields, content.as_ref()).into_bytes();
+        let obj = planned(repo, &rel, &bytes)?;
+        if write::is_promotion(m, obj.meta.authority, prev.map(|p| p.meta.authority)) && !o.promote
+        {
+            return fail(
+                "PROMOTION_REQUIRES_APPROVAL",
+                format!("`{id}` would become {}: promotion is an explicit governance act (pass --promote)", obj.meta.authority),
+            );
+        }
+        written.push(obj.key());
+        added.push(obj);
+        writes.push(FileWrite {
+            rel,
+            bytes,
+            replaces: None,
+        });
+    }
+    // For the repository's audit log: what is written, and whether it supersedes.
+    let superseding = added.iter().any(|o| !o.meta.supersedes.is_empty());
+    let audited: Vec<(String, bool)> = added
+        .iter()
+        .map(|o| (o.id.clone(), o.meta.kind == "decision"))
+        .collect();
+    let planned_repo = write::planned_repo(repo, &replaced, added);
+    let before = validate::validate(
+        repo,
+        ValidateOptions {
+            strict: false,
+            at: None,
+        },
+    );
+    let after = validate::validate(
+        &planned_repo,
+        ValidateOptions {
+            strict: false,
+            at: None,
+        },
+    );
+    if let Some(d) = write::new_errors(&before, &after).first() {
+        return fail(
+            "PROPOSAL_WOULD_INVALIDATE",
+            format!(
+                "committing would add a validation error ({}: {} in {}); nothing was written",
+                d.code.as_str(),
+                d.message,
+                d.file.as_deref().unwrap_or("?")
+            ),
+        );
+    }
+    if o.dry_run {
+        return Ok(Committed {
+            writes,
+            objects: written,
+            dry_run: true,
+        });
+    }
+    let log = ex.log()?;
+    log.preflight()?;
+    // A governed write like `ctx add`/`ctx supersede`: recorded in the audit
+    // log (when the manifest asks) by the one recorder, after the write succeeds.
+    let kind = if superseding {
+        WriteKind::Supersede
+    } else {
+        WriteKind::Write
+    };
+    crate::evidence::record_after(m, Some(Record::write(None, &[], kind, audited)), || {
+        write::apply(&m.root, &writes).map_err(crate::error::Error::Invalid)
+    })
+    .map_err(|e| ClError::new("WRITE_FAILED", e.to_string()))?;
+    ex.record(
+        Some(&log),
+        &ReceiptDraft {
+            operation: "memory.proposal.commit".into(),
+            actor: o.reviewer.clone(),
+            subject_ref: p["subject_ref"].as_str().unwrap_or_default().into(),
+            bundle_ref: p["bundle_ref"].as_str().map(str::to_string),
+            outcome: "success".into(),
+            input_digest: p["integrity"]["digest"].as_str().map(str::to_string),
+            output_digest: Some(canon::digest(&json!(written))),
+            user_summary: "Committed an approved memory proposal as new object versions.".into(),
+            metadata: meta(&[
+                ("proposal_ref", &pid),
+                ("status", "committed"),
+                ("objects", &written.join(" ")),
+            ]),
+            ..Default::default()
+        },
+        o.at,
+        SpecVersion::of(&reviewed.proposal, "proposal")?,
+    )?;
+    drop(lock);
+    Ok(Committed {
+        writes,
+        objects: written,
+        dry_run: false,
+    })
+}

@@ -1,0 +1,228 @@
+//! Memory proposals on the repository side: submit through a bundle, review
+//! (approve, reject, expire) and commit. Status lives in the receipt log
+//! (each transition is a receipt), so it is rebuilt from the log alone; the
+//! submitted record itself never changes.
+
+use std::path::PathBuf;
+
+use serde_json::Value;
+
+use super::bundles::{with_consumer, ConsumerOptions};
+use super::{meta, Exchange};
+use crate::exchange::canon;
+use crate::exchange::error::{fail, ClResult};
+use crate::exchange::proposal::{self, PROPOSAL_PREFIX};
+use crate::exchange::receipts::ReceiptDraft;
+use crate::exchange::state::{self, Kind};
+use crate::exchange::wire::{self, SpecVersion};
+use crate::time::Instant;
+
+pub use super::commit::{commit, CommitOptions, Committed};
+
+/// Submit a candidate through an open bundle session; the proposal is stored.
+pub fn submit(
+    ex: &Exchange<'_>,
+    o: &ConsumerOptions,
+    candidate: &Value,
+) -> ClResult<(Value, PathBuf)> {
+    let p = with_consumer(ex, o, |c, log| {
+        let session = c.resume(&o.envelope, o.at)?;
+        if !super::bundles::pending_for(ex, &session.bundle_id)?.is_empty() {
+            return fail(
+                "INDETERMINATE_OUTCOME_PENDING",
+                "an earlier action on this bundle has an indeterminate outcome; run `ctx receipts retry` first",
+            );
+        }
+        proposal::propose(&session, log, candidate, o.at, c.revocation)
+    })?;
+    let _lock = ex.state.lock()?;
+    let path = ex.state.store(
+        Kind::Proposal,
+        &state::name_of(p["id"].as_str().unwrap_or("")),
+        &p,
+    )?;
+    Ok((p, path))
+}
+
+/// A proposal with its current status and history.
+#[derive(Debug, Clone)]
+pub struct Reviewed {
+    pub proposal: Value,
+    pub path: PathBuf,
+    /// Derived from the receipt log (and the clock, for `expired`).
+    pub status: String,
+    /// The receipts about this proposal, in log order.
+    pub history: Vec<Value>,
+    /// Why the stored record cannot be trusted (changed after submission), if so.
+    pub problem: Option<crate::exchange::ClError>,
+}
+
+/// Every stored proposal with its status at `at`.
+pub fn list(ex: &Exchange<'_>, at: Instant) -> ClResult<Vec<Reviewed>> {
+    let state = ex.log()?.verify()?;
+    let mut out = Vec::new();
+    for (path, p) in ex.state.all(Kind::Proposal)? {
+        let id = p["id"].as_str().unwrap_or_default().to_string();
+        let history: Vec<Value> = state
+            .receipts()
+            .filter(|r| r["metadata"]["proposal_ref"] == id.as_str())
+            .cloned()
+            .collect();
+        let mut status = history
+            .iter()
+            .filter_map(|r| r["metadata"]["status"].as_str())
+            .next_back()
+            .unwrap_or("pending_validation")
+            .to_string();
+        let expired = wire::to_core(&p)
+            .ok()
+            .and_then(|c| c["expires_at"].as_str().and_then(canon::parse_time))
+            .is_some_and(|e| e <= canon::to_ms(at));
+        if expired && !matches!(status.as_str(), "committed" | "rejected" | "expired") {
+            status = "expired".into();
+        }
+        let problem = proposal::validate(&p).err();
+        if problem.is_some() {
+            status = "invalid".into();
+        }
+        out.push(Reviewed {
+            proposal: p,
+            path,
+            status,
+            history,
+            problem,
+        });
+    }
+    Ok(out)
+}
+
+/// One proposal by id (or a unique prefix of its hex).
+pub fn show(ex: &Exchange<'_>, id: &str, at: Instant) -> ClResult<Reviewed> {
+    let hits: Vec<Reviewed> = list(ex, at)?
+        .into_iter()
+        .filter(|r| {
+            let pid = r.proposal["id"].as_str().unwrap_or("");
+            pid == id
+                || (id.len() >= 8
+                    && pid
+                        .strip_prefix(PROPOSAL_PREFIX)
+                        .is_some_and(|h| h.starts_with(id)))
+        })
+        .collect();
+    match hits.len() {
+        1 => Ok(hits.into_iter().next().expect("one")),
+        0 => fail(
+            "PROPOSAL_NOT_FOUND",
+            format!("no proposal {id} is stored here"),
+        ),
+        n => fail(
+            "USAGE",
+            format!("{n} proposals start with {id}; give more of the id"),
+        ),
+    }
+}
+
+/// A review transition.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Transition {
+    Approve,
+    Reject,
+    Expire,
+}
+
+impl Transition {
+    fn status(self) -> &'static str {
+        match self {
+            Transition::Approve => "approved",
+            Transition::Reject => "rejected",
+            Transition::Expire => "expired",
+        }
+    }
+}
+
+/// Record a review decision. Approving needs provenance: a proposal without
+/// sources stays pending (`source_required`), whoever approves it.
+pub fn transition(
+    ex: &Exchange<'_>,
+    id: &str,
+    t: Transition,
+    reviewer: &str,
+    reason: &str,
+    at: Instant,
+) -> ClResult<Reviewed> {
+    let current = show(ex, id, at)?;
+    if let Some(e) = current.problem {
+        return Err(e);
+    }
+    let pid = current.proposal["id"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
+    let final_state = matches!(
+        current.status.as_str(),
+        "committed" | "rejected" | "expired"
+    );
+    if final_state {
+        return fail(
+            "PROPOSAL_STATE_INVALID",
+            format!(
+                "proposal {pid} is already {}; nothing changes it now",
+                current.status
+            ),
+        );
+    }
+    let core = wire::to_core(&current.proposal)?;
+    if t == Transition::Approve {
+        let sources = core["provenance_refs"]
+            .as_array()
+            .is_some_and(|a| !a.is_empty());
+        if !sources {
+            return fail(
+                "PROPOSAL_SOURCE_REQUIRED",
+                format!("proposal {pid} names no provenance, so it stays pending_validation (source_required); ask the submitter for a source"),
+            );
+        }
+        if current.status == "approved" {
+            return fail(
+                "PROPOSAL_STATE_INVALID",
+                format!("proposal {pid} is already approved"),
+            );
+        }
+    }
+    let log = ex.log()?;
+    let _lock = ex.state.lock()?;
+    ex.record(
+        Some(&log),
+        &ReceiptDraft {
+            operation: format!(
+                "memory.proposal.{}",
+                match t {
+                    Transition::Approve => "approve",
+                    Transition::Reject => "reject",
+                    Transition::Expire => "expire",
+                }
+            ),
+            actor: reviewer.into(),
+            subject_ref: core["subject_ref"].as_str().unwrap_or_default().into(),
+            bundle_ref: core["bundle_ref"].as_str().map(str::to_string),
+            outcome: "success".into(),
+            input_digest: core["integrity"]["digest"].as_str().map(str::to_string),
+            user_summary: format!("A reviewer marked a memory proposal {}.", t.status()),
+            metadata: meta(&[
+                ("proposal_ref", &pid),
+                ("status", t.status()),
+                ("reason", reason),
+            ]),
+            ..Default::default()
+        },
+        at,
+        SpecVersion::of(&current.proposal, "proposal")?,
+    )?;
+    drop(_lock);
+    show(ex, &pid, at)
+}
+
+/// Check a stored proposal's record (the kit's `validate_proposal`).
+pub fn validate(p: &Value) -> ClResult<()> {
+    proposal::validate(p)
+}

@@ -1,0 +1,261 @@
+//! The receipt-log anchor (local-core profile §5, anchor version 2): a
+//! separate JSON Lines chain of signed statements "the log had N entries,
+//! this many bytes, this tail". A log changed without its anchor is caught:
+//! fewer entries is a rollback, more an unanchored suffix, the same count with
+//! other bytes a rewrite. (Replacing both files with an older authentic pair
+//! is not caught; that needs an external checkpoint.)
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+use base64::Engine;
+use serde_json::{json, Map, Value};
+
+use super::log::LogState;
+use crate::exchange::canon;
+use crate::exchange::error::{fail, ClError, ClResult};
+use crate::signing::{PublicKey, Signature, SigningKeyPair};
+
+/// The anchor format version this build writes (version 1 is migration input only).
+pub const ANCHOR_VERSION: u64 = 2;
+
+/// `ed25519:` + 86 zeroes: the genesis record's previous signature (a sentinel).
+pub fn genesis_previous_sig() -> String {
+    format!("ed25519:{}", "0".repeat(86))
+}
+
+/// Where the anchor lives and who signs it.
+pub struct Anchor {
+    pub path: PathBuf,
+    pub log_id: String,
+    key: SigningKeyPair,
+}
+
+const MEMBERS: [&str; 9] = [
+    "anchor_version",
+    "log_id",
+    "anchor_sequence",
+    "entries",
+    "tail_digest",
+    "byte_length",
+    "file_digest",
+    "previous_sig",
+    "sig",
+];
+
+impl Anchor {
+    /// `log_path` must be the absolute, resolved log path: it names the log.
+    pub fn new(path: PathBuf, log_path: &Path, key: SigningKeyPair) -> Anchor {
+        let log_id = canon::digest(&json!({"receipt_log_path": log_path.to_string_lossy()}));
+        Anchor { path, log_id, key }
+    }
+
+    pub fn public_key(&self) -> PublicKey {
+        self.key.public_key()
+    }
+
+    fn sign(&self, unsigned: &Map<String, Value>) -> String {
+        let sig = crate::signing::sign_bytes(
+            &canon::canonical_bytes(&Value::Object(unsigned.clone())),
+            &self.key,
+        );
+        format!("ed25519:{}", URL_SAFE_NO_PAD.encode(sig.to_bytes()))
+    }
+
+    fn record(&self, sequence: u64, state: &LogState, previous_sig: String) -> Value {
+        let mut m = Map::new();
+        m.insert("anchor_version".into(), json!(ANCHOR_VERSION));
+        m.insert("log_id".into(), json!(self.log_id));
+        m.insert("anchor_sequence".into(), json!(sequence));
+        m.insert("entries".into(), json!(state.entries.len()));
+        m.insert("tail_digest".into(), json!(state.tail_digest));
+        m.insert("byte_length".into(), json!(state.byte_length));
+        m.insert("file_digest".into(), json!(state.file_digest));
+        m.insert("previous_sig".into(), json!(previous_sig));
+        let sig = self.sign(&m);
+        m.insert("sig".into(), json!(sig));
+        Value::Object(m)
+    }
+
+    /// Read and verify the whole anchor chain. `Ok(None)`: there is no anchor file.
+    pub fn read(&self) -> ClResult<Option<Vec<Value>>> {
+        let bytes = match std::fs::read(&self.path) {
+            Ok(b) => b,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+            Err(e) => {
+                return fail(
+                    "RECEIPT_STORE_UNAVAILABLE",
+                    format!(
+                        "{}: cannot read the receipt anchor: {e}",
+                        self.path.display()
+                    ),
+                )
+            }
+        };
+        let invalid = |why: String| {
+            ClError::new(
+                "RECEIPT_ANCHOR_INVALID",
+                format!(
+                    "{}: {why}; the receipt log cannot be trusted until this is resolved",
+                    self.path.display()
+                ),
+            )
+        };
+        if bytes.is_empty() {
+            return Err(invalid(
+                "the anchor file exists but is empty (corruption, not new storage)".into(),
+            ));
+        }
+        let text = std::str::from_utf8(&bytes).map_err(|_| invalid("not UTF-8".into()))?;
+        if !text.ends_with('\n') {
+            return Err(invalid("the last anchor record is incomplete".into()));
+        }
+        let public = self.public_key();
+        let mut out = Vec::new();
+        let mut previous = genesis_previous_sig();
+        for (i, line) in text[..text.len() - 1].split('\n').enumerate() {
+            let v: Value = serde_json::from_str(line)
+                .map_err(|_| invalid(format!("record {} is not JSON", i + 1)))?;
+            let m = v
+                .as_object()
+                .filter(|m| m.len() == MEMBERS.len() && MEMBERS.iter().all(|k| m.contains_key(*k)))
+                .ok_or_else(|| {
+                    invalid(format!(
+                        "record {} does not have exactly the anchor members",
+                        i + 1
+                    ))
+                })?;
+            if m["anchor_version"] != json!(ANCHOR_VERSION) {
+                return Err(invalid(format!(
+                    "record {} has anchor_version {} (only {ANCHOR_VERSION} is read; a chain cannot mix versions)",
+                    i + 1,
+                    m["anchor_version"]
+                )));
+            }
+            if canon::canonical_text(&v) != line {
+                return Err(invalid(format!(
+                    "record {} is not in canonical form",
+                    i + 1
+                )));
+            }
+            if m["log_id"] != json!(self.log_id) {
+                return Err(invalid(format!("record {} anchors another log", i + 1)));
+            }
+            if m["anchor_sequence"] != json!(i) || m["entries"] != json!(i) {
+                return Err(invalid(format!("record {} is out of sequence", i + 1)));
+            }
+            if m["previous_sig"] != json!(previous) {
+                return Err(invalid(format!(
+                    "record {} does not chain to the previous one",
+                    i + 1
+                )));
+            }
+            let sig = m["sig"].as_str().unwrap_or("");
+            let mut unsigned = m.clone();
+            unsigned.remove("sig");
+            let ok = sig
+                .strip_prefix("ed25519:")
+                .filter(|s| s.len() == 86)
+                .and_then(|s| URL_SAFE_NO_PAD.decode(s).ok())
+                .and_then(|b| Signature::from_bytes(&b).ok())
+                .is_some_and(|s| {
+                    crate::signing::verify_bytes(
+                        &canon::canonical_bytes(&Value::Object(unsigned)),
+                        &s,
+                        &public,
+                    )
+                    .is_ok()
+                });
+            if !ok {
+                return fail(
+                    "RECEIPT_ANCHOR_SIGNATURE_INVALID",
+                    format!(
+                        "{}: record {} is not signed by the configured anchor key",
+                        self.path.display(),
+                        i + 1
+                    ),
+                );
+            }
+            previous = sig.to_string();
+            out.push(v);
+        }
+        Ok(Some(out))
+    }
+
+    /// Compare a verified log with the newest anchor record.
+    pub fn check(&self, records: &[Value], state: &LogState) -> ClResult<()> {
+        let Some(last) = records.last() else {
+            return fail("RECEIPT_ANCHOR_INVALID", "the anchor holds no record");
+        };
+        let anchored = last["entries"].as_u64().unwrap_or(0) as usize;
+        let have = state.entries.len();
+        if have < anchored {
+            return fail(
+                "RECEIPT_LOG_ROLLBACK",
+                format!("the receipt log has {have} entries but its anchor vouches for {anchored}: entries were removed"),
+            );
+        }
+        if have > anchored {
+            return fail(
+                "RECEIPT_LOG_UNANCHORED_SUFFIX",
+                format!("the receipt log has {have} entries but its anchor vouches for {anchored}: the last {} were never anchored", have - anchored),
+            );
+        }
+        if last["byte_length"] != json!(state.byte_length)
+            || last["file_digest"] != json!(state.file_digest)
+            || last["tail_digest"] != json!(state.tail_digest)
+        {
+            return fail(
+                "RECEIPT_LOG_REWRITE",
+                "the receipt log holds as many entries as its anchor vouches for, but different bytes: it was rewritten",
+            );
+        }
+        Ok(())
+    }
+
+    /// Write the genesis record for new, empty storage.
+    pub fn create_genesis(&self, empty: &LogState) -> ClResult<()> {
+        let rec = self.record(0, empty, genesis_previous_sig());
+        append_line(&self.path, &canon::canonical_text(&rec), true)
+    }
+
+    /// Append the record for `next`, chained to `records`' last.
+    pub fn advance(&self, records: &[Value], next: &LogState) -> ClResult<()> {
+        let prev = records
+            .last()
+            .and_then(|r| r["sig"].as_str())
+            .map(str::to_string)
+            .unwrap_or_else(genesis_previous_sig);
+        let rec = self.record(records.len() as u64, next, prev);
+        append_line(&self.path, &canon::canonical_text(&rec), false)
+    }
+}
+
+/// Append one line and flush it to disk. `create_new`: the file must not exist.
+pub fn append_line(path: &Path, line: &str, create_new: bool) -> ClResult<()> {
+    let mut o = std::fs::OpenOptions::new();
+    if create_new {
+        o.write(true).create_new(true);
+    } else {
+        o.append(true).create(true);
+    }
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        o.mode(0o600);
+    }
+    let io = |e: std::io::Error| {
+        ClError::new(
+            "RECEIPT_STORE_UNAVAILABLE",
+            format!("{}: cannot append: {e}", path.display()),
+        )
+    };
+    let mut f = o.open(path).map_err(io)?;
+    let mut bytes = Vec::with_capacity(line.len() + 1);
+    bytes.extend_from_slice(line.as_bytes());
+    bytes.push(b'\n');
+    f.write_all(&bytes).map_err(io)?;
+    f.sync_all().map_err(io)?;
+    Ok(())
+}

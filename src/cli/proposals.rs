@@ -1,0 +1,189 @@
+//! `ctx proposals list|show|approve|reject|expire|commit`: review memory
+//! proposals and commit approved ones through the governed write path.
+
+use clap::{Args, Subcommand};
+use serde_json::json;
+
+use ctx_core::error::{Exit, Result};
+use ctx_core::exchange::ops::proposals::{self, CommitOptions, Reviewed, Transition};
+
+use super::exchange::{at, exchange, print_json, reject, repo, CommonArgs};
+use super::{Global, Printer};
+
+#[derive(Debug, Args)]
+pub struct ProposalsArgs {
+    #[command(subcommand)]
+    pub command: ProposalsCommand,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum ProposalsCommand {
+    /// Every proposal with its current status.
+    List(OnlyCommon),
+    /// One proposal, its status and its receipts.
+    Show(IdArgs),
+    /// Approve (needs provenance: a proposal without sources stays pending).
+    Approve(ReviewArgs),
+    /// Reject (the proposal and its history stay).
+    Reject(ReviewArgs),
+    /// Let it lapse (recorded; nothing is deleted).
+    Expire(ReviewArgs),
+    /// Write an approved proposal as new object versions (supersede/add; never overwrite).
+    Commit(CommitArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct OnlyCommon {
+    #[command(flatten)]
+    pub common: CommonArgs,
+}
+
+#[derive(Debug, Args)]
+pub struct IdArgs {
+    /// Proposal id, or a unique prefix of its hex.
+    pub id: String,
+    #[command(flatten)]
+    pub common: CommonArgs,
+}
+
+#[derive(Debug, Args)]
+pub struct ReviewArgs {
+    pub id: String,
+    /// Recorded in the receipt (short; no payloads).
+    #[arg(long, default_value = "")]
+    pub reason: String,
+    /// Who reviews (recorded as urn:ctx:reviewer:<NAME>).
+    #[arg(long, default_value = "local")]
+    pub reviewer: String,
+    #[command(flatten)]
+    pub common: CommonArgs,
+}
+
+#[derive(Debug, Args)]
+pub struct CommitArgs {
+    pub id: String,
+    /// Object type of objects the proposal adds.
+    #[arg(long = "type")]
+    pub kind: Option<String>,
+    /// Authority of the written versions.
+    #[arg(long)]
+    pub authority: Option<String>,
+    /// Permit canonical or approved authority.
+    #[arg(long)]
+    pub promote: bool,
+    /// Show what would be written; write nothing.
+    #[arg(long)]
+    pub dry_run: bool,
+    #[arg(long, default_value = "local")]
+    pub reviewer: String,
+    #[command(flatten)]
+    pub common: CommonArgs,
+}
+
+fn row(r: &Reviewed) -> serde_json::Value {
+    json!({"id": r.proposal["id"], "status": r.status, "submitted_by": r.proposal["submitted_by"],
+           "operation": r.proposal["operation"], "approval_requirement": r.proposal["approval_requirement"],
+           "expires_at": r.proposal["expires_at"], "path": r.path})
+}
+
+pub fn run(g: &Global, p: &Printer, a: &ProposalsArgs) -> Result<Exit> {
+    let c = match &a.command {
+        ProposalsCommand::List(x) => &x.common,
+        ProposalsCommand::Show(x) => &x.common,
+        ProposalsCommand::Approve(x)
+        | ProposalsCommand::Reject(x)
+        | ProposalsCommand::Expire(x) => &x.common,
+        ProposalsCommand::Commit(x) => &x.common,
+    };
+    let repo = repo(g)?;
+    let ex = exchange(g, &repo, c)?;
+    let now = at(c.at.as_deref())?;
+    match &a.command {
+        ProposalsCommand::List(_) => {
+            let all = proposals::list(&ex, now).map_err(|e| reject(p, c, e))?;
+            if c.json() {
+                print_json(p, &json!(all.iter().map(row).collect::<Vec<_>>()))?;
+            } else {
+                let mut t = String::new();
+                for r in &all {
+                    t.push_str(&format!(
+                        "{:<20} {}  by {}\n",
+                        r.status,
+                        r.proposal["id"].as_str().unwrap_or(""),
+                        r.proposal["submitted_by"].as_str().unwrap_or("")
+                    ));
+                }
+                t.push_str(&format!("{} proposal(s)\n", all.len()));
+                super::io_result(p.out(&t))?;
+            }
+        }
+        ProposalsCommand::Show(x) => {
+            let r = proposals::show(&ex, &x.id, now).map_err(|e| reject(p, c, e))?;
+            print_json(
+                p,
+                &json!({"status": r.status, "proposal": r.proposal, "history": r.history}),
+            )?;
+        }
+        ProposalsCommand::Approve(x)
+        | ProposalsCommand::Reject(x)
+        | ProposalsCommand::Expire(x) => {
+            let t = match &a.command {
+                ProposalsCommand::Approve(_) => Transition::Approve,
+                ProposalsCommand::Reject(_) => Transition::Reject,
+                _ => Transition::Expire,
+            };
+            let reviewer = format!("urn:ctx:reviewer:{}", x.reviewer);
+            let r = proposals::transition(&ex, &x.id, t, &reviewer, &x.reason, now)
+                .map_err(|e| reject(p, c, e))?;
+            if c.json() {
+                print_json(p, &row(&r))?;
+            } else {
+                super::io_result(p.out(&format!(
+                    "{} is now {}\n",
+                    r.proposal["id"].as_str().unwrap_or(""),
+                    r.status
+                )))?;
+            }
+        }
+        ProposalsCommand::Commit(x) => {
+            let done = proposals::commit(
+                &ex,
+                &CommitOptions {
+                    id: x.id.clone(),
+                    reviewer: format!("urn:ctx:reviewer:{}", x.reviewer),
+                    kind: x.kind.clone(),
+                    authority: x.authority.clone(),
+                    promote: x.promote,
+                    dry_run: x.dry_run,
+                    at: now,
+                },
+            )
+            .map_err(|e| reject(p, c, e))?;
+            let mut t = String::new();
+            for w in &done.writes {
+                let verb = match (done.dry_run, w.replaces.is_some()) {
+                    (true, true) => "would update",
+                    (true, false) => "would create",
+                    (false, true) => "updated",
+                    (false, false) => "created",
+                };
+                t.push_str(&format!("{verb} {}\n", w.rel));
+                if done.dry_run {
+                    t.push_str(&String::from_utf8_lossy(&w.bytes));
+                    t.push('\n');
+                }
+            }
+            t.push_str(&format!(
+                "{} {}\n",
+                if done.dry_run {
+                    "dry run: would commit"
+                } else {
+                    "committed"
+                },
+                done.objects.join(", ")
+            ));
+            super::io_result(p.out(&t))?;
+        }
+    }
+    Ok(Exit::Ok)
+}
