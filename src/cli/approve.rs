@@ -29,7 +29,7 @@ pub struct ApproveArgs {
     /// How long the approval stays usable (never past the request's expiry).
     #[arg(long, default_value = "15m")]
     pub expires_in: String,
-    /// Who approves (recorded as urn:ctx:approver:<NAME>).
+    /// Who approves (recorded as `urn:ctx:approver:<NAME>`).
     #[arg(long, default_value = "local")]
     pub approver: String,
     /// Also write the approval here.

@@ -52,7 +52,7 @@ pub struct ReviewArgs {
     /// Recorded in the receipt (short; no payloads).
     #[arg(long, default_value = "")]
     pub reason: String,
-    /// Who reviews (recorded as urn:ctx:reviewer:<NAME>).
+    /// Who reviews (recorded as `urn:ctx:reviewer:<NAME>`).
     #[arg(long, default_value = "local")]
     pub reviewer: String,
     #[command(flatten)]
