@@ -11,6 +11,7 @@
     deny(clippy::print_stdout, clippy::print_stderr, clippy::dbg_macro)
 )]
 pub mod adapters;
+pub mod approvals;
 pub mod audit;
 pub mod bundle;
 pub mod canonical;
@@ -33,6 +34,7 @@ pub mod manifest;
 pub mod model;
 pub mod object;
 pub mod pattern;
+pub mod personal;
 pub mod private;
 pub mod provider;
 pub mod receipt;

@@ -22,8 +22,9 @@ pub struct ValidateOptions {
 }
 
 /// Extensions ctx itself defines under its `ctx.` namespace.
-pub const KNOWN_CTX_EXTENSIONS: [&str; 5] = [
+pub const KNOWN_CTX_EXTENSIONS: [&str; 6] = [
     "ctx.keys",
+    "ctx.personal",
     "ctx.private",
     "ctx.policy",
     "ctx.health",
