@@ -2,6 +2,8 @@
 //! Everything else lives in the `ctx_core` library; `cli` only parses and renders.
 
 mod cli;
+#[cfg(feature = "serve")]
+mod serve;
 
 use std::process::ExitCode;
 

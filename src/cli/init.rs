@@ -24,9 +24,19 @@ pub struct InitArgs {
     /// Take every default without asking.
     #[arg(long, short = 'y')]
     pub yes: bool,
-    /// Overwrite files that already exist.
+    /// Overwrite files that already exist (not with --template personal: a vault is never overwritten).
     #[arg(long)]
     pub force: bool,
+    /// `default` (a team repository with two roles) or `personal` (an encrypted personal
+    /// vault of seed 004's ten categories; see docs/personal.md).
+    #[arg(long, default_value = "default", value_parser = ["default", "personal"])]
+    pub template: String,
+    #[command(flatten)]
+    pub password: super::personal::PasswordArgs,
+    /// With --template personal: also encrypt every category to this age public key of
+    /// your own (recovery when the secret key is lost). Repeatable.
+    #[arg(long = "recovery-recipient", value_name = "AGE1...")]
+    pub recovery: Vec<String>,
 }
 
 fn slug(s: &str) -> String {
@@ -174,6 +184,9 @@ pub fn run(g: &Global, p: &Printer, args: &InitArgs) -> Result<Exit> {
     };
     let today = chrono::Utc::now().format("%Y-%m-%d").to_string();
     let name_yaml = serde_json::to_string(&name).expect("string");
+    if args.template == "personal" {
+        return personal(g, p, args, &dir, &id, &name_yaml);
+    }
     let mut report = String::new();
     for (rel, text) in template(&id, &name_yaml, &today) {
         let path = dir.join(rel);
@@ -206,4 +219,36 @@ fn display(dir: &Path, cwd: &Path) -> String {
         Ok(r) => r.display().to_string(),
         Err(_) => dir.display().to_string(),
     }
+}
+
+/// `--template personal`: the vault (manifest, sealed category descriptors, secret key).
+fn personal(g: &Global, p: &Printer, args: &InitArgs, dir: &Path, id: &str, name_yaml: &str) -> Result<Exit> {
+    if args.force {
+        return Err(Error::Usage("--force does not apply to --template personal: a vault is created in a new or empty folder".into()));
+    }
+    let password = args.password.read(true)?;
+    let c = ctx_core::personal::template::create(&ctx_core::personal::template::Options {
+        dir,
+        id,
+        name_yaml,
+        password: password.as_bytes(),
+        recovery: args.recovery.clone(),
+        now: &ctx_core::evidence::now(),
+        secret_key_file: None,
+    })?;
+    let shown = display(dir, &g.cwd);
+    let mut report = String::new();
+    for f in &c.files {
+        report.push_str(&format!("  created  {f}\n"));
+    }
+    report.push_str(&format!(
+        "Initialised personal vault `{id}` in {shown} (vault {})\n\
+         Secret key: {}\n  stored in {} (0600). Keep a copy offline: without it and your password\n  the vault cannot be opened (docs/personal.md).\n\
+         Next: ctx -C {shown} validate --strict\n      ctx -C {shown} serve\n",
+        c.vault,
+        c.secret_key.as_str(),
+        c.secret_key_file.display()
+    ));
+    super::io_result(p.out(&report))?;
+    Ok(Exit::Ok)
 }

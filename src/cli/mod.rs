@@ -2,6 +2,8 @@
 //! Every command returns an [`Exit`] or an [`Error`]; `main` maps them to a status.
 
 pub mod add;
+#[cfg(feature = "serve")]
+pub mod approvals;
 pub mod audit;
 pub mod completions;
 pub mod conflicts;
@@ -17,6 +19,7 @@ pub mod hook;
 pub mod init;
 pub mod keys;
 pub mod list;
+pub mod personal;
 pub mod printer;
 pub mod private;
 pub mod progress;
@@ -24,6 +27,8 @@ pub mod provider;
 pub mod resolve;
 pub mod schema;
 pub mod search;
+#[cfg(feature = "serve")]
+pub mod serve;
 pub mod sign;
 pub mod stale;
 pub mod supersede;
@@ -110,6 +115,12 @@ pub enum Command {
     Supersede(supersede::SupersedeArgs),
     /// Write the resolved context as AGENTS.md, CLAUDE.md or Cursor rules (with --check for CI).
     Export(export::ExportArgs),
+    /// Serve a personal vault's HTTP API on loopback (seed 004; docs/personal.md).
+    #[cfg(feature = "serve")]
+    Serve(serve::ServeArgs),
+    /// Answer a running `ctx serve`'s approval questions from another terminal.
+    #[cfg(feature = "serve")]
+    Approvals(approvals::ApprovalsArgs),
     /// Print a shell completion script.
     Completions(completions::CompletionsArgs),
     /// Write the man pages into a folder (how man/ is regenerated).
@@ -169,6 +180,10 @@ pub fn run(cli: Cli) -> Result<Exit> {
         Command::Add(a) => add::run(&g, &p, a),
         Command::Supersede(a) => supersede::run(&g, &p, a),
         Command::Export(a) => export::run(&g, &p, a),
+        #[cfg(feature = "serve")]
+        Command::Serve(a) => serve::run(&g, &p, a),
+        #[cfg(feature = "serve")]
+        Command::Approvals(a) => approvals::run(&g, &p, a),
         Command::Completions(a) => completions::run(&p, a),
         Command::GenerateMan(a) => completions::generate_man(&p, a),
     }

@@ -192,7 +192,8 @@ pub fn secret_key_text(subkey: &[u8; 32]) -> String {
 
 /// Every key an unlocked vault holds: the context key and what derives from it.
 pub struct VaultKeys {
-    context: Zeroizing<[u8; 32]>,
+    /// Boxed so the key stays at the address that was mlocked.
+    context: Box<Zeroizing<[u8; 32]>>,
     vault: String,
 }
 
@@ -204,7 +205,7 @@ impl VaultKeys {
         params: &KdfParams,
         vault: &str,
     ) -> Result<VaultKeys> {
-        let context = context_key(password, secret, params)?;
+        let context = Box::new(context_key(password, secret, params)?);
         lock_memory(&context[..]);
         Ok(VaultKeys {
             context,
@@ -236,6 +237,49 @@ impl VaultKeys {
             self.identity(p),
         )])
     }
+}
+
+/// Derive the keys and check them against the manifest (the derived `state` key is
+/// recorded there): a wrong password or secret key is an error, never other keys.
+pub fn unlock_keys(
+    cfg: &super::config::PersonalConfig,
+    password: &[u8],
+    secret: &SecretKey,
+) -> Result<VaultKeys> {
+    let k = VaultKeys::derive(password, secret, &cfg.kdf, &cfg.vault)?;
+    if k.recipient(Purpose::State) != cfg.state_recipient {
+        return Err(Error::Invalid("wrong password or secret key".into()));
+    }
+    Ok(k)
+}
+
+/// An age identity file holding the derived identities of `categories` (and, with
+/// `stores`, of the token store, audit log and archives), one commented key each.
+pub fn identity_file(
+    cfg: &super::config::PersonalConfig,
+    k: &VaultKeys,
+    categories: &[String],
+    stores: bool,
+) -> Zeroizing<String> {
+    let mut out = Zeroizing::new(format!(
+        "# Derived age identities of personal vault {} (ctx private export-identity).\n\
+         # Whoever holds these lines reads the vault: keep them off disk, or in a file only you can read.\n",
+        cfg.vault
+    ));
+    let mut add = |label: String, p: Purpose<'_>| {
+        out.push_str(&format!("# {label}: {}\n", k.recipient(p)));
+        out.push_str(&k.secret_text(p));
+        out.push('\n');
+    };
+    for c in categories {
+        add(format!("category {c}"), Purpose::Category(c));
+    }
+    if stores {
+        add("token store".into(), Purpose::State);
+        add("audit log".into(), Purpose::Audit);
+        add("archives".into(), Purpose::Archive);
+    }
+    out
 }
 
 /// Ask the OS to keep these pages out of swap (best effort; see docs/personal.md).

@@ -49,6 +49,9 @@ pub struct Vault {
     pub fields: BTreeMap<String, Field>,
     /// Field files that could not be opened (file and reason; never content).
     pub problems: Vec<String>,
+    /// The repository's write lock file, when fixed in advance (a confined server
+    /// cannot look for it); else [`crate::fs::RepoLock`] finds it.
+    pub write_lock: Option<std::path::PathBuf>,
 }
 
 /// A write to one field.
@@ -124,6 +127,7 @@ impl Vault {
             categories,
             fields: BTreeMap::new(),
             problems: Vec::new(),
+            write_lock: None,
         };
         for o in objects {
             let Some(cat) = o.origin.collection.clone() else {
@@ -246,7 +250,7 @@ impl Vault {
         let o = parse_object(&self.manifest, &rel, &sealed.text)?;
         let path = rel.to_path(self.root());
         {
-            let _lock = crate::fs::RepoLock::acquire(self.root()).map_err(|e| Error::io(self.root(), &e))?;
+            let _lock = self.hold()?;
             if let Some(parent) = path.parent() {
                 std::fs::create_dir_all(parent).map_err(|e| Error::io(parent, &e))?;
             }
@@ -266,7 +270,7 @@ impl Vault {
             .ok_or_else(|| Error::NotFound(format!("no field {id}")))?;
         let path = self.root().join(&f.object.origin.file);
         {
-            let _lock = crate::fs::RepoLock::acquire(self.root()).map_err(|e| Error::io(self.root(), &e))?;
+            let _lock = self.hold()?;
             std::fs::remove_file(&path).map_err(|e| Error::io(&path, &e))?;
             if let Some(dir) = path.parent() {
                 let _ = crate::fs::sync_dir(dir);
@@ -274,6 +278,18 @@ impl Vault {
         }
         self.fields.remove(id);
         Ok(())
+    }
+
+    /// Take the repository's write lock (held until the value is dropped).
+    fn hold(&self) -> Result<Box<dyn std::any::Any>> {
+        match &self.write_lock {
+            Some(p) => crate::fs::lock_file(p, Mode::RepositoryDefault)
+                .map(|f| Box::new(f) as Box<dyn std::any::Any>)
+                .map_err(|e| Error::io(p, &e)),
+            None => crate::fs::RepoLock::acquire(self.root())
+                .map(|l| Box::new(l) as Box<dyn std::any::Any>)
+                .map_err(|e| Error::io(self.root(), &e)),
+        }
     }
 
     /// The full document of every field (for export), in id order.

@@ -137,6 +137,8 @@ pub struct Options {
     pub approval_ttl: chrono::Duration,
     pub unlock_per_minute: u32,
     pub default_rates: Rates,
+    /// The repository's write lock file, fixed before the process is confined.
+    pub write_lock: Option<PathBuf>,
 }
 
 impl Default for Options {
@@ -146,6 +148,7 @@ impl Default for Options {
             approval_ttl: chrono::Duration::minutes(5),
             unlock_per_minute: 5,
             default_rates: Rates::default(),
+            write_lock: None,
         }
     }
 }
@@ -366,7 +369,10 @@ impl Service {
             false => Stored::default(),
         };
         let vault = match Vault::open(manifest, config, keys) {
-            Ok(v) => v,
+            Ok(mut v) => {
+                v.write_lock = self.options.write_lock.clone();
+                v
+            }
             Err(OpenError::WrongSecrets) => {
                 self.record(Entry::new(Action::Unlock, "user").denied().detail("wrong password or secret key"))?;
                 return Err(Refusal::Unauthenticated("wrong password or secret key".into()));
