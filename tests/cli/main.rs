@@ -58,7 +58,12 @@ mod private;
 mod private_checks;
 mod provider_state;
 mod readme;
+mod personal;
 mod resolve;
+mod serve_journey;
+mod serve_load;
+#[allow(dead_code)]
+mod serve_support;
 mod signing;
 mod sources;
 mod spec_musts;
