@@ -139,14 +139,14 @@ pub fn file_flag(g: &Global, root: &Path, f: &Path) -> Result<String> {
     Ok(rel.into())
 }
 
-/// The consumer writing, if `--agent`/`--role` was given.
+/// The consumer writing, if `--agent`/`--role` was given. Writes pass the policy
+/// gate like reads: no write while role or agent definitions have errors.
 pub fn writer(m: &Manifest, who: &ConsumerArgs) -> Result<Option<Consumer>> {
+    ctx_core::manifest::roles::require_sound(m)?;
     if who.agent.is_none() && who.role.is_empty() {
         return Ok(None);
     }
-    Consumer::from_flags(m, who.agent.as_deref(), &who.role)
-        .map(Some)
-        .map_err(Error::Usage)
+    Consumer::from_flags(m, who.agent.as_deref(), &who.role).map(Some)
 }
 
 /// Parse the planned file as the loader would, refusing on schema errors.

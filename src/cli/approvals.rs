@@ -61,9 +61,11 @@ fn server(g: &Global, url: Option<&str>) -> Result<Server> {
                     path.display()
                 ))
             })?;
-            let v: Value = serde_json::from_str(&text).map_err(|e| Error::Invalid(format!("{}: {e}", path.display())))?;
+            let v: Value = serde_json::from_str(&text)
+                .map_err(|e| Error::Invalid(format!("{}: {e}", path.display())))?;
             (
-                url.map(str::to_string).unwrap_or_else(|| v["url"].as_str().unwrap_or("").to_string()),
+                url.map(str::to_string)
+                    .unwrap_or_else(|| v["url"].as_str().unwrap_or("").to_string()),
                 v["control_token"].as_str().unwrap_or("").to_string(),
             )
         }
@@ -86,13 +88,18 @@ fn request(s: &Server, method: &str, path: &str, body: Option<&Value>) -> Result
         s.host, s.token
     );
     if body.is_some() {
-        req.push_str(&format!("Content-Type: application/json\r\nContent-Length: {}\r\n", payload.len()));
+        req.push_str(&format!(
+            "Content-Type: application/json\r\nContent-Length: {}\r\n",
+            payload.len()
+        ));
     }
     req.push_str("\r\n");
     req.push_str(&payload);
-    conn.write_all(req.as_bytes()).map_err(|e| Error::io(&s.host, &e))?;
+    conn.write_all(req.as_bytes())
+        .map_err(|e| Error::io(&s.host, &e))?;
     let mut raw = Vec::new();
-    conn.read_to_end(&mut raw).map_err(|e| Error::io(&s.host, &e))?;
+    conn.read_to_end(&mut raw)
+        .map_err(|e| Error::io(&s.host, &e))?;
     let text = String::from_utf8_lossy(&raw);
     let (head, body) = text.split_once("\r\n\r\n").unwrap_or((&text, ""));
     let status = head
@@ -100,8 +107,14 @@ fn request(s: &Server, method: &str, path: &str, body: Option<&Value>) -> Result
         .nth(1)
         .and_then(|c| c.parse().ok())
         .ok_or_else(|| Error::Invalid("ctx serve sent no HTTP status".into()))?;
-    let chunked = head.to_ascii_lowercase().contains("transfer-encoding: chunked");
-    let body = if chunked { dechunk(body) } else { body.to_string() };
+    let chunked = head
+        .to_ascii_lowercase()
+        .contains("transfer-encoding: chunked");
+    let body = if chunked {
+        dechunk(body)
+    } else {
+        body.to_string()
+    };
     Ok((status, serde_json::from_str(&body).unwrap_or(Value::Null)))
 }
 
@@ -120,7 +133,10 @@ fn dechunk(s: &str) -> String {
 }
 
 fn fail(status: u16, v: &Value) -> Error {
-    let msg = format!("ctx serve answered {status}: {}", v["error"].as_str().unwrap_or("no message"));
+    let msg = format!(
+        "ctx serve answered {status}: {}",
+        v["error"].as_str().unwrap_or("no message")
+    );
     if status == 404 {
         Error::NotFound(msg)
     } else {
@@ -143,13 +159,24 @@ pub fn run(g: &Global, p: &Printer, a: &ApprovalsArgs) -> Result<Exit> {
                 "no approvals waiting\n".to_string()
             } else {
                 list.iter()
-                    .map(|ap| format!("{} (until {})\n{}", ap["id"].as_str().unwrap_or("?"), ap["expires_at"].as_str().unwrap_or("?"), ap["prompt"].as_str().unwrap_or("")))
+                    .map(|ap| {
+                        format!(
+                            "{} (until {})\n{}",
+                            ap["id"].as_str().unwrap_or("?"),
+                            ap["expires_at"].as_str().unwrap_or("?"),
+                            ap["prompt"].as_str().unwrap_or("")
+                        )
+                    })
                     .collect::<Vec<_>>()
                     .join("\n")
             };
             super::io_result(p.out(&text))?;
         }
-        ApprovalsCommand::Approve { id, confirm, password_file } => {
+        ApprovalsCommand::Approve {
+            id,
+            confirm,
+            password_file,
+        } => {
             let confirm = match (confirm, password_file) {
                 (Some(c), _) => Some(c.clone()),
                 (None, Some(_)) => Some(
@@ -173,7 +200,12 @@ pub fn run(g: &Global, p: &Printer, a: &ApprovalsArgs) -> Result<Exit> {
             super::io_result(p.out(&format!("approved {id}\n")))?;
         }
         ApprovalsCommand::Deny { id } => {
-            let (status, v) = request(&s, "POST", &format!("/context/approvals/{id}"), Some(&json!({"decision": "deny"})))?;
+            let (status, v) = request(
+                &s,
+                "POST",
+                &format!("/context/approvals/{id}"),
+                Some(&json!({"decision": "deny"})),
+            )?;
             if status != 200 {
                 return Err(fail(status, &v));
             }

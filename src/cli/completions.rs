@@ -31,22 +31,27 @@ pub fn run(p: &Printer, a: &CompletionsArgs) -> Result<Exit> {
     Ok(Exit::Ok)
 }
 
-/// Every man page: `ctx.1` and one `ctx-<command>.1` per visible (sub)command.
+/// Every man page: `ctx.1` and one `ctx-<command>.1` per visible (sub)command,
+/// each with the EXAMPLES and FILES sections of [`super::manual`].
 pub fn man_pages() -> Vec<(String, Vec<u8>)> {
-    fn walk(cmd: clap::Command, out: &mut Vec<(String, Vec<u8>)>) {
+    fn walk(cmd: clap::Command, path: &mut Vec<String>, out: &mut Vec<(String, Vec<u8>)>) {
         for sub in cmd.get_subcommands().filter(|s| !s.is_hide_set()).cloned() {
-            walk(sub, out);
+            path.push(sub.get_name().to_string());
+            walk(sub, path, out);
+            path.pop();
         }
         let man = clap_mangen::Man::new(cmd);
         let mut buf = Vec::new();
         man.render(&mut buf)
             .expect("rendering to memory cannot fail");
-        out.push((man.get_filename(), buf));
+        let words: Vec<&str> = path.iter().map(String::as_str).collect();
+        let page = super::manual::add_sections(&String::from_utf8_lossy(&buf), &words);
+        out.push((man.get_filename(), page.into_bytes()));
     }
     let mut cmd = Cli::command().disable_help_subcommand(true);
     cmd.build();
     let mut out = Vec::new();
-    walk(cmd, &mut out);
+    walk(cmd, &mut Vec::new(), &mut out);
     out.sort();
     out
 }

@@ -1,16 +1,14 @@
 //! `ctx diff <id>@<v1> <id>@<v2>`: two objects, field by field.
 //! `ctx diff --rev A..B`: the repository at two git revisions (or one and the work tree).
 
-use std::fmt::Write as _;
-
 use clap::Args;
-use serde_json::{json, Value};
+use serde_json::json;
 
-use ctx_core::changes::{self, Highlight, RepoDiff};
+use ctx_core::changes;
 use ctx_core::error::{Error, Exit, Result};
 use ctx_core::git::Git;
 use ctx_core::load::Repo;
-use ctx_core::model::{Lifecycle, ObjectRef};
+use ctx_core::model::ObjectRef;
 
 use super::view::{self, ConsumerArgs};
 use super::{Global, Printer};
@@ -51,44 +49,32 @@ pub fn run(g: &Global, p: &Printer, a: &DiffArgs) -> Result<Exit> {
     })
 }
 
-/// The visible object `text` names: `id@version`, or the current version of `id`
-/// (other than `not`, so `diff p p@2` compares p's other version with p@2).
-fn pick(
-    repo: &Repo,
-    visible: &[(usize, Lifecycle)],
-    text: &str,
-    not: Option<usize>,
-) -> Result<usize> {
-    let want = ObjectRef::parse(text);
-    let mut hits: Vec<(usize, Lifecycle)> = visible
-        .iter()
-        .copied()
-        .filter(|(i, _)| {
-            let o = &repo.objects[*i];
-            o.id == want.id && (want.version.is_none() || o.version == want.version)
-        })
-        .collect();
-    hits.sort_by_key(|(i, s)| (*s != Lifecycle::Superseded, repo.objects[*i].version));
-    if want.version.is_none() && hits.len() > 1 {
-        hits.retain(|(i, _)| Some(*i) != not);
-    }
-    hits.last()
-        .map(|(i, _)| *i)
-        .ok_or_else(|| Error::NotFound(format!("no object `{text}` is visible here")))
-}
-
 fn objects(g: &Global, p: &Printer, a: &DiffArgs, x: &str, y: &str) -> Result<bool> {
     let repo = super::validate::load_repo(g, ctx_core::load::DEFAULT_MAX_FILE_SIZE)?;
-    let v = view::view(&repo, &a.who, chrono::Utc::now(), true)?;
-    let j = pick(&repo, &v.visible, y, None)?;
-    let i = pick(&repo, &v.visible, x, Some(j))?;
+    let v = view::open(&repo, &a.who, super::resolve::at_flag(None)?)?;
+    let missing = |t: &str| Error::NotFound(format!("no object `{t}` is visible here"));
+    let (rx, ry) = (ObjectRef::parse(x), ObjectRef::parse(y));
+    // `diff p p@2` compares p's other version with p@2.
+    let j = v.find(&ry, None).ok_or_else(|| missing(y))?;
+    let i = v.find(&rx, Some(j)).ok_or_else(|| missing(x))?;
     let j = if i == j {
-        pick(&repo, &v.visible, y, Some(i))?
+        v.find(&ry, Some(i)).ok_or_else(|| missing(y))?
     } else {
         j
     };
+    // Both sides as the consumer sees them: redacted values never reach the diff.
+    let shown = |k: usize, t: &str| {
+        v.document(k)
+            .map(|d| {
+                let mut f = d.fields;
+                f.remove("redacted");
+                f
+            })
+            .map_err(|w| Error::Invalid(format!("`{t}` is withheld: {}", w.detail)))
+    };
+    let (db, da) = (shown(i, x)?, shown(j, y)?);
+    let changes = changes::object_diff(&db, &da);
     let (ob, oa) = (&repo.objects[i], &repo.objects[j]);
-    let changes = changes::object_diff(&ob.fields(), &oa.fields());
     let (kb, ka) = (ob.key(), oa.key());
     let text = if a.format == "json" {
         ctx_core::bundle::render::json(&json!({
@@ -173,111 +159,22 @@ fn revisions(g: &Global, p: &Printer, a: &DiffArgs, rev: &str) -> Result<bool> {
             "work tree".to_string(),
         ),
     };
-    let now = chrono::Utc::now();
-    let vb = view::view(&before, &a.who, now, true)?;
-    let va = view::view(&after, &a.who, now, true)?;
-    let set = |v: &view::View, n: usize| {
-        let mut keep = vec![false; n];
-        for (i, _) in &v.visible {
-            keep[*i] = true;
-        }
-        keep
-    };
-    let (kb, ka) = (
-        set(&vb, before.objects.len()),
-        set(&va, after.objects.len()),
+    let now = super::resolve::at_flag(None)?;
+    let d = changes::repo_diff(
+        &view::open(&before, &a.who, now)?,
+        &view::open(&after, &a.who, now)?,
     );
-    let d = changes::repo_diff(&before, &after, &|i| kb[i], &|i| ka[i]);
     let label = format!(
         "{from} ({bname}) .. {} ({aname})",
         to.as_deref().unwrap_or("work tree")
     );
     let text = if a.format == "json" {
-        ctx_core::bundle::render::json(&rev_json(&d, &from, &bname, to.as_deref(), &aname))
+        ctx_core::bundle::render::json(&d.json(&from, &bname, to.as_deref(), &aname))
     } else {
-        rev_text(&d, &label, &after.manifest.id)
+        d.text(&label, &after.manifest.id)
     };
     super::io_result(p.out(&text))?;
     Ok(!d.is_empty())
-}
-
-fn highlight_text(h: &Highlight) -> String {
-    match h {
-        Highlight::Promotion { key, from, to } => {
-            format!("⚠ authority promoted: {key}  {from} → {to}")
-        }
-        Highlight::Classification {
-            key,
-            from,
-            to,
-            lowered,
-        } => format!(
-            "⚠ classification {}: {key}  {from} → {to}",
-            if *lowered { "lowered" } else { "raised" }
-        ),
-    }
-}
-
-fn rev_text(d: &RepoDiff, label: &str, ns: &str) -> String {
-    let mut out = format!("Context changes in {ns}: {label}\n\n");
-    if !d.highlights.is_empty() {
-        out.push_str("Governance:\n");
-        for h in &d.highlights {
-            let _ = writeln!(out, "  {}", highlight_text(h));
-        }
-        out.push('\n');
-    }
-    for (key, file) in &d.added {
-        let _ = writeln!(out, "+ {key}  (added)  {file}");
-    }
-    for (key, file) in &d.removed {
-        let _ = writeln!(out, "- {key}  (removed)  {file}");
-    }
-    for (key, changes) in &d.changed {
-        let _ = writeln!(out, "~ {key}  (changed)");
-        out.push_str(&changes::render_changes(changes, "    "));
-    }
-    let promotions = d
-        .highlights
-        .iter()
-        .filter(|h| matches!(h, Highlight::Promotion { .. }))
-        .count();
-    let _ = writeln!(
-        out,
-        "\n{} added, {} removed, {} changed; {} authority promotion(s), {} classification change(s)",
-        d.added.len(),
-        d.removed.len(),
-        d.changed.len(),
-        promotions,
-        d.highlights.len() - promotions
-    );
-    out
-}
-
-fn rev_json(d: &RepoDiff, from: &str, bname: &str, to: Option<&str>, aname: &str) -> Value {
-    let highlights: Vec<Value> = d
-        .highlights
-        .iter()
-        .map(|h| match h {
-            Highlight::Promotion { key, from, to } => {
-                json!({"kind": "authority-promotion", "id": key, "from": from, "to": to})
-            }
-            Highlight::Classification {
-                key,
-                from,
-                to,
-                lowered,
-            } => json!({"kind": "classification-change", "id": key, "from": from, "to": to, "lowered": lowered}),
-        })
-        .collect();
-    json!({
-        "from": {"rev": from, "commit": bname},
-        "to": {"rev": to, "commit": if to.is_some() { Value::from(aname) } else { Value::Null }},
-        "added": d.added.iter().map(|(k, f)| json!({"id": k, "file": f})).collect::<Vec<_>>(),
-        "removed": d.removed.iter().map(|(k, f)| json!({"id": k, "file": f})).collect::<Vec<_>>(),
-        "changed": d.changed.iter().map(|(k, c)| json!({"id": k, "changes": changes::changes_json(c)})).collect::<Vec<_>>(),
-        "highlights": highlights,
-    })
 }
 
 #[cfg(test)]

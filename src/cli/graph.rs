@@ -32,17 +32,12 @@ pub struct GraphArgs {
 
 pub fn run(g: &Global, p: &Printer, a: &GraphArgs) -> Result<Exit> {
     let repo = super::validate::load_repo(g, ctx_core::load::DEFAULT_MAX_FILE_SIZE)?;
-    // Superseded versions stay: the graph shows history too.
-    let v = view::view(&repo, &a.who, chrono::Utc::now(), true)?;
-    let mut keep = vec![false; repo.objects.len()];
-    for (i, _) in &v.visible {
-        keep[*i] = true;
-    }
+    let v = view::open(&repo, &a.who, super::resolve::at_flag(None)?)?;
     let opts = Options {
         owners: a.owners,
         sources: a.sources,
     };
-    let mut gr = graph::build(&repo, &|i| keep[i], opts);
+    let mut gr = graph::build(&v, opts);
     if let Some(root) = &a.root {
         let roots = gr.find(root);
         if roots.is_empty() {

@@ -8,7 +8,6 @@ use serde_json::{json, Value};
 
 use ctx_core::error::{Error, Exit, Result};
 use ctx_core::git::Git;
-use ctx_core::validate::{supersession, Index};
 
 use super::view::{self, ConsumerArgs};
 use super::{Global, Printer};
@@ -30,13 +29,11 @@ pub struct HistoryArgs {
 pub fn run(g: &Global, p: &Printer, a: &HistoryArgs) -> Result<Exit> {
     let repo = super::validate::load_repo(g, ctx_core::load::DEFAULT_MAX_FILE_SIZE)?;
     let at = super::resolve::at_flag(a.at.as_deref())?;
-    let v = view::view(&repo, &a.who, at, true)?;
-    let sup = supersession::analyse(&Index::new(&repo.objects));
+    let v = view::open(&repo, &a.who, at)?;
     // Objects are sorted by id, then version: the visible ones of this id, oldest first.
     let versions: Vec<(usize, ctx_core::model::Lifecycle)> = v
-        .visible
-        .iter()
-        .copied()
+        .visible(true)
+        .into_iter()
         .filter(|(i, _)| repo.objects[*i].id == a.id)
         .collect();
     if versions.is_empty() {
@@ -76,7 +73,8 @@ pub fn run(g: &Global, p: &Printer, a: &HistoryArgs) -> Result<Exit> {
                 "updated": o.meta.updated.map(|t| ctx_core::time::format(&t)),
                 "file": o.origin.file,
                 "supersedes": o.meta.supersedes.iter().map(|r| r.to_string()).collect::<Vec<_>>(),
-                "superseded_by": sup.successor.get(&i).map(|&s| repo.objects[s].key()),
+                // Only a successor this consumer may see is named.
+                "superseded_by": v.successor(i).map(|s| repo.objects[s].key()),
             })
         })
         .collect();

@@ -37,6 +37,15 @@ pub struct InitArgs {
     /// your own (recovery when the secret key is lost). Repeatable.
     #[arg(long = "recovery-recipient", value_name = "AGE1...")]
     pub recovery: Vec<String>,
+    /// Also write a CI workflow that checks the repository with a released ctx binary.
+    #[arg(long, value_enum, value_name = "SYSTEM")]
+    pub ci: Option<CiSystem>,
+}
+
+#[derive(Debug, Clone, Copy, clap::ValueEnum)]
+pub enum CiSystem {
+    /// GitHub Actions: .github/workflows/context.yml using ctx's action.yml.
+    Github,
 }
 
 fn slug(s: &str) -> String {
@@ -129,7 +138,7 @@ provenance:
                extra: &str,
                body: &str| {
         format!(
-            "---\nid: {id}\ntype: {ty}\nlayer: {layer}\ntitle: {title}\nauthority: canonical\nowner: {owner}\nupdated: {today}T00:00:00Z\nclassification: internal\ncanonical_source: true\n{extra}---\n\n{body}\n"
+            "---\nid: {id}\ntype: {ty}\nlayer: {layer}\ntitle: {title}\nauthority: canonical\nowner: {owner}\nclassification: internal\nupdated: {today}T00:00:00Z\ncanonical_source: true\n{extra}---\n\n{body}\n"
         )
     };
     vec![
@@ -144,12 +153,12 @@ provenance:
         ),
         (
             "context/policies/internal/escalation.md",
-            obj("policies.internal.escalation", "policy", "L3", "Escalation thresholds", "leads", "classification: confidential\n", "Refunds above 1,000 need a lead's approval.")
-                .replacen("classification: internal\n", "", 1),
+            obj("policies.internal.escalation", "policy", "L3", "Escalation thresholds", "leads", "", "Refunds above 1,000 need a lead's approval.")
+                .replacen("classification: internal\n", "classification: confidential\n", 1),
         ),
         (
             "context/procedures/refund.md",
-            obj("procedures.refund", "procedure", "L4", "How to process a refund", "support", "tags: [refunds]\nreferences: [policies.refunds]\n", "1. Check the purchase date.\n2. Apply the refund policy.\n3. Record the outcome on the ticket."),
+            obj("procedures.refund", "procedure", "L4", "How to process a refund", "support", "references: [policies.refunds]\ntags: [refunds]\n", "1. Check the purchase date.\n2. Apply the refund policy.\n3. Record the outcome on the ticket."),
         ),
     ]
 }
@@ -205,6 +214,21 @@ pub fn run(g: &Global, p: &Printer, args: &InitArgs) -> Result<Exit> {
             if exists { "replaced" } else { "created " }
         ));
     }
+    if let Some(CiSystem::Github) = args.ci {
+        let (path, text) = ctx_core::ci::github_workflow_file(&dir, env!("CARGO_PKG_VERSION"));
+        let rel = display(&path, &g.cwd);
+        if path.exists() && !args.force {
+            report.push_str(&format!("  kept     {rel} (exists; --force replaces it)\n"));
+        } else {
+            std::fs::create_dir_all(path.parent().expect("a workflow folder"))
+                .map_err(|e| Error::io(&path, &e))?;
+            let existed = path.exists();
+            ctx_core::fs::write_atomic(&path, text.as_bytes(), Mode::Preserve, Existing::Replace)
+                .map_err(|e| Error::io(&path, &e))?;
+            let verb = if existed { "replaced" } else { "created " };
+            report.push_str(&format!("  {verb}  {rel}\n"));
+        }
+    }
     let shown = display(&dir, &g.cwd);
     report.push_str(&format!(
         "Initialised OpenContext repository `{id}` in {shown}\nNext: ctx -C {shown} validate --strict\n      ctx -C {shown} resolve --role support --task \"refund\" --explain\n"
@@ -222,7 +246,14 @@ fn display(dir: &Path, cwd: &Path) -> String {
 }
 
 /// `--template personal`: the vault (manifest, sealed category descriptors, secret key).
-fn personal(g: &Global, p: &Printer, args: &InitArgs, dir: &Path, id: &str, name_yaml: &str) -> Result<Exit> {
+fn personal(
+    g: &Global,
+    p: &Printer,
+    args: &InitArgs,
+    dir: &Path,
+    id: &str,
+    name_yaml: &str,
+) -> Result<Exit> {
     if args.force {
         return Err(Error::Usage("--force does not apply to --template personal: a vault is created in a new or empty folder".into()));
     }

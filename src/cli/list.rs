@@ -1,4 +1,5 @@
-//! `ctx list`: the objects a consumer may see, filtered; out-of-scope objects never appear.
+//! `ctx list`: the objects a consumer may see (the library's authorized view decides),
+//! filtered; out-of-scope and withheld objects never appear.
 
 use clap::Args;
 use serde_json::{json, Value};
@@ -37,11 +38,11 @@ pub struct ListArgs {
 pub fn run(g: &Global, p: &Printer, a: &ListArgs) -> Result<Exit> {
     let repo = super::validate::load_repo(g, ctx_core::load::DEFAULT_MAX_FILE_SIZE)?;
     let at = super::resolve::at_flag(a.at.as_deref())?;
-    let v = view::view(&repo, &a.who, at, a.include_historical)?;
+    let v = view::open(&repo, &a.who, at)?;
     let rows: Vec<Value> = v
-        .visible
-        .iter()
-        .filter_map(|&(i, state)| {
+        .visible(a.include_historical)
+        .into_iter()
+        .filter_map(|(i, state)| {
             let o = &repo.objects[i];
             let keep = a.kind.as_deref().is_none_or(|t| o.kind() == t)
                 && a.layer.as_deref().is_none_or(|l| o.meta.layer.as_deref() == Some(l))

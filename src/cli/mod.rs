@@ -12,6 +12,7 @@ pub mod diff;
 pub mod doctor;
 pub mod export;
 pub mod findings;
+pub mod fmt;
 pub mod get;
 pub mod graph;
 pub mod history;
@@ -19,11 +20,13 @@ pub mod hook;
 pub mod init;
 pub mod keys;
 pub mod list;
+mod manual;
 pub mod personal;
 pub mod printer;
 pub mod private;
 pub mod progress;
 pub mod provider;
+pub mod redaction;
 pub mod resolve;
 pub mod schema;
 pub mod search;
@@ -121,6 +124,11 @@ pub enum Command {
     /// Answer a running `ctx serve`'s approval questions from another terminal.
     #[cfg(feature = "serve")]
     Approvals(approvals::ApprovalsArgs),
+    /// Create the repository's redaction key (the secret that keys `mode: hash`).
+    RedactionKey(redaction::RedactionKeyArgs),
+    /// Rewrite object files into canonical form (key order, RFC 3339 timestamps, quoting).
+    #[command(long_about = fmt::long_about())]
+    Fmt(fmt::FmtArgs),
     /// Print a shell completion script.
     Completions(completions::CompletionsArgs),
     /// Write the man pages into a folder (how man/ is regenerated).
@@ -184,6 +192,8 @@ pub fn run(cli: Cli) -> Result<Exit> {
         Command::Serve(a) => serve::run(&g, &p, a),
         #[cfg(feature = "serve")]
         Command::Approvals(a) => approvals::run(&g, &p, a),
+        Command::RedactionKey(a) => redaction::run(&g, &p, a),
+        Command::Fmt(a) => fmt::run(&g, &p, a),
         Command::Completions(a) => completions::run(&p, a),
         Command::GenerateMan(a) => completions::generate_man(&p, a),
     }

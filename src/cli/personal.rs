@@ -29,7 +29,10 @@ impl PasswordArgs {
             let text = Zeroizing::new(std::fs::read_to_string(f).map_err(|e| Error::io(f, &e))?);
             let line = Zeroizing::new(text.lines().next().unwrap_or("").to_string());
             if line.is_empty() {
-                return Err(Error::Usage(format!("{}: the first line (the password) is empty", f.display())));
+                return Err(Error::Usage(format!(
+                    "{}: the first line (the password) is empty",
+                    f.display()
+                )));
             }
             return Ok(line);
         }
@@ -40,14 +43,16 @@ impl PasswordArgs {
             ));
         }
         let p = Zeroizing::new(
-            rpassword::prompt_password("Profile password: ").map_err(|e| Error::io("terminal", &e))?,
+            rpassword::prompt_password("Profile password: ")
+                .map_err(|e| Error::io("terminal", &e))?,
         );
         if p.is_empty() {
             return Err(Error::Usage("the profile password cannot be empty".into()));
         }
         if confirm {
             let again = Zeroizing::new(
-                rpassword::prompt_password("Repeat the password: ").map_err(|e| Error::io("terminal", &e))?,
+                rpassword::prompt_password("Repeat the password: ")
+                    .map_err(|e| Error::io("terminal", &e))?,
             );
             if again.as_str() != p.as_str() {
                 return Err(Error::Usage("the passwords differ".into()));
@@ -89,7 +94,11 @@ pub fn export_identity(g: &Global, p: &Printer, a: &ExportIdentityArgs) -> Resul
         if !cfg.categories.contains_key(c) {
             return Err(Error::Usage(format!(
                 "no category `{c}` in this vault (categories: {})",
-                cfg.categories.keys().cloned().collect::<Vec<_>>().join(", ")
+                cfg.categories
+                    .keys()
+                    .cloned()
+                    .collect::<Vec<_>>()
+                    .join(", ")
             )));
         }
     }

@@ -4,12 +4,10 @@ use std::path::PathBuf;
 
 use clap::{Args, ValueEnum};
 
-use ctx_core::adapters::AdapterOptions;
-use ctx_core::bundle::{self, explain, render};
+use ctx_core::bundle::{explain, render};
 use ctx_core::error::{Error, Exit, Result};
-use ctx_core::load::Repo;
-use ctx_core::pattern::Pattern;
-use ctx_core::resolve::{self, Consumer, Request, Resolution};
+use ctx_core::resolve::{self, ResolveOptions};
+use ctx_core::view::Who;
 
 use super::sign::Product;
 use super::{Global, Printer};
@@ -56,6 +54,10 @@ pub struct ResolveArgs {
     /// Write to this file (atomically) instead of stdout.
     #[arg(long, short = 'o')]
     pub output: Option<PathBuf>,
+    /// Permit --output inside the repository when the bundle holds decrypted private
+    /// content (the file is then kept out of git; a tracked file is still refused).
+    #[arg(long)]
+    pub allow_private_output: bool,
     #[command(flatten)]
     pub sign: super::sign::SignArgs,
     /// age identity for private collections (repeatable; default: $CTX_AGE_IDENTITY,
@@ -74,40 +76,21 @@ pub fn at_flag(at: Option<&str>) -> Result<ctx_core::time::Instant> {
     }
 }
 
-/// Build the request from flags (shared by resolve, bundle and export).
-pub fn request(g: &Global, repo: &Repo, a: &ResolveArgs) -> Result<Request> {
-    let consumer =
-        Consumer::from_flags(&repo.manifest, a.agent.as_deref(), &a.role).map_err(Error::Usage)?;
-    let include = a
-        .include
-        .iter()
-        .map(|p| {
-            Pattern::parse(p)
-                .map_err(|e| Error::Usage(format!("--include `{}`: {}", e.pattern, e.reason)))
-        })
-        .collect::<Result<Vec<_>>>()?;
-    if let Some(min) = a.min_relevance {
-        if !min.is_finite() || min < 0.0 {
-            return Err(Error::Usage(format!(
-                "--min-relevance must be a non-negative number, got {min}"
-            )));
-        }
-    }
-    Ok(Request {
-        consumer,
-        task: a.task.clone().filter(|t| !t.trim().is_empty()),
+/// The library's plain resolve options from the flags.
+pub fn options(g: &Global, a: &ResolveArgs) -> Result<ResolveOptions> {
+    Ok(ResolveOptions {
+        who: Who {
+            agent: a.agent.clone(),
+            roles: a.role.clone(),
+        },
+        task: a.task.clone(),
         at: at_flag(a.at.as_deref())?,
         include_historical: a.include_historical,
         limit: a.limit,
         min_relevance: a.min_relevance,
-        include,
-        adapters: AdapterOptions {
-            offline: g.offline,
-            ..AdapterOptions::default()
-        },
-        identities: ctx_core::private::Keyring::discover(&a.identity)
-            .map_err(Error::Usage)?
-            .map(std::sync::Arc::new),
+        include: a.include.clone(),
+        offline: g.offline,
+        identities: a.identity.clone(),
     })
 }
 
@@ -132,22 +115,20 @@ impl NanoZero for chrono::DateTime<chrono::Utc> {
     }
 }
 
-/// Resolve and compile: the shared core of resolve, bundle and export.
-pub fn resolve_bundle(
-    g: &Global,
-    a: &ResolveArgs,
-) -> Result<(Repo, Resolution, serde_json::Value)> {
-    let repo = super::validate::load_repo(g, ctx_core::load::DEFAULT_MAX_FILE_SIZE)?;
-    let req = request(g, &repo, a)?;
-    let resolution = resolve::resolve(&repo, req).map_err(Error::Usage)?;
-    let mut resolution = resolution;
-    let bundle = bundle::compile(&repo, &mut resolution, &generated_at());
-    Ok((repo, resolution, bundle))
-}
-
 pub fn run(g: &Global, p: &Printer, a: &ResolveArgs, always_bundle: bool) -> Result<Exit> {
     let started_at = super::sign::now();
-    let (repo, resolution, bundle) = resolve_bundle(g, a)?;
+    let repo = super::validate::load_repo(g, ctx_core::load::DEFAULT_MAX_FILE_SIZE)?;
+    let (resolution, bundle) = resolve::bundle(&repo, &options(g, a)?, &generated_at())?;
+    let out = super::printer::output_file(a.output.as_deref());
+    // Decrypted private content stays out of the work tree unless explicitly allowed.
+    if let (Some(o), true) = (out, resolution.holds_private()) {
+        ctx_core::view::output::check_private_output(
+            &repo.manifest,
+            &g.cwd.join(o),
+            a.allow_private_output,
+            true,
+        )?;
+    }
     let data;
     let product = match (a.explain && !always_bundle, a.format) {
         (true, None) => Product::Text(explain::text(&repo, &resolution, &bundle)),
@@ -170,7 +151,7 @@ pub fn run(g: &Global, p: &Printer, a: &ResolveArgs, always_bundle: bool) -> Res
     };
     // The product and its evidence (audit events, receipt) appear together or not at all.
     super::sign::emit(p, &repo, a, &bundle, &product, always_bundle, &started_at)?;
-    if let Some(out) = super::printer::output_file(a.output.as_deref()) {
+    if let Some(out) = out {
         let _ = p.err(&format!(
             "wrote {} ({})\n",
             out.display(),

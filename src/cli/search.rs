@@ -1,5 +1,5 @@
-//! `ctx search <query>`: lexical search over what the consumer may read.
-//! Authorization runs first, so results never reveal a denied object.
+//! `ctx search <query>`: lexical search over what the consumer may read, as the
+//! library's authorized view shows it (denied objects and redacted values never match).
 
 use clap::Args;
 use serde_json::{json, Value};
@@ -7,7 +7,6 @@ use serde_json::{json, Value};
 use ctx_core::bundle::render;
 use ctx_core::error::{Exit, Result};
 use ctx_core::evidence::Record;
-use ctx_core::resolve::rank;
 
 use super::view::{self, ConsumerArgs};
 use super::{Global, Printer};
@@ -27,34 +26,14 @@ pub struct SearchArgs {
 
 pub fn run(g: &Global, p: &Printer, a: &SearchArgs) -> Result<Exit> {
     let repo = super::validate::load_repo(g, ctx_core::load::DEFAULT_MAX_FILE_SIZE)?;
-    let v = view::view(&repo, &a.who, chrono::Utc::now(), false)?;
-    let candidates: Vec<usize> = v
-        .visible
-        .iter()
-        .map(|(i, _)| *i)
-        .filter(|&i| {
-            a.kind
-                .as_deref()
-                .is_none_or(|t| repo.objects[i].kind() == t)
-        })
-        .collect();
-    let scores = rank::scores(&repo.objects, &candidates, Some(&a.query));
-    let mut hits: Vec<(usize, f64)> = candidates
-        .into_iter()
-        .zip(scores)
-        .filter(|(_, s)| *s > 0.0)
-        .collect();
-    hits.sort_by(|x, y| {
-        y.1.partial_cmp(&x.1)
-            .unwrap_or(std::cmp::Ordering::Equal)
-            .then(repo.objects[x.0].id.cmp(&repo.objects[y.0].id))
-    });
-    hits.truncate(a.limit);
+    let v = view::open(&repo, &a.who, super::resolve::at_flag(None)?)?;
+    let kind = a.kind.as_deref();
+    let hits = v.search(&a.query, &|o| kind.is_none_or(|t| o.kind() == t), a.limit);
     let rows: Vec<Value> = hits
         .iter()
-        .map(|&(i, s)| {
-            let o = &repo.objects[i];
-            json!({"id": o.id, "version": o.version, "score": s, "type": o.kind(), "title": o.title()})
+        .map(|h| {
+            let o = &repo.objects[h.index];
+            json!({"id": o.id, "version": o.version, "score": h.score, "type": o.kind(), "title": o.title()})
         })
         .collect();
     ctx_core::evidence::record(
@@ -62,7 +41,7 @@ pub fn run(g: &Global, p: &Printer, a: &SearchArgs) -> Result<Exit> {
         Record::search(
             a.who.agent.as_deref(),
             &a.who.role,
-            hits.iter().map(|&(i, _)| repo.objects[i].id.clone()),
+            hits.iter().map(|h| repo.objects[h.index].id.clone()),
         ),
     )?;
     let text = match a.format.as_str() {

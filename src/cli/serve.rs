@@ -37,7 +37,11 @@ fn duration(flag: &str, v: &Option<String>) -> Result<Option<Duration>> {
             ctx_core::time::parse_duration(s)
                 .and_then(|d| d.to_std().ok())
                 .filter(|d| !d.is_zero())
-                .ok_or_else(|| Error::Usage(format!("{flag}: expected a duration such as 30m or 90s, found `{s}`")))
+                .ok_or_else(|| {
+                    Error::Usage(format!(
+                        "{flag}: expected a duration such as 30m or 90s, found `{s}`"
+                    ))
+                })
         })
         .transpose()
 }
@@ -53,10 +57,12 @@ pub fn run(g: &Global, p: &Printer, a: &ServeArgs) -> Result<Exit> {
         super::io_result(p.out(&text))?;
         return Ok(Exit::Ok);
     }
-    let listen: SocketAddr = a
-        .listen
-        .parse()
-        .map_err(|_| Error::Usage(format!("--listen: expected an address such as 127.0.0.1:7200, found `{}`", a.listen)))?;
+    let listen: SocketAddr = a.listen.parse().map_err(|_| {
+        Error::Usage(format!(
+            "--listen: expected an address such as 127.0.0.1:7200, found `{}`",
+            a.listen
+        ))
+    })?;
     use std::io::IsTerminal;
     crate::serve::run(crate::serve::Config {
         manifest,

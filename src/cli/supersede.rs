@@ -8,11 +8,12 @@ use serde_json::{Map, Value};
 
 use ctx_core::error::{Error, Exit, Result};
 use ctx_core::evidence::{Record, WriteKind};
+use ctx_core::load::Repo;
 use ctx_core::manifest::Manifest;
 use ctx_core::model::{ObjectRef, Status};
 use ctx_core::object::{ContextObject, Format};
-use ctx_core::resolve::authorize::{authorize, Principals};
-use ctx_core::validate::{supersession, Index};
+use ctx_core::validate::Index;
+use ctx_core::view::View;
 use ctx_core::write::{self, emit, FileWrite};
 
 use super::add::{self, WriteArgs};
@@ -101,9 +102,11 @@ pub fn run(g: &Global, p: &Printer, a: &SupersedeArgs) -> Result<Exit> {
     let repo = super::validate::load_repo(g, ctx_core::load::DEFAULT_MAX_FILE_SIZE)?;
     let m = &repo.manifest;
     let consumer = add::writer(m, &w.who)?;
+    // What the writer may read, and sees, is the library's authorized view.
+    let v = super::view::open(&repo, &w.who, super::resolve::at_flag(None)?)?;
     let want = ObjectRef::parse(&a.id);
     let idx = Index::new(&repo.objects);
-    let sup = supersession::analyse(&idx);
+    let sup = v.supersession();
     let all: Vec<usize> = idx.resolve(&ObjectRef {
         id: want.id.clone(),
         version: None,
@@ -115,19 +118,7 @@ pub fn run(g: &Global, p: &Printer, a: &SupersedeArgs) -> Result<Exit> {
         .filter(|&i| want.version.is_none() || repo.objects[i].version == want.version)
         .collect();
     // A consumer that may not read the object is told it does not exist.
-    let readable = |i: usize| match &consumer {
-        None => true,
-        Some(c) => roles_scope(m, c).is_some_and(|s| {
-            authorize(
-                &repo.objects[i],
-                &Principals {
-                    consumer: &c.id,
-                    scope: &s,
-                },
-            )
-            .is_ok()
-        }),
-    };
+    let readable = |i: usize| v.authorize(i).is_ok();
     let Some(&prev_i) = active
         .iter()
         .filter(|&&i| readable(i))
@@ -239,6 +230,12 @@ pub fn run(g: &Global, p: &Printer, a: &SupersedeArgs) -> Result<Exit> {
         want.id,
         targets.join(", ")
     );
+    if w.dry_run && consumer.is_some() {
+        // A consumer's dry run shows the files as that consumer may see them.
+        let pv = super::view::open(&planned, &w.who, v.at())?;
+        let shown = shown_writes(&pv, &planned, &writes);
+        return add::finish(p, Path::new(&m.root), &shown, true, &summary);
+    }
     let audited = (!w.dry_run).then(|| {
         Record::write(
             w.who.agent.as_deref(),
@@ -258,11 +255,33 @@ pub fn run(g: &Global, p: &Printer, a: &SupersedeArgs) -> Result<Exit> {
     })
 }
 
-fn roles_scope(
-    m: &Manifest,
-    c: &ctx_core::resolve::Consumer,
-) -> Option<ctx_core::manifest::roles::Scope> {
-    ctx_core::manifest::roles::scope(m, &c.roles).ok()
+/// Planned files as a consumer's view shows them: content it may not see is redacted
+/// (or withheld); files whose object it sees whole are shown byte for byte.
+fn shown_writes(v: &View<'_>, planned: &Repo, writes: &[FileWrite]) -> Vec<FileWrite> {
+    writes
+        .iter()
+        .map(|w| {
+            let Some(i) = planned.objects.iter().position(|o| o.origin.file == w.rel) else {
+                return w.clone();
+            };
+            let o = &planned.objects[i];
+            let content = match v.inline_content(i) {
+                Ok(s) if s.redacted.is_empty() => return w.clone(),
+                Ok(s) => s.content.map(|c| c.into_owned()),
+                Err(why) => Some(Value::from(format!("(content not shown: {})", why.detail))),
+            };
+            let fields: Map<String, Value> = o
+                .fields()
+                .into_iter()
+                .filter(|(k, _)| k != "content" && !o.supplied(k))
+                .collect();
+            FileWrite {
+                rel: w.rel.clone(),
+                bytes: emit::document(o.origin.format, &fields, content.as_ref()).into_bytes(),
+                replaces: w.replaces.clone(),
+            }
+        })
+        .collect()
 }
 
 #[cfg(test)]

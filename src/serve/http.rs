@@ -28,9 +28,13 @@ pub struct App {
 
 fn render(r: Reply) -> Response {
     let mut resp = Response::new(Body::from(r.body.as_bytes().to_vec()));
-    *resp.status_mut() = StatusCode::from_u16(r.status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+    *resp.status_mut() =
+        StatusCode::from_u16(r.status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
     let h = resp.headers_mut();
-    h.insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    h.insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/json"),
+    );
     h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
     for (k, v) in r.headers {
         if let Ok(v) = HeaderValue::from_str(&v) {
@@ -43,7 +47,9 @@ fn render(r: Reply) -> Response {
 fn bearer(h: &HeaderMap) -> Option<String> {
     let v = h.get(header::AUTHORIZATION)?.to_str().ok()?;
     let (scheme, token) = v.split_once(' ')?;
-    scheme.eq_ignore_ascii_case("bearer").then(|| token.trim().to_string())
+    scheme
+        .eq_ignore_ascii_case("bearer")
+        .then(|| token.trim().to_string())
 }
 
 fn query(q: Option<String>) -> Vec<(String, String)> {
@@ -66,7 +72,8 @@ fn decode(s: &str) -> String {
         match b[i] {
             b'+' => out.push(b' '),
             b'%' if i + 2 < b.len() => {
-                match u8::from_str_radix(std::str::from_utf8(&b[i + 1..i + 3]).unwrap_or("zz"), 16) {
+                match u8::from_str_radix(std::str::from_utf8(&b[i + 1..i + 3]).unwrap_or("zz"), 16)
+                {
                     Ok(v) => {
                         out.push(v);
                         i += 2;
@@ -87,8 +94,15 @@ async fn json_body(headers: &HeaderMap, body: Body, limit: usize) -> Result<Valu
         .get(header::CONTENT_TYPE)
         .and_then(|v| v.to_str().ok())
         .unwrap_or("");
-    let media = ct.split(';').next().unwrap_or("").trim().to_ascii_lowercase();
-    if media != "application/json" && !(media.starts_with("application/") && media.ends_with("+json")) {
+    let media = ct
+        .split(';')
+        .next()
+        .unwrap_or("")
+        .trim()
+        .to_ascii_lowercase();
+    if media != "application/json"
+        && !(media.starts_with("application/") && media.ends_with("+json"))
+    {
         return Err(Reply::error(
             415,
             "send the body as Content-Type: application/json",
@@ -96,12 +110,25 @@ async fn json_body(headers: &HeaderMap, body: Body, limit: usize) -> Result<Valu
         ));
     }
     let bytes = axum::body::to_bytes(body, limit).await.map_err(|_| {
-        Reply::error(413, &format!("the body is larger than {limit} bytes"), "payload_too_large")
+        Reply::error(
+            413,
+            &format!("the body is larger than {limit} bytes"),
+            "payload_too_large",
+        )
     })?;
-    let v: Value = serde_json::from_slice(&bytes)
-        .map_err(|e| Reply::error(400, &format!("the body is not valid JSON: {}", e.classify_text()), "invalid_request"))?;
+    let v: Value = serde_json::from_slice(&bytes).map_err(|e| {
+        Reply::error(
+            400,
+            &format!("the body is not valid JSON: {}", e.classify_text()),
+            "invalid_request",
+        )
+    })?;
     if !v.is_object() {
-        return Err(Reply::error(400, "the body must be a JSON object", "invalid_request"));
+        return Err(Reply::error(
+            400,
+            "the body must be a JSON object",
+            "invalid_request",
+        ));
     }
     Ok(v)
 }
@@ -113,8 +140,13 @@ trait Classify {
 impl Classify for serde_json::Error {
     /// Line and column only: a parse error never quotes the body.
     fn classify_text(&self) -> String {
-        format!("{:?} error at line {} column {}", self.classify(), self.line(), self.column())
-            .to_lowercase()
+        format!(
+            "{:?} error at line {} column {}",
+            self.classify(),
+            self.line(),
+            self.column()
+        )
+        .to_lowercase()
     }
 }
 
@@ -161,7 +193,10 @@ async fn status(State(app): State<App>) -> Response {
 }
 
 async fn unlock(State(app): State<App>, headers: HeaderMap, body: Body) -> Response {
-    with_body(app, headers, body, MAX_SMALL_BODY, |s, _, v| f::unlock(s, v)).await
+    with_body(app, headers, body, MAX_SMALL_BODY, |s, _, v| {
+        f::unlock(s, v)
+    })
+    .await
 }
 
 async fn get_field(State(app): State<App>, headers: HeaderMap, Path(id): Path<String>) -> Response {
@@ -169,16 +204,32 @@ async fn get_field(State(app): State<App>, headers: HeaderMap, Path(id): Path<St
     call(move || f::get_field(&app.svc, b.as_deref(), &id)).await
 }
 
-async fn put_field(State(app): State<App>, headers: HeaderMap, Path(id): Path<String>, body: Body) -> Response {
-    with_body(app, headers, body, MAX_SMALL_BODY, move |s, b, v| f::put_field(s, b, &id, v)).await
+async fn put_field(
+    State(app): State<App>,
+    headers: HeaderMap,
+    Path(id): Path<String>,
+    body: Body,
+) -> Response {
+    with_body(app, headers, body, MAX_SMALL_BODY, move |s, b, v| {
+        f::put_field(s, b, &id, v)
+    })
+    .await
 }
 
-async fn delete_field(State(app): State<App>, headers: HeaderMap, Path(id): Path<String>) -> Response {
+async fn delete_field(
+    State(app): State<App>,
+    headers: HeaderMap,
+    Path(id): Path<String>,
+) -> Response {
     let b = bearer(&headers);
     call(move || f::delete_field(&app.svc, b.as_deref(), &id)).await
 }
 
-async fn category(State(app): State<App>, headers: HeaderMap, Path(name): Path<String>) -> Response {
+async fn category(
+    State(app): State<App>,
+    headers: HeaderMap,
+    Path(name): Path<String>,
+) -> Response {
     let b = bearer(&headers);
     call(move || f::category(&app.svc, b.as_deref(), &name)).await
 }
@@ -189,15 +240,27 @@ async fn context(State(app): State<App>, headers: HeaderMap, RawQuery(q): RawQue
     call(move || f::context(&app.svc, b.as_deref(), &q)).await
 }
 
-async fn sensitivity(State(app): State<App>, headers: HeaderMap, Path(id): Path<String>, body: Body) -> Response {
-    with_body(app, headers, body, MAX_SMALL_BODY, move |s, b, v| f::sensitivity(s, b, &id, v)).await
+async fn sensitivity(
+    State(app): State<App>,
+    headers: HeaderMap,
+    Path(id): Path<String>,
+    body: Body,
+) -> Response {
+    with_body(app, headers, body, MAX_SMALL_BODY, move |s, b, v| {
+        f::sensitivity(s, b, &id, v)
+    })
+    .await
 }
 
 async fn create_token(State(app): State<App>, headers: HeaderMap, body: Body) -> Response {
     with_body(app, headers, body, MAX_SMALL_BODY, f::create_token).await
 }
 
-async fn revoke_token(State(app): State<App>, headers: HeaderMap, Path(prefix): Path<String>) -> Response {
+async fn revoke_token(
+    State(app): State<App>,
+    headers: HeaderMap,
+    Path(prefix): Path<String>,
+) -> Response {
     let b = bearer(&headers);
     call(move || f::revoke_token(&app.svc, b.as_deref(), &prefix)).await
 }
@@ -206,7 +269,11 @@ async fn register(State(app): State<App>, headers: HeaderMap, body: Body) -> Res
     with_body(app, headers, body, MAX_SMALL_BODY, f::register).await
 }
 
-async fn deregister(State(app): State<App>, headers: HeaderMap, Path(name): Path<String>) -> Response {
+async fn deregister(
+    State(app): State<App>,
+    headers: HeaderMap,
+    Path(name): Path<String>,
+) -> Response {
     let b = bearer(&headers);
     call(move || f::deregister(&app.svc, b.as_deref(), &name)).await
 }
@@ -232,8 +299,16 @@ async fn approval(State(app): State<App>, headers: HeaderMap, Path(id): Path<Str
     call(move || f::approval(&app.svc, b.as_deref(), &id)).await
 }
 
-async fn decide(State(app): State<App>, headers: HeaderMap, Path(id): Path<String>, body: Body) -> Response {
-    with_body(app, headers, body, MAX_SMALL_BODY, move |s, b, v| f::decide(s, b, &id, v)).await
+async fn decide(
+    State(app): State<App>,
+    headers: HeaderMap,
+    Path(id): Path<String>,
+    body: Body,
+) -> Response {
+    with_body(app, headers, body, MAX_SMALL_BODY, move |s, b, v| {
+        f::decide(s, b, &id, v)
+    })
+    .await
 }
 
 async fn not_found() -> Response {
@@ -241,7 +316,11 @@ async fn not_found() -> Response {
 }
 
 async fn not_allowed() -> Response {
-    render(Reply::error(405, "method not allowed on this endpoint", "invalid_request"))
+    render(Reply::error(
+        405,
+        "method not allowed on this endpoint",
+        "invalid_request",
+    ))
 }
 
 /// DNS-rebinding defence: a loopback server answers only requests addressed to it
@@ -254,7 +333,11 @@ async fn host_check(State(app): State<App>, req: Request, next: Next) -> Respons
             .and_then(|h| h.to_str().ok())
             .unwrap_or("");
         if !app.hosts.iter().any(|h| h == host) {
-            return render(Reply::error(421, "this server answers only requests addressed to its loopback address", "invalid_request"));
+            return render(Reply::error(
+                421,
+                "this server answers only requests addressed to its loopback address",
+                "invalid_request",
+            ));
         }
     }
     next.run(req).await.into_response()
@@ -266,15 +349,27 @@ pub fn router(app: App) -> Router {
         .route("/context/lock", post(lock))
         .route("/context/status", get(status))
         .route("/context/fields", get(list_fields))
-        .route("/context/fields/{id}", get(get_field).put(put_field).delete(delete_field))
+        .route(
+            "/context/fields/{id}",
+            get(get_field).put(put_field).delete(delete_field),
+        )
         .route("/context/fields/category/{name}", get(category))
         .route("/context/context", get(context))
         .route("/context/sensitivity/{id}", put(sensitivity))
-        .route("/context/tokens/service", post(create_token).get(list_tokens))
-        .route("/context/tokens/service/{prefix}", axum::routing::delete(revoke_token))
+        .route(
+            "/context/tokens/service",
+            post(create_token).get(list_tokens),
+        )
+        .route(
+            "/context/tokens/service/{prefix}",
+            axum::routing::delete(revoke_token),
+        )
         .route("/context/consumers/register", post(register))
         .route("/context/consumers", get(consumers))
-        .route("/context/consumers/{name}", axum::routing::delete(deregister))
+        .route(
+            "/context/consumers/{name}",
+            axum::routing::delete(deregister),
+        )
         .route("/context/audit", get(audit))
         .route("/context/export", get(export))
         .route("/context/import", post(import))

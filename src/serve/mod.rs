@@ -76,6 +76,8 @@ pub fn run(c: Config) -> Result<()> {
         )));
     }
     ctx_core::personal::config::PersonalConfig::require(&c.manifest)?;
+    // A broken role set means ctx cannot tell what a consumer may see: serve nothing.
+    ctx_core::manifest::roles::require_sound(&c.manifest)?;
     // The repository's write lock file is found now: a confined process cannot look for it.
     let write_lock = ctx_core::fs::RepoLock::acquire(&c.manifest.root)
         .map(|l| l.path().to_path_buf())
@@ -85,7 +87,9 @@ pub fn run(c: Config) -> Result<()> {
     std_listener
         .set_nonblocking(true)
         .map_err(|e| Error::io("listener", &e))?;
-    let addr = std_listener.local_addr().map_err(|e| Error::io("listener", &e))?;
+    let addr = std_listener
+        .local_addr()
+        .map_err(|e| Error::io("listener", &e))?;
     let mut err = std::io::stderr().lock();
     let _ = writeln!(err, "listening on http://{addr}");
     let mut paths = allowed_paths(&c.manifest);
@@ -143,7 +147,10 @@ pub fn run(c: Config) -> Result<()> {
                 t.tick().await;
                 let s = ticker.clone();
                 if let Ok(true) = tokio::task::spawn_blocking(move || s.tick()).await {
-                    eprintln!("vault locked after {} s without requests", ticker.idle_timeout().as_secs());
+                    eprintln!(
+                        "vault locked after {} s without requests",
+                        ticker.idle_timeout().as_secs()
+                    );
                 }
             }
         });

@@ -29,7 +29,11 @@ pub fn no_dumps() -> Vec<Step> {
         out.push(Step {
             name: "core dumps",
             in_effect: ok,
-            detail: if ok { "disabled (RLIMIT_CORE = 0)".into() } else { format!("could not be disabled: {}", std::io::Error::last_os_error()) },
+            detail: if ok {
+                "disabled (RLIMIT_CORE = 0)".into()
+            } else {
+                format!("could not be disabled: {}", std::io::Error::last_os_error())
+            },
         });
     }
     #[cfg(target_os = "linux")]
@@ -75,7 +79,9 @@ pub fn confine(paths: &[PathBuf]) -> Vec<Step> {
     match result {
         Ok(s) => {
             let abi_text = match s.landlock {
-                LandlockStatus::Available { effective_abi, .. } => format!("Landlock ABI {}", effective_abi as i32),
+                LandlockStatus::Available { effective_abi, .. } => {
+                    format!("Landlock ABI {}", effective_abi as i32)
+                }
                 LandlockStatus::NotEnabled => "Landlock is not enabled in this kernel".into(),
                 LandlockStatus::NotImplemented => "Landlock is not built into this kernel".into(),
             };
@@ -86,7 +92,15 @@ pub fn confine(paths: &[PathBuf]) -> Vec<Step> {
                     name: "filesystem",
                     in_effect: fs_on,
                     detail: if fs_on {
-                        format!("confined to {} ({abi_text}{})", shown.join(" and "), if s.ruleset == RulesetStatus::PartiallyEnforced { ", partially: some access kinds are not known to this kernel" } else { "" })
+                        format!(
+                            "confined to {} ({abi_text}{})",
+                            shown.join(" and "),
+                            if s.ruleset == RulesetStatus::PartiallyEnforced {
+                                ", partially: some access kinds are not known to this kernel"
+                            } else {
+                                ""
+                            }
+                        )
                     } else {
                         format!("not confined: {abi_text}")
                     },

@@ -11,7 +11,9 @@ use zeroize::Zeroizing;
 
 use ctx_core::personal::archive::ImportMode;
 use ctx_core::personal::json::Obj;
-use ctx_core::personal::service::{self as ps, Answer, Decide, FieldQuery, Gate, Refusal, TokenRequest};
+use ctx_core::personal::service::{
+    self as ps, Answer, Decide, FieldQuery, Gate, Refusal, TokenRequest,
+};
 use ctx_core::personal::tokens::Rates;
 use ctx_core::personal::Tier;
 
@@ -90,12 +92,17 @@ fn text<'a>(body: &'a Value, key: &str) -> Result<Option<&'a str>, Reply> {
     match body.get(key) {
         None | Some(Value::Null) => Ok(None),
         Some(Value::String(s)) => Ok(Some(s)),
-        Some(_) => Err(Reply::error(400, &format!("`{key}` must be a string"), "invalid_request")),
+        Some(_) => Err(Reply::error(
+            400,
+            &format!("`{key}` must be a string"),
+            "invalid_request",
+        )),
     }
 }
 
 fn required<'a>(body: &'a Value, key: &str) -> Result<&'a str, Reply> {
-    text(body, key)?.ok_or_else(|| Reply::error(400, &format!("`{key}` is required"), "invalid_request"))
+    text(body, key)?
+        .ok_or_else(|| Reply::error(400, &format!("`{key}` is required"), "invalid_request"))
 }
 
 pub type Svc = Arc<Service>;
@@ -170,9 +177,24 @@ pub fn context(s: &Svc, bearer: Option<&str>, query: &[(String, String)]) -> Rep
         match k.as_str() {
             "max_sensitivity" => match Tier::parse(v) {
                 Some(t) => q.max_tier = Some(t),
-                None => return Reply::error(400, "`max_sensitivity` is public, standard, sensitive or critical", "invalid_request"),
+                None => {
+                    return Reply::error(
+                        400,
+                        "`max_sensitivity` is public, standard, sensitive or critical",
+                        "invalid_request",
+                    )
+                }
             },
-            _ => return Reply::error(400, &format!("unknown query parameter `{}`", ctx_core::personal::field::inert(k)), "invalid_request"),
+            _ => {
+                return Reply::error(
+                    400,
+                    &format!(
+                        "unknown query parameter `{}`",
+                        ctx_core::personal::field::inert(k)
+                    ),
+                    "invalid_request",
+                )
+            }
         }
     }
     gated(s.context(bearer, &q))
@@ -190,15 +212,45 @@ pub fn create_token(s: &Svc, bearer: Option<&str>, body: &Value) -> Reply {
         let scope = body
             .get("scope")
             .and_then(ctx_core::personal::tokens::scope_entries)
-            .ok_or_else(|| Reply::error(400, "`scope` is required: a string (`identity.*, financial.*`) or a list", "invalid_request"))?;
+            .ok_or_else(|| {
+                Reply::error(
+                    400,
+                    "`scope` is required: a string (`identity.*, financial.*`) or a list",
+                    "invalid_request",
+                )
+            })?;
         let rates = match body.get("rate_limit") {
             None | Some(Value::Null) => None,
             Some(r) => {
-                let n = |k: &str| r.get(k).and_then(Value::as_u64).and_then(|v| u32::try_from(v).ok());
+                let n = |k: &str| {
+                    r.get(k)
+                        .and_then(Value::as_u64)
+                        .and_then(|v| u32::try_from(v).ok())
+                };
                 let d = Rates::default();
                 Some(Rates {
-                    reads: if r.get("reads").is_some() { n("reads").ok_or_else(|| Reply::error(400, "`rate_limit.reads` is a whole number", "invalid_request"))? } else { d.reads },
-                    writes: if r.get("writes").is_some() { n("writes").ok_or_else(|| Reply::error(400, "`rate_limit.writes` is a whole number", "invalid_request"))? } else { d.writes },
+                    reads: if r.get("reads").is_some() {
+                        n("reads").ok_or_else(|| {
+                            Reply::error(
+                                400,
+                                "`rate_limit.reads` is a whole number",
+                                "invalid_request",
+                            )
+                        })?
+                    } else {
+                        d.reads
+                    },
+                    writes: if r.get("writes").is_some() {
+                        n("writes").ok_or_else(|| {
+                            Reply::error(
+                                400,
+                                "`rate_limit.writes` is a whole number",
+                                "invalid_request",
+                            )
+                        })?
+                    } else {
+                        d.writes
+                    },
                 })
             }
         };
@@ -271,7 +323,10 @@ pub fn consumers(s: &Svc, bearer: Option<&str>) -> Reply {
 
 pub fn deregister(s: &Svc, bearer: Option<&str>, name: &str) -> Reply {
     match s.deregister(bearer, name) {
-        Ok(n) => Reply::json(200, json!({ "name": name, "deregistered": true, "revoked_tokens": n })),
+        Ok(n) => Reply::json(
+            200,
+            json!({ "name": name, "deregistered": true, "revoked_tokens": n }),
+        ),
         Err(r) => Reply::refused(r),
     }
 }
@@ -281,13 +336,27 @@ pub fn audit(s: &Svc, bearer: Option<&str>, query: &[(String, String)]) -> Reply
     for (k, v) in query {
         match (k.as_str(), v.parse::<usize>()) {
             ("limit", Ok(n)) => limit = n,
-            ("limit", Err(_)) => return Reply::error(400, "`limit` is a whole number 1..1000", "invalid_request"),
-            _ => return Reply::error(400, &format!("unknown query parameter `{}`", ctx_core::personal::field::inert(k)), "invalid_request"),
+            ("limit", Err(_)) => {
+                return Reply::error(400, "`limit` is a whole number 1..1000", "invalid_request")
+            }
+            _ => {
+                return Reply::error(
+                    400,
+                    &format!(
+                        "unknown query parameter `{}`",
+                        ctx_core::personal::field::inert(k)
+                    ),
+                    "invalid_request",
+                )
+            }
         }
     }
     match s.audit(bearer, limit) {
         Ok(entries) => {
-            let lines: Vec<String> = entries.iter().map(ctx_core::personal::audit::line).collect();
+            let lines: Vec<String> = entries
+                .iter()
+                .map(ctx_core::personal::audit::line)
+                .collect();
             Reply::json(200, json!({ "entries": entries, "lines": lines }))
         }
         Err(r) => Reply::refused(r),
@@ -299,7 +368,16 @@ pub fn export(s: &Svc, bearer: Option<&str>, query: &[(String, String)]) -> Repl
     for (k, v) in query {
         match k.as_str() {
             "recipient" => extra.push(v.clone()),
-            _ => return Reply::error(400, &format!("unknown query parameter `{}`", ctx_core::personal::field::inert(k)), "invalid_request"),
+            _ => {
+                return Reply::error(
+                    400,
+                    &format!(
+                        "unknown query parameter `{}`",
+                        ctx_core::personal::field::inert(k)
+                    ),
+                    "invalid_request",
+                )
+            }
         }
     }
     match s.export(bearer, &extra) {
@@ -322,13 +400,29 @@ pub fn import(s: &Svc, bearer: Option<&str>, body: &Value) -> Reply {
         let mode = match text(body, "mode")?.unwrap_or("merge") {
             "merge" => ImportMode::Merge,
             "replace" => ImportMode::Replace,
-            _ => return Err(Reply::error(400, "`mode` is merge or replace", "invalid_request")),
+            _ => {
+                return Err(Reply::error(
+                    400,
+                    "`mode` is merge or replace",
+                    "invalid_request",
+                ))
+            }
         };
         let identity = text(body, "identity")?.map(|s| Zeroizing::new(s.to_string()));
-        Ok(match s.import(bearer, archive, mode, identity.as_deref().map(|s| s.as_str())) {
-            Ok(r) => Reply::json(200, json!({ "added": r.added, "updated": r.updated, "unchanged": r.unchanged, "removed": r.removed })),
-            Err(r) => Reply::refused(r),
-        })
+        Ok(
+            match s.import(
+                bearer,
+                archive,
+                mode,
+                identity.as_deref().map(|s| s.as_str()),
+            ) {
+                Ok(r) => Reply::json(
+                    200,
+                    json!({ "added": r.added, "updated": r.updated, "unchanged": r.unchanged, "removed": r.removed }),
+                ),
+                Err(r) => Reply::refused(r),
+            },
+        )
     };
     run().unwrap_or_else(|e| e)
 }
@@ -357,7 +451,10 @@ fn approval_json(a: &ps::ApprovalView, with_values: bool) -> Value {
 
 pub fn approvals(s: &Svc, bearer: Option<&str>) -> Reply {
     match s.approvals(bearer) {
-        Ok(v) => Reply::json(200, json!({ "approvals": v.iter().map(|a| approval_json(a, true)).collect::<Vec<_>>() })),
+        Ok(v) => Reply::json(
+            200,
+            json!({ "approvals": v.iter().map(|a| approval_json(a, true)).collect::<Vec<_>>() }),
+        ),
         Err(r) => Reply::refused(r),
     }
 }
@@ -375,7 +472,13 @@ pub fn decide(s: &Svc, bearer: Option<&str>, id: &str, body: &Value) -> Reply {
         let approve = match required(body, "decision")? {
             "approve" => true,
             "deny" => false,
-            _ => return Err(Reply::error(400, "`decision` is approve or deny", "invalid_request")),
+            _ => {
+                return Err(Reply::error(
+                    400,
+                    "`decision` is approve or deny",
+                    "invalid_request",
+                ))
+            }
         };
         let d = Decide {
             approve,

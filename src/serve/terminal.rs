@@ -21,7 +21,11 @@ pub fn spawn(svc: Arc<Service>) {
                     continue;
                 }
                 let mut err = std::io::stderr().lock();
-                let _ = write!(err, "\n── approval {} (until {}) ──\n{}Approve? [y/N] ", a.id, a.expires_at, a.text);
+                let _ = write!(
+                    err,
+                    "\n── approval {} (until {}) ──\n{}Approve? [y/N] ",
+                    a.id, a.expires_at, a.text
+                );
                 let _ = err.flush();
                 drop(err);
                 let mut line = String::new();

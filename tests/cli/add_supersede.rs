@@ -363,10 +363,10 @@ fn supersede_keeps_the_previous_version_on_disk() {
         PRICING_V2
     );
     let v3 = std::fs::read_to_string(repo.path().join("context/pricing/enterprise.v3.md")).unwrap();
+    // Written in the canonical key order of `ctx fmt` (docs/objects.md).
     assert!(
-        v3.starts_with(
-            "---\nid: pricing.enterprise\nversion: 3\nsupersedes: [\"pricing.enterprise@2\"]\n"
-        ),
+        v3.starts_with("---\nid: pricing.enterprise\ntype: pricing\nversion: 3\n")
+            && v3.contains("\nsupersedes: [\"pricing.enterprise@2\"]\n"),
         "{v3}"
     );
     assert!(

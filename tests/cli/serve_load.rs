@@ -14,7 +14,8 @@ use crate::serve_support::{files, Vault};
 /// Check the sealed log's chain by hand (seq from 1, each `prev` the hash of the
 /// line before); returns the number of entries.
 fn chain(v: &Vault) -> usize {
-    let text = std::fs::read_to_string(v.dir().join(".ctx/personal/audit.jsonl")).expect("audit log");
+    let text =
+        std::fs::read_to_string(v.dir().join(".ctx/personal/audit.jsonl")).expect("audit log");
     let mut prev = Value::Null;
     let mut n = 0;
     for line in text.lines() {
@@ -22,9 +23,15 @@ fn chain(v: &Vault) -> usize {
         let e: Value = serde_json::from_str(line).expect("JSON line");
         let link = &e["extensions"]["ctx.audit"];
         assert_eq!(link["seq"], n, "gap or reorder at entry {n}");
-        assert_eq!(link["prev"], prev, "entry {n} does not link to its predecessor");
+        assert_eq!(
+            link["prev"], prev,
+            "entry {n} does not link to its predecessor"
+        );
         assert!(e["extensions"]["ctx.personal"]["sealed"].is_string());
-        prev = json!(format!("sha256:{}", hex::encode(Sha256::digest(line.as_bytes()))));
+        prev = json!(format!(
+            "sha256:{}",
+            hex::encode(Sha256::digest(line.as_bytes()))
+        ));
     }
     n
 }
@@ -60,7 +67,11 @@ fn fifty_parallel_clients_lose_no_write_and_leave_no_audit_gap() {
                     assert!(w.status == 200 || w.status == 201, "{}", w.text);
                     let r = s.get(&format!("/context/fields/{own}"), Some(&t));
                     r.expect(200);
-                    assert_eq!(r.body["value"], format!("v{k}"), "a client reads its own last write");
+                    assert_eq!(
+                        r.body["value"],
+                        format!("v{k}"),
+                        "a client reads its own last write"
+                    );
                     let c = s.get("/context/context", Some(&t));
                     c.expect(200);
                     ok.fetch_add(3, Ordering::SeqCst);
@@ -77,13 +88,23 @@ fn fifty_parallel_clients_lose_no_write_and_leave_no_audit_gap() {
     for i in 0..50 {
         let r = s.get(&format!("/context/fields/preferences.c{i}"), Some(&user));
         assert_eq!(r.body["value"], format!("v{}", ROUNDS - 1));
-        assert_eq!(r.body["version"], ROUNDS as u64, "every write made a version");
+        assert_eq!(
+            r.body["version"], ROUNDS as u64,
+            "every write made a version"
+        );
     }
     let shared = s.get("/context/fields/preferences.shared", Some(&user));
-    assert_eq!(shared.body["version"], 50, "no write to the shared field was lost");
+    assert_eq!(
+        shared.body["version"], 50,
+        "no write to the shared field was lost"
+    );
     let after = chain(&v);
     // One audit entry per successful request, plus the 51 reads just above.
-    assert_eq!(after - before, ok.load(Ordering::SeqCst) + 51, "audit entries vs successful requests");
+    assert_eq!(
+        after - before,
+        ok.load(Ordering::SeqCst) + 51,
+        "audit entries vs successful requests"
+    );
 }
 
 #[test]
@@ -95,11 +116,21 @@ fn canaries_never_leave_the_vault() {
     let critical = "CANARY-UNAPPROVED-CRITICAL-91bc";
     let other_category = "CANARY-OTHER-CATEGORY-c2d4";
     let in_scope = "visible-in-scope-value";
-    s.put(&user, "identity.full_name", json!(in_scope)).expect(201);
-    s.put(&user, "identity.passport_number", json!(critical)).expect(201);
-    s.send("PUT", "/context/sensitivity/identity.passport_number", Some(&user), json!({"tier": "critical"})).expect(200);
-    s.put(&user, "identity.notes.private", json!({"k": out_of_scope})).expect(201);
-    s.put(&user, "financial.canary", json!(other_category)).expect(201);
+    s.put(&user, "identity.full_name", json!(in_scope))
+        .expect(201);
+    s.put(&user, "identity.passport_number", json!(critical))
+        .expect(201);
+    s.send(
+        "PUT",
+        "/context/sensitivity/identity.passport_number",
+        Some(&user),
+        json!({"tier": "critical"}),
+    )
+    .expect(200);
+    s.put(&user, "identity.notes.private", json!({"k": out_of_scope}))
+        .expect(201);
+    s.put(&user, "financial.canary", json!(other_category))
+        .expect(201);
     let agent = s.consumer_token(&user, "probe", json!({"scope": ["identity.full_name", "identity.passport_number"], "mode": "read-write", "rate_limit": {"reads": 100000, "writes": 100000}}));
     let mut texts = Vec::new();
     let mut hit = |r: crate::serve_support::Resp| texts.push(r.text);
@@ -125,7 +156,12 @@ fn canaries_never_leave_the_vault() {
     hit(s.put(&agent, "identity.notes.private", json!("overwrite")));
     hit(s.put(&agent, "financial.canary", json!("overwrite")));
     hit(s.delete("/context/fields/financial.canary", Some(&agent)));
-    hit(s.send("PUT", "/context/sensitivity/identity.passport_number", Some(&agent), json!({"tier": "public"})));
+    hit(s.send(
+        "PUT",
+        "/context/sensitivity/identity.passport_number",
+        Some(&agent),
+        json!({"tier": "public"}),
+    ));
     // The pending critical read, polled by the agent: the value is not in the poll.
     let r = s.get("/context/fields/identity.passport_number", Some(&agent));
     assert_eq!(r.status, 202, "{}", r.text);
@@ -133,7 +169,10 @@ fn canaries_never_leave_the_vault() {
     // The user's own views of the audit (ids and codes only).
     hit(s.get("/context/audit?limit=1000", Some(&user)));
     let all = texts.join("\n");
-    assert!(all.contains(in_scope), "the in-scope value is served (the probe works)");
+    assert!(
+        all.contains(in_scope),
+        "the in-scope value is served (the probe works)"
+    );
     for c in [out_of_scope, critical, other_category] {
         assert!(!all.contains(c), "{c} leaked into a response");
     }

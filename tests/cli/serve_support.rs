@@ -23,7 +23,18 @@ impl Vault {
     pub fn create() -> Vault {
         let repo = Repo::new(&[("pw.txt", &format!("{PASSWORD}\n"))]);
         ctx_in(&repo)
-            .args(["init", "--template", "personal", "--password-file", "pw.txt", "v", "--id", "me", "--name", "Me"])
+            .args([
+                "init",
+                "--template",
+                "personal",
+                "--password-file",
+                "pw.txt",
+                "v",
+                "--id",
+                "me",
+                "--name",
+                "Me",
+            ])
             .run()
             .assert_ok();
         Vault { repo }
@@ -96,7 +107,11 @@ pub struct Resp {
 
 impl Resp {
     pub fn expect(&self, status: u16) -> &Resp {
-        assert_eq!(self.status, status, "unexpected status; body: {}", self.text);
+        assert_eq!(
+            self.status, status,
+            "unexpected status; body: {}",
+            self.text
+        );
         self
     }
 
@@ -118,19 +133,34 @@ pub struct Server {
 
 impl Server {
     /// Send a raw request (body as given, with this content type).
-    pub fn raw(&self, method: &str, path: &str, token: Option<&str>, ctype: Option<&str>, body: Option<Vec<u8>>) -> Resp {
+    pub fn raw(
+        &self,
+        method: &str,
+        path: &str,
+        token: Option<&str>,
+        ctype: Option<&str>,
+        body: Option<Vec<u8>>,
+    ) -> Resp {
         let url = format!("{}{path}", self.url);
         let auth = token.map(|t| format!("Bearer {t}"));
         let result = match method {
             "GET" | "DELETE" => {
-                let mut r = if method == "GET" { self.agent.get(&url) } else { self.agent.delete(&url) };
+                let mut r = if method == "GET" {
+                    self.agent.get(&url)
+                } else {
+                    self.agent.delete(&url)
+                };
                 if let Some(a) = &auth {
                     r = r.header("Authorization", a);
                 }
                 r.call()
             }
             _ => {
-                let mut r = if method == "POST" { self.agent.post(&url) } else { self.agent.put(&url) };
+                let mut r = if method == "POST" {
+                    self.agent.post(&url)
+                } else {
+                    self.agent.put(&url)
+                };
                 if let Some(a) = &auth {
                     r = r.header("Authorization", a);
                 }
@@ -145,7 +175,12 @@ impl Server {
         };
         let mut resp = result.unwrap_or_else(|e| panic!("{method} {path}: {e}"));
         let status = resp.status().as_u16();
-        let header = |n: &str| resp.headers().get(n).and_then(|v| v.to_str().ok()).map(str::to_string);
+        let header = |n: &str| {
+            resp.headers()
+                .get(n)
+                .and_then(|v| v.to_str().ok())
+                .map(str::to_string)
+        };
         let location = header("location");
         let retry_after = header("retry-after");
         let text = resp.body_mut().read_to_string().unwrap_or_default();
@@ -167,22 +202,43 @@ impl Server {
     }
 
     pub fn send(&self, method: &str, path: &str, token: Option<&str>, body: Value) -> Resp {
-        self.raw(method, path, token, Some("application/json"), Some(body.to_string().into_bytes()))
+        self.raw(
+            method,
+            path,
+            token,
+            Some("application/json"),
+            Some(body.to_string().into_bytes()),
+        )
     }
 
     pub fn unlock(&self, v: &Vault) -> String {
-        let r = self.send("POST", "/context/unlock", None, json!({"password": PASSWORD, "secret_key": v.secret_key()}));
+        let r = self.send(
+            "POST",
+            "/context/unlock",
+            None,
+            json!({"password": PASSWORD, "secret_key": v.secret_key()}),
+        );
         r.expect(200);
         r.body["token"].as_str().expect("session token").to_string()
     }
 
     pub fn put(&self, token: &str, id: &str, value: Value) -> Resp {
-        self.send("PUT", &format!("/context/fields/{id}"), Some(token), json!({ "value": value }))
+        self.send(
+            "PUT",
+            &format!("/context/fields/{id}"),
+            Some(token),
+            json!({ "value": value }),
+        )
     }
 
     /// Register `name` and return a service token with these extra request members.
     pub fn consumer_token(&self, session: &str, name: &str, extra: Value) -> String {
-        let r = self.send("POST", "/context/consumers/register", Some(session), json!({"name": name, "secret": CONSUMER_SECRET}));
+        let r = self.send(
+            "POST",
+            "/context/consumers/register",
+            Some(session),
+            json!({"name": name, "secret": CONSUMER_SECRET}),
+        );
         assert!(r.status == 201 || r.status == 409, "{}", r.text);
         let mut body = json!({"consumer": name, "secret": CONSUMER_SECRET, "ttl": "30m"});
         for (k, v) in extra.as_object().expect("object") {

@@ -182,7 +182,10 @@ impl std::fmt::Display for DecideError {
                 ids.join(", ")
             ),
             DecideError::ConfirmationMismatch => {
-                write!(f, "the confirmation matches neither the critical ids nor the password")
+                write!(
+                    f,
+                    "the confirmation matches neither the critical ids nor the password"
+                )
             }
         }
     }
@@ -207,12 +210,20 @@ impl Store {
         self.items.values().find(|a| {
             a.ask.binding == binding
                 && a.expires_at > now
-                && matches!(a.status, Status::Pending | Status::Approved | Status::Denied)
+                && matches!(
+                    a.status,
+                    Status::Pending | Status::Approved | Status::Denied
+                )
         })
     }
 
     /// Ask, unless a live question for the same request exists (then that one).
-    pub fn request(&mut self, ask: Ask, requester: &str, now: Instant) -> crate::error::Result<&Approval> {
+    pub fn request(
+        &mut self,
+        ask: Ask,
+        requester: &str,
+        now: Instant,
+    ) -> crate::error::Result<&Approval> {
         if let Some(id) = self.live_for(&ask.binding, now).map(|a| a.id.clone()) {
             return Ok(&self.items[&id]);
         }
@@ -274,7 +285,10 @@ impl Store {
                 let restricted: Vec<String> =
                     a.ask.restricted().into_iter().map(str::to_string).collect();
                 if !restricted.is_empty() {
-                    let Some(c) = confirmation.as_deref().map(str::trim).filter(|c| !c.is_empty())
+                    let Some(c) = confirmation
+                        .as_deref()
+                        .map(str::trim)
+                        .filter(|c| !c.is_empty())
                     else {
                         return Err(DecideError::ConfirmationRequired(restricted));
                     };
@@ -358,14 +372,29 @@ mod tests {
     fn single_use_and_bound_to_the_request() {
         let now = chrono::Utc::now();
         let mut s = Store::new(Duration::minutes(5));
-        let id = s.request(ask(Classification::Confidential, "b1"), "t", now).unwrap().id.clone();
+        let id = s
+            .request(ask(Classification::Confidential, "b1"), "t", now)
+            .unwrap()
+            .id
+            .clone();
         assert_eq!(s.redeem("b1", now), Redeemed::Pending(id.clone()));
         assert_eq!(s.redeem("b2", now), Redeemed::None);
-        s.decide(&id, Decision::Approve { confirmation: None }, "user", "test", |_| false, now)
-            .unwrap();
+        s.decide(
+            &id,
+            Decision::Approve { confirmation: None },
+            "user",
+            "test",
+            |_| false,
+            now,
+        )
+        .unwrap();
         assert_eq!(s.redeem("b1", now), Redeemed::Approved(id.clone()));
         assert_eq!(s.redeem("b1", now), Redeemed::None, "single use");
-        let again = s.request(ask(Classification::Confidential, "b1"), "t", now).unwrap().id.clone();
+        let again = s
+            .request(ask(Classification::Confidential, "b1"), "t", now)
+            .unwrap()
+            .id
+            .clone();
         assert_ne!(again, id);
     }
 
@@ -373,7 +402,11 @@ mod tests {
     fn critical_needs_a_second_factor_and_denial_sticks() {
         let now = chrono::Utc::now();
         let mut s = Store::new(Duration::minutes(5));
-        let id = s.request(ask(Classification::Restricted, "b"), "t", now).unwrap().id.clone();
+        let id = s
+            .request(ask(Classification::Restricted, "b"), "t", now)
+            .unwrap()
+            .id
+            .clone();
         let yes = |c: Option<&str>| Decision::Approve {
             confirmation: c.map(str::to_string),
         };
@@ -382,12 +415,20 @@ mod tests {
             Err(DecideError::ConfirmationRequired(_))
         ));
         assert_eq!(
-            s.decide(&id, yes(Some("identity.dob")), "u", "t", |_| false, now).unwrap_err(),
+            s.decide(&id, yes(Some("identity.dob")), "u", "t", |_| false, now)
+                .unwrap_err(),
             DecideError::ConfirmationMismatch
         );
-        assert!(s.decide(&id, yes(Some("hunter2")), "u", "t", |p| p == "hunter2", now).is_ok());
-        let id2 = s.request(ask(Classification::Restricted, "c"), "t", now).unwrap().id.clone();
-        s.decide(&id2, Decision::Deny, "u", "t", |_| false, now).unwrap();
+        assert!(s
+            .decide(&id, yes(Some("hunter2")), "u", "t", |p| p == "hunter2", now)
+            .is_ok());
+        let id2 = s
+            .request(ask(Classification::Restricted, "c"), "t", now)
+            .unwrap()
+            .id
+            .clone();
+        s.decide(&id2, Decision::Deny, "u", "t", |_| false, now)
+            .unwrap();
         assert_eq!(s.redeem("c", now), Redeemed::Denied(id2.clone()));
         assert_eq!(s.redeem("c", now), Redeemed::Denied(id2));
     }
@@ -396,7 +437,11 @@ mod tests {
     fn questions_expire() {
         let now = chrono::Utc::now();
         let mut s = Store::new(Duration::minutes(5));
-        let id = s.request(ask(Classification::Confidential, "b"), "t", now).unwrap().id.clone();
+        let id = s
+            .request(ask(Classification::Confidential, "b"), "t", now)
+            .unwrap()
+            .id
+            .clone();
         let later = now + Duration::minutes(6);
         assert_eq!(s.expire(later).len(), 1);
         assert!(matches!(

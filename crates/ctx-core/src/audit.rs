@@ -565,7 +565,9 @@ pub fn sealed(event: &Value) -> bool {
         o.len() == 1
             && o.get("extensions")
                 .and_then(Value::as_object)
-                .is_some_and(|e| e.len() == 2 && e.contains_key(EXTENSION) && e.contains_key("ctx.personal"))
+                .is_some_and(|e| {
+                    e.len() == 2 && e.contains_key(EXTENSION) && e.contains_key("ctx.personal")
+                })
     })
 }
 

@@ -6,8 +6,8 @@ use std::fmt::Write as _;
 
 use serde_json::{json, Map, Value};
 
-use crate::load::Repo;
 use crate::model::{Authority, Classification};
+use crate::view::View;
 
 /// Bookkeeping fields left out of a comparison: the identity being compared and
 /// timestamps that change with every edit.
@@ -161,27 +161,33 @@ fn rank(precedence: &[Authority], a: &str) -> usize {
         .unwrap_or(usize::MAX)
 }
 
-/// Compare the objects of `before` and `after` that `keep` lets through, matched by
-/// `id[@version]` (so a moved file is not an add and a remove). Authority is ranked by
-/// the later state's precedence; the effective documents (defaults applied) are compared,
-/// so a changed collection default shows up on every object it reaches.
-pub fn repo_diff(
-    before: &Repo,
-    after: &Repo,
-    keep_before: &dyn Fn(usize) -> bool,
-    keep_after: &dyn Fn(usize) -> bool,
-) -> RepoDiff {
-    let index = |r: &Repo, keep: &dyn Fn(usize) -> bool| -> BTreeMap<String, usize> {
+/// One object as a view shows it, for comparison: its effective document with the
+/// content redacted, without the `redacted` bookkeeping. None when not visible.
+fn shown(v: &View<'_>, i: usize) -> Option<Map<String, Value>> {
+    let mut doc = v.document(i).ok()?.fields;
+    doc.remove("redacted");
+    Some(doc)
+}
+
+/// Compare what two views show, object by object (`before` and `after` are the
+/// same consumer's view of two states of a repository), matched by `id[@version]`
+/// (so a moved file is not an add and a remove). Authority is ranked by the later
+/// state's precedence; the effective documents (defaults applied) are compared, so a
+/// changed collection default shows up on every object it reaches. Values the
+/// consumer's redaction removes never appear.
+pub fn repo_diff(before_view: &View<'_>, after_view: &View<'_>) -> RepoDiff {
+    let (before, after) = (before_view.repo(), after_view.repo());
+    let index = |v: &View<'_>| -> BTreeMap<String, usize> {
         let mut m = BTreeMap::new();
-        for (i, o) in r.objects.iter().enumerate() {
-            if keep(i) {
+        for (i, o) in v.repo().objects.iter().enumerate() {
+            if v.authorize(i).is_ok() {
                 // A duplicate key keeps its first file; duplicates are validate's business.
                 m.entry(o.key()).or_insert(i);
             }
         }
         m
     };
-    let (b, a) = (index(before, keep_before), index(after, keep_after));
+    let (b, a) = (index(before_view), index(after_view));
     let mut d = RepoDiff::default();
     let precedence = &after.manifest.precedence;
     // Match by key; then an object that only gained (or changed) its version number in
@@ -225,7 +231,10 @@ pub fn repo_diff(
     pairs.sort();
     for (key, i, j) in pairs {
         let (ob, oa) = (&before.objects[i], &after.objects[j]);
-        let changes = object_diff(&ob.fields(), &oa.fields());
+        let (Some(db), Some(da)) = (shown(before_view, i), shown(after_view, j)) else {
+            continue;
+        };
+        let changes = object_diff(&db, &da);
         if changes.is_empty() {
             continue;
         }
@@ -291,6 +300,95 @@ pub fn repo_diff(
         k(x).cmp(&k(y))
     });
     d
+}
+
+impl Highlight {
+    /// One line for people.
+    pub fn text(&self) -> String {
+        let h = self;
+        match h {
+            Highlight::Promotion { key, from, to } => {
+                format!("⚠ authority promoted: {key}  {from} → {to}")
+            }
+            Highlight::Classification {
+                key,
+                from,
+                to,
+                lowered,
+            } => format!(
+                "⚠ classification {}: {key}  {from} → {to}",
+                if *lowered { "lowered" } else { "raised" }
+            ),
+        }
+    }
+}
+
+impl RepoDiff {
+    /// The report for people: governance headlines, then added, removed and changed objects.
+    pub fn text(&self, label: &str, ns: &str) -> String {
+        let d = self;
+        let mut out = format!("Context changes in {ns}: {label}\n\n");
+        if !d.highlights.is_empty() {
+            out.push_str("Governance:\n");
+            for h in &d.highlights {
+                let _ = writeln!(out, "  {}", h.text());
+            }
+            out.push('\n');
+        }
+        for (key, file) in &d.added {
+            let _ = writeln!(out, "+ {key}  (added)  {file}");
+        }
+        for (key, file) in &d.removed {
+            let _ = writeln!(out, "- {key}  (removed)  {file}");
+        }
+        for (key, changes) in &d.changed {
+            let _ = writeln!(out, "~ {key}  (changed)");
+            out.push_str(&render_changes(changes, "    "));
+        }
+        let promotions = d
+            .highlights
+            .iter()
+            .filter(|h| matches!(h, Highlight::Promotion { .. }))
+            .count();
+        let _ = writeln!(
+        out,
+        "\n{} added, {} removed, {} changed; {} authority promotion(s), {} classification change(s)",
+        d.added.len(),
+        d.removed.len(),
+        d.changed.len(),
+        promotions,
+        d.highlights.len() - promotions
+    );
+        out
+    }
+
+    /// The report for machines; `from`/`to` are the revisions as given, `bname`/`aname` what they resolved to.
+    pub fn json(&self, from: &str, bname: &str, to: Option<&str>, aname: &str) -> Value {
+        let d = self;
+        let highlights: Vec<Value> = d
+        .highlights
+        .iter()
+        .map(|h| match h {
+            Highlight::Promotion { key, from, to } => {
+                json!({"kind": "authority-promotion", "id": key, "from": from, "to": to})
+            }
+            Highlight::Classification {
+                key,
+                from,
+                to,
+                lowered,
+            } => json!({"kind": "classification-change", "id": key, "from": from, "to": to, "lowered": lowered}),
+        })
+        .collect();
+        json!({
+            "from": {"rev": from, "commit": bname},
+            "to": {"rev": to, "commit": if to.is_some() { Value::from(aname) } else { Value::Null }},
+            "added": d.added.iter().map(|(k, f)| json!({"id": k, "file": f})).collect::<Vec<_>>(),
+            "removed": d.removed.iter().map(|(k, f)| json!({"id": k, "file": f})).collect::<Vec<_>>(),
+            "changed": d.changed.iter().map(|(k, c)| json!({"id": k, "changes": changes_json(c)})).collect::<Vec<_>>(),
+            "highlights": highlights,
+        })
+    }
 }
 
 #[cfg(test)]

@@ -61,6 +61,31 @@ pub fn body(text: &str) -> String {
         .collect()
 }
 
+/// How an existing file compares with what export would write now.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum State {
+    /// No file there.
+    Missing,
+    /// A file ctx did not generate (no marker): never replaced without `--force`.
+    Foreign,
+    /// Generated from the same bundle, byte for byte below the marker.
+    Current,
+    /// Generated from another bundle (the digest it records, if any).
+    Stale(Option<String>),
+}
+
+/// Compare `existing` (the file's text, if any) with the freshly rendered `text`.
+pub fn state(existing: Option<&str>, text: &str, digest: &str) -> State {
+    match existing {
+        None => State::Missing,
+        Some(old) if !is_generated(old) => State::Foreign,
+        Some(old) if recorded_digest(old) == Some(digest) && body(old) == body(text) => {
+            State::Current
+        }
+        Some(old) => State::Stale(recorded_digest(old).map(str::to_string)),
+    }
+}
+
 /// A fence longer than any backtick run in `text`.
 fn fence_for(text: &str) -> String {
     let (mut longest, mut run) = (0, 0);

@@ -6,9 +6,9 @@ use std::fmt::Write as _;
 
 use serde_json::{json, Value};
 
-use crate::load::Repo;
 use crate::model::ObjectRef;
-use crate::validate::{supersession, Index};
+use crate::validate::Index;
+use crate::view::View;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub enum NodeKind {
@@ -104,10 +104,17 @@ pub struct Options {
     pub sources: bool,
 }
 
-/// Build the graph of the objects `keep` lets through.
-pub fn build(repo: &Repo, keep: &dyn Fn(usize) -> bool, opts: Options) -> Graph {
+/// Build the graph of what `view` shows (superseded versions included: the graph
+/// shows history too). Links name what visible objects declare; a target the
+/// consumer may not see is a `missing` node, never its details.
+pub fn build(view: &View<'_>, opts: Options) -> Graph {
+    let repo = view.repo();
+    let visible: Vec<bool> = (0..repo.objects.len())
+        .map(|i| view.authorize(i).is_ok())
+        .collect();
+    let keep = |i: usize| visible[i];
     let idx = Index::new(&repo.objects);
-    let sup = supersession::analyse(&idx);
+    let sup = view.supersession();
     let mut g = Graph::default();
     for (i, o) in repo.objects.iter().enumerate() {
         if keep(i) {

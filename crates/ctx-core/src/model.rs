@@ -106,6 +106,7 @@ vocab!(
 
 /// A structured redaction rule (`path` uses dots, `[]`/`[*]` for every array element, `[N]` for one).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct Redaction {
     pub path: String,
     #[serde(default = "default_mode")]

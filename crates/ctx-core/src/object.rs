@@ -46,6 +46,118 @@ pub enum Expires {
     At(Instant),
 }
 
+/// Governance fields that were present but invalid, as a compact bit set parsed
+/// once at load. An object with any of them is withheld from every consumer-facing
+/// output: a value ctx cannot read is never replaced by a permissive default.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+pub struct Faults(u32);
+
+impl Faults {
+    /// The fields that govern who sees an object, which version wins and when.
+    pub const FIELDS: [&'static str; 21] = [
+        "id",
+        "version",
+        "classification",
+        "permissions",
+        "permissions.read",
+        "permissions.write",
+        "permissions.deny",
+        "status",
+        "authority",
+        "trust",
+        "created",
+        "updated",
+        "valid_from",
+        "expires",
+        "ttl",
+        "review",
+        "supersedes",
+        "superseded_by",
+        "redact",
+        "content_uri",
+        // A top-level key the schema does not define: possibly a misspelt governance field.
+        "unknown-field",
+    ];
+
+    pub fn from_bits(bits: u32) -> Faults {
+        Faults(bits & ((1 << Self::FIELDS.len()) - 1))
+    }
+
+    pub fn bits(self) -> u32 {
+        self.0
+    }
+
+    pub fn is_empty(self) -> bool {
+        self.0 == 0
+    }
+
+    /// Record that `field` (one of [`Faults::FIELDS`]) is invalid.
+    pub fn mark(&mut self, field: &str) {
+        if let Some(i) = Self::FIELDS.iter().position(|f| *f == field) {
+            self.0 |= 1 << i;
+        }
+    }
+
+    pub fn contains(self, field: &str) -> bool {
+        Self::FIELDS
+            .iter()
+            .position(|f| *f == field)
+            .is_some_and(|i| self.0 & (1 << i) != 0)
+    }
+
+    /// The governance field a schema path falls under (`permissions.read[0]` → `permissions.read`).
+    pub fn field_of(path: &str) -> Option<&'static str> {
+        let mut parts = path.split(['.', '[']);
+        let top = parts.next()?;
+        if top == "permissions" {
+            match parts.next() {
+                Some("read") => return Some("permissions.read"),
+                Some("write") => return Some("permissions.write"),
+                Some("deny") => return Some("permissions.deny"),
+                _ => {}
+            }
+        }
+        Self::FIELDS.iter().copied().find(|f| *f == top)
+    }
+
+    /// Merge two sets.
+    pub fn union(self, other: Faults) -> Faults {
+        Faults(self.0 | other.0)
+    }
+
+    /// What a valid value of `field` looks like (for diagnostics).
+    pub fn expected(field: &str) -> &'static str {
+        match field {
+            "id" => "a dotted lowercase id such as `policies.refunds`",
+            "version" => "a whole number, 1 or more",
+            "classification" => "public, internal, confidential or restricted",
+            "authority" => "canonical, approved, reference, observed, inferred or historical",
+            "trust" => "trusted, verified or untrusted",
+            "status" => "draft, pending, approved, rejected or retired",
+            "created" | "updated" | "valid_from" => "an RFC 3339 timestamp such as 2026-08-01T00:00:00Z",
+            "expires" => "an RFC 3339 timestamp such as 2026-08-01T00:00:00Z, or null for never",
+            "ttl" => "a duration such as 30d, 12h or 1y",
+            "review" => "a mapping of interval (duration), next_review and last_review (dates such as 2026-08-01)",
+            "supersedes" => "a list of ids or id@version references",
+            "superseded_by" => "an id or id@version reference",
+            "redact" => "a list of rules: {path, mode: remove|mask|hash, replacement, reason}",
+            "content_uri" => "a non-empty URI",
+            "permissions" => "a mapping with read, write and deny lists",
+            "permissions.read" | "permissions.write" | "permissions.deny" => "a list of role or agent names",
+            _ => "only fields the object schema defines (custom data goes under `extensions`)",
+        }
+    }
+
+    /// The invalid fields, in [`Faults::FIELDS`] order.
+    pub fn fields(self) -> impl Iterator<Item = &'static str> {
+        Self::FIELDS
+            .iter()
+            .enumerate()
+            .filter(move |(i, _)| self.0 & (1 << i) != 0)
+            .map(|(_, f)| *f)
+    }
+}
+
 /// Typed governance metadata, parsed once. Defaults follow the spec:
 /// authority `reference`, classification `internal`, trust `trusted`.
 #[derive(Debug, Clone)]
@@ -86,6 +198,8 @@ pub struct Meta {
     /// For an age-encrypted member of a private collection: its armored ciphertext.
     /// The fields above then come from the clear header only, and `content` is None.
     pub sealed: Option<Box<str>>,
+    /// Governance fields present but invalid: such an object is never served.
+    pub faults: Faults,
 }
 
 /// One loaded context object.
@@ -128,8 +242,9 @@ fn strings(v: Option<&Value>) -> Option<Vec<String>> {
 }
 
 impl Meta {
-    /// Parse typed metadata from the effective fields. Invalid values fall back to
-    /// defaults here; the schema check reports them.
+    /// Parse typed metadata from the effective fields. Defaults apply only to absent
+    /// fields: a present governance field that does not parse is recorded in
+    /// [`Meta::faults`] (the lenient value below is then never used to serve it).
     pub fn from_fields(f: &Map<String, Value>) -> Meta {
         let s = |k: &str| f.get(k).and_then(Value::as_str);
         let ts = |k: &str| s(k).and_then(time::parse_timestamp);
@@ -205,8 +320,90 @@ impl Meta {
                 .and_then(Value::as_bool)
                 .unwrap_or(false),
             sealed: None,
+            faults: governance_faults(f),
         }
     }
+}
+
+fn is_ref(s: &str) -> bool {
+    let id = match s.rsplit_once('@') {
+        Some((id, v)) if !v.is_empty() && v.bytes().all(|b| b.is_ascii_digit()) => id,
+        _ => s,
+    };
+    crate::pattern::valid_id(id)
+}
+
+fn string_list(v: &Value) -> bool {
+    v.as_array()
+        .is_some_and(|a| a.iter().all(|x| x.as_str().is_some_and(|s| !s.is_empty())))
+}
+
+/// The governance fields of `f` that are present but do not parse.
+fn governance_faults(f: &Map<String, Value>) -> Faults {
+    let mut out = Faults::default();
+    // A decision record has its own status vocabulary (decision schema).
+    let decision = f.get("type").and_then(Value::as_str) == Some("decision");
+    let ts = |v: &Value| v.as_str().and_then(time::parse_timestamp).is_some();
+    for (key, v) in f {
+        let ok = match key.as_str() {
+            "id" => v.as_str().is_some_and(crate::pattern::valid_id),
+            "version" => v.as_u64().is_some_and(|n| n >= 1),
+            "classification" => v.as_str().and_then(Classification::parse).is_some(),
+            "authority" => v.as_str().and_then(Authority::parse).is_some(),
+            "trust" => v.as_str().and_then(Trust::parse).is_some(),
+            "status" if decision => v.as_str().is_some_and(|s| {
+                [
+                    "proposed",
+                    "accepted",
+                    "rejected",
+                    "superseded",
+                    "deprecated",
+                ]
+                .contains(&s)
+            }),
+            "status" => v.as_str().and_then(Status::parse).is_some(),
+            "created" | "updated" | "valid_from" => ts(v),
+            "expires" => v.is_null() || ts(v),
+            "ttl" => v.as_str().and_then(time::parse_duration).is_some(),
+            "content_uri" => v.as_str().is_some_and(|s| !s.is_empty()),
+            "superseded_by" => v.as_str().is_some_and(is_ref),
+            "supersedes" => v
+                .as_array()
+                .is_some_and(|a| a.iter().all(|x| x.as_str().is_some_and(is_ref))),
+            "redact" => crate::resolve::redact::Rule::list(v).is_ok(),
+            "review" => v.as_object().is_some_and(|r| {
+                r.iter().all(|(k, x)| match k.as_str() {
+                    "interval" => x.as_str().and_then(time::parse_duration).is_some(),
+                    "next_review" | "last_review" => {
+                        x.as_str().and_then(time::parse_date).is_some()
+                    }
+                    "required_approvers" => x.as_u64().is_some_and(|n| n >= 1),
+                    _ => false,
+                })
+            }),
+            "permissions" => {
+                let Some(p) = v.as_object() else {
+                    out.mark("permissions");
+                    continue;
+                };
+                for (k, list) in p {
+                    match k.as_str() {
+                        "read" | "write" | "deny" if string_list(list) => {}
+                        "read" => out.mark("permissions.read"),
+                        "write" => out.mark("permissions.write"),
+                        "deny" => out.mark("permissions.deny"),
+                        _ => out.mark("permissions"),
+                    }
+                }
+                true
+            }
+            _ => true,
+        };
+        if !ok {
+            out.mark(key);
+        }
+    }
+    out
 }
 
 impl ContextObject {

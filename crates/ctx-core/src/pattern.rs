@@ -27,6 +27,12 @@ fn valid_segment(s: &str) -> bool {
         && chars.all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_' || c == '-')
 }
 
+/// Is `id` a well-formed object id: dotted segments of lowercase letters, digits,
+/// `-` and `_`, each starting with a letter or digit?
+pub fn valid_id(id: &str) -> bool {
+    !id.is_empty() && id.len() <= 512 && id.split('.').all(valid_segment)
+}
+
 impl Pattern {
     pub fn parse(text: &str) -> Result<Pattern, PatternError> {
         let err = |reason| PatternError {

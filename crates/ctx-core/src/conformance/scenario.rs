@@ -77,7 +77,8 @@ fn request(repo: &Repo, r: &Value) -> Result<Request, String> {
         &repo.manifest,
         r.get("agent").and_then(Value::as_str),
         &roles,
-    )?;
+    )
+    .map_err(|e| e.to_string())?;
     let at = match r.get("at").and_then(Value::as_str) {
         Some(s) => crate::time::parse_at(s).ok_or_else(|| format!("bad `at`: {s}"))?,
         None => chrono::Utc::now(),
@@ -131,9 +132,9 @@ fn objects_by_id<'a>(bundle: &'a Value, id: &str) -> Vec<&'a Value> {
 
 fn check_resolution(repo: &Repo, r: &Value, e: &Value) -> Result<(), String> {
     let req = request(repo, r)?;
-    let mut res1 = resolve::resolve(repo, req.clone())?;
+    let mut res1 = resolve::resolve(repo, req.clone()).map_err(|e| e.to_string())?;
     let b = bundle::compile(repo, &mut res1, "2000-01-01T00:00:00Z");
-    let mut res2 = resolve::resolve(repo, req)?;
+    let mut res2 = resolve::resolve(repo, req).map_err(|e| e.to_string())?;
     let b2 = bundle::compile(repo, &mut res2, "2001-01-01T00:00:00Z");
     if b["digest"] != b2["digest"] {
         return Err("a repeated run produced a different digest".into());

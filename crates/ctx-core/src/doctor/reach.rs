@@ -24,12 +24,12 @@ fn consumers(repo: &Repo) -> Vec<(String, Scope)> {
     let m = &repo.manifest;
     let mut out = Vec::new();
     for name in m.roles.keys() {
-        if let Ok(s) = roles::scope(m, std::slice::from_ref(name)) {
+        if let Ok(s) = roles::effective_scope(m, std::slice::from_ref(name)) {
             out.push((name.clone(), s));
         }
     }
     for (name, agent) in &m.agents {
-        if let Ok(s) = roles::scope(m, &agent.roles) {
+        if let Ok(s) = roles::effective_scope(m, &agent.roles) {
             out.push((name.clone(), s));
         }
     }

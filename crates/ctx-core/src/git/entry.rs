@@ -70,6 +70,8 @@ pub struct CachedMeta {
     declares_canonical_source: bool,
     /// The armored ciphertext of a private-collection member (not a secret: it is in the file).
     sealed: Option<String>,
+    /// [`crate::object::Faults`] bits.
+    faults: u32,
 }
 
 impl CachedMeta {
@@ -112,6 +114,7 @@ impl CachedMeta {
             declares_sources: m.declares_sources,
             declares_canonical_source: m.declares_canonical_source,
             sealed: m.sealed.as_deref().map(str::to_string),
+            faults: m.faults.bits(),
         }
     }
 
@@ -161,6 +164,7 @@ impl CachedMeta {
             declares_sources: self.declares_sources,
             declares_canonical_source: self.declares_canonical_source,
             sealed: self.sealed.map(String::into_boxed_str),
+            faults: crate::object::Faults::from_bits(self.faults),
         })
     }
 }

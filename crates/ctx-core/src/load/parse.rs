@@ -6,7 +6,7 @@ use serde_json::{Map, Value};
 use crate::diag::{Code, Diagnostic};
 use crate::frontmatter;
 use crate::json;
-use crate::object::{ContextObject, Format, Meta, Origin};
+use crate::object::{ContextObject, Faults, Format, Meta, Origin};
 use crate::schema::{self, Kind, PathItem};
 use crate::yaml;
 
@@ -247,6 +247,17 @@ pub fn parse(member: &Member, bytes: &[u8], defaults: &Defaults<'_>) -> Parsed {
         .and_then(Value::as_str)
         .unwrap_or_default()
         .to_string();
+    // Governance fields the schema rejects: the object is withheld until they are fixed.
+    let mut schema_faults = Faults::default();
+    for v in &violations {
+        match (Faults::field_of(&v.field), v.path.as_slice()) {
+            (Some(f), _) => schema_faults.mark(f),
+            (None, [PathItem::Key(_)]) if v.message.starts_with("unknown field") => {
+                schema_faults.mark("unknown-field")
+            }
+            _ => {}
+        }
+    }
     for v in violations {
         let mut d = Diagnostic::error(Code::SchemaInvalid, v.message)
             .file(file)
@@ -286,6 +297,37 @@ pub fn parse(member: &Member, bytes: &[u8], defaults: &Defaults<'_>) -> Parsed {
     };
     out.diags.extend(secrets::scan(&scanned, file, &id));
     let mut meta = Meta::from_fields(&fields);
+    // Faults the schema did not already report get a finding of their own.
+    for field in meta.faults.fields().filter(|f| !schema_faults.contains(f)) {
+        let top = field.split('.').next().unwrap_or(field);
+        let mut d = Diagnostic::error(
+            Code::SchemaInvalid,
+            format!(
+                "`{field}` is present but invalid, so the object is withheld from every consumer"
+            ),
+        )
+        .file(file)
+        .id(id.clone())
+        .field(field)
+        .expected(Faults::expected(field))
+        .fix(remediation(field));
+        if let Some(v) = fields.get(top) {
+            d = d.actual(short(v));
+        }
+        let path = [PathItem::Key(top.to_string())];
+        match doc {
+            Some(text) if !supplied.contains(&top) => {
+                if let Some((l, c)) =
+                    crate::manifest::locate_in(text, format == Format::Json, &path)
+                {
+                    d = d.at(l + start_line - 1, c);
+                }
+            }
+            _ => d = d.line(start_line),
+        }
+        out.diags.push(d);
+    }
+    meta.faults = meta.faults.union(schema_faults);
     meta.sealed = sealed.map(String::into_boxed_str);
     // Provenance is judged on what the author declared, never on loader defaults.
     meta.declares_sources &= !supplied.contains(&"sources");
@@ -335,9 +377,28 @@ fn remediation(field: &str) -> String {
             "write an RFC 3339 timestamp such as 2026-08-01T00:00:00Z".into()
         }
         "ttl" => "write a duration such as 30d, 12h or 1y".into(),
+        "redact" => format!(
+            "write each rule as {{path, mode}} with a path of {}",
+            crate::resolve::redact::PATH_SYNTAX
+        ),
+        "permissions" => {
+            "write `permissions` as lists of role or agent names: read, write, deny".into()
+        }
         _ => format!(
             "correct `{field}` (see `ctx schema object`); custom data belongs under `extensions`"
         ),
+    }
+}
+
+/// A value as a finding shows it: short, never a whole structure.
+fn short(v: &Value) -> Value {
+    match v {
+        Value::String(s) if s.chars().count() > 120 => {
+            Value::String(format!("{}…", s.chars().take(120).collect::<String>()))
+        }
+        Value::Object(_) => Value::String("(a mapping)".into()),
+        Value::Array(a) if a.len() > 8 => Value::String(format!("(a list of {})", a.len())),
+        other => other.clone(),
     }
 }
 

@@ -6,12 +6,12 @@ pub mod roles;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use serde::Deserialize;
 use serde_json::{Map, Value};
 
 use crate::diag::{Code, Diagnostic};
 use crate::error::{Error, Result};
-use crate::model::{Authority, Classification, Redaction};
+use crate::model::Authority;
+use crate::resolve::redact::Rule;
 use crate::schema::{self, Kind, PathItem};
 use crate::yaml::{self, PathSeg};
 
@@ -31,32 +31,7 @@ pub struct Collection {
     pub defaults: Map<String, Value>,
 }
 
-/// A role as declared (before inheritance is applied).
-#[derive(Debug, Clone, Default, Deserialize)]
-pub struct Role {
-    #[serde(default)]
-    pub description: Option<String>,
-    #[serde(default)]
-    pub include: Option<Vec<String>>,
-    #[serde(default)]
-    pub exclude: Vec<String>,
-    #[serde(default)]
-    pub permissions: Vec<String>,
-    #[serde(default)]
-    pub max_classification: Option<Classification>,
-    #[serde(default)]
-    pub redact: Vec<Redaction>,
-    #[serde(default)]
-    pub inherits: Vec<String>,
-}
-
-#[derive(Debug, Clone, Default, Deserialize)]
-pub struct Agent {
-    #[serde(default)]
-    pub roles: Vec<String>,
-    #[serde(default)]
-    pub description: Option<String>,
-}
+pub use roles::{Agent, Role};
 
 /// The parsed manifest. `raw` keeps the document as written (extensions are preserved).
 #[derive(Debug, Clone)]
@@ -74,6 +49,8 @@ pub struct Manifest {
     pub name: Option<String>,
     pub entries: Vec<Entry>,
     pub collections: Vec<Collection>,
+    /// Roles and agents, compiled at load (see [`roles`]); a definition with errors
+    /// is kept under its name, and [`Manifest::policy_findings`] holds the errors.
     pub roles: BTreeMap<String, Role>,
     pub agents: BTreeMap<String, Agent>,
     /// Highest authority first; always a permutation of the six levels.
@@ -84,11 +61,15 @@ pub struct Manifest {
     pub stale_is_error: bool,
     pub provenance_required: bool,
     pub require_digest: bool,
-    pub redact: Vec<Redaction>,
+    /// The manifest's own redaction rules, compiled.
+    pub redact: Vec<Rule>,
     pub defaults: Map<String, Value>,
     pub extensions: Map<String, Value>,
     /// `context:` and `collections:` compiled once: which files the loader reads.
     pub members: crate::load::matcher::MemberMatcher,
+    /// Findings about roles, agents and `redact`: any error among them makes every
+    /// consumer-facing operation refuse ([`roles::require_sound`]).
+    pub policy_findings: Vec<Diagnostic>,
 }
 
 fn obj<'a>(v: &'a Value, key: &str) -> Option<&'a Map<String, Value>> {
@@ -243,11 +224,16 @@ impl Manifest {
             redact: Vec::new(),
             defaults: Map::new(),
             extensions: Map::new(),
+            policy_findings: Vec::new(),
             raw: Value::Null,
             members: Default::default(),
         };
         let mut diags = Vec::new();
         for v in schema::check(Kind::Manifest, &raw) {
+            // Roles, agents and redaction rules are checked (more closely) as they compile.
+            if compiled_path(&v.path) {
+                continue;
+            }
             let mut d = Diagnostic::error(Code::ManifestInvalid, v.message)
                 .file(m.file.clone())
                 .fix("correct the manifest field (see `ctx schema manifest`)");
@@ -267,8 +253,13 @@ impl Manifest {
         }
         m.extract(&raw, &mut diags);
         m.members = crate::load::matcher::MemberMatcher::compile(&m.entries, &m.collections);
+        let compiled = roles::compile(&m, &raw);
+        m.roles = compiled.roles;
+        m.agents = compiled.agents;
+        m.redact = compiled.redact;
         m.raw = raw;
-        diags.extend(roles::check(&m));
+        diags.extend(compiled.findings.iter().cloned());
+        m.policy_findings = compiled.findings;
         Ok((m, diags))
     }
 
@@ -308,20 +299,6 @@ impl Manifest {
                         }
                     }
                     _ => {}
-                }
-            }
-        }
-        if let Some(roles) = obj(raw, "roles") {
-            for (k, v) in roles {
-                if let Ok(role) = Role::deserialize(v) {
-                    self.roles.insert(k.clone(), role);
-                }
-            }
-        }
-        if let Some(agents) = obj(raw, "agents") {
-            for (k, v) in agents {
-                if let Ok(agent) = Agent::deserialize(v) {
-                    self.agents.insert(k.clone(), agent);
                 }
             }
         }
@@ -393,12 +370,6 @@ impl Manifest {
                 .and_then(Value::as_bool)
                 .unwrap_or(false);
         }
-        if let Some(list) = raw.get("redact").and_then(Value::as_array) {
-            self.redact = list
-                .iter()
-                .filter_map(|v| Redaction::deserialize(v).ok())
-                .collect();
-        }
         if let Some(d) = obj(raw, "defaults") {
             self.defaults = d.clone();
         }
@@ -410,6 +381,20 @@ impl Manifest {
     /// A namespaced extension block of the manifest, e.g. `ctx.keys`.
     pub fn extension(&self, name: &str) -> Option<&Value> {
         self.extensions.get(name)
+    }
+}
+
+/// Is a schema path under `roles`, `agents` or the top-level `redact` (extensions aside)?
+fn compiled_path(path: &[PathItem]) -> bool {
+    match path {
+        [PathItem::Key(top), ..] if top == "redact" => true,
+        [PathItem::Key(top), PathItem::Key(_), PathItem::Key(k), ..]
+            if (top == "roles" || top == "agents") && k == "extensions" =>
+        {
+            false
+        }
+        [PathItem::Key(top), ..] => top == "roles" || top == "agents",
+        _ => false,
     }
 }
 

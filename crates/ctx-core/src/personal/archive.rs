@@ -49,7 +49,8 @@ pub fn export(v: &Vault, extra: &[String], now: &str) -> Result<Exported> {
             Recipient::parse(r).map_err(|e| Error::Usage(format!("recipient `{r}`: {e}")))?;
         parsed.push(rec);
     }
-    let archive = crate::private::crypt::encrypt(plain.as_bytes(), &parsed).map_err(Error::Invalid)?;
+    let archive =
+        crate::private::crypt::encrypt(plain.as_bytes(), &parsed).map_err(Error::Invalid)?;
     Ok(Exported {
         archive,
         fields: docs.len(),
@@ -82,10 +83,9 @@ pub fn import(
 ) -> Result<Imported> {
     let mut keys = vec![Key::x25519(v.keys.identity(Purpose::Archive))];
     if let Some(text) = identity {
-        let id = text
-            .trim()
-            .parse::<age::x25519::Identity>()
-            .map_err(|_| Error::Usage("`identity` is not an age identity (AGE-SECRET-KEY-1…)".into()))?;
+        let id = text.trim().parse::<age::x25519::Identity>().map_err(|_| {
+            Error::Usage("`identity` is not an age identity (AGE-SECRET-KEY-1…)".into())
+        })?;
         keys.push(Key::x25519(id));
     }
     let ring = Keyring::from_keys(keys);
@@ -94,7 +94,9 @@ pub fn import(
     let doc: Value = serde_json::from_str(&plain)
         .map_err(|e| Error::Invalid(format!("the archive is not JSON ({e})")))?;
     if doc["format"] != FORMAT {
-        return Err(Error::Invalid(format!("the archive's format is not {FORMAT}")));
+        return Err(Error::Invalid(format!(
+            "the archive's format is not {FORMAT}"
+        )));
     }
     let mut incoming = Vec::new();
     for (n, f) in doc["fields"].as_array().into_iter().flatten().enumerate() {
@@ -113,7 +115,8 @@ pub fn import(
     }
     let mut out = Imported::default();
     if mode == ImportMode::Replace {
-        let keep: std::collections::HashSet<&str> = incoming.iter().map(|d| d.id.id.as_str()).collect();
+        let keep: std::collections::HashSet<&str> =
+            incoming.iter().map(|d| d.id.id.as_str()).collect();
         let gone: Vec<String> = v
             .fields
             .keys()

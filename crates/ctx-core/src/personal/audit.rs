@@ -240,7 +240,9 @@ pub fn tail(file: &Path, limit: usize, ring: &Keyring) -> Result<Vec<Value>> {
     let mut out = Vec::new();
     for (n, line) in lines.iter().enumerate().skip(start) {
         let v: Value = serde_json::from_slice(line).unwrap_or(Value::Null);
-        let seq = v["extensions"]["ctx.audit"]["seq"].as_u64().unwrap_or(n as u64 + 1);
+        let seq = v["extensions"]["ctx.audit"]["seq"]
+            .as_u64()
+            .unwrap_or(n as u64 + 1);
         let opened = v["extensions"][super::EXTENSION]["sealed"]
             .as_str()
             .ok_or_else(|| "not a sealed entry".to_string())
@@ -260,10 +262,19 @@ pub fn tail(file: &Path, limit: usize, ring: &Keyring) -> Result<Vec<Value>> {
 pub fn line(e: &Value) -> String {
     let p = &e["extensions"][super::EXTENSION];
     let what = match e["objects"].as_array().filter(|a| !a.is_empty()) {
-        Some(a) => a.iter().filter_map(Value::as_str).collect::<Vec<_>>().join(", "),
+        Some(a) => a
+            .iter()
+            .filter_map(Value::as_str)
+            .collect::<Vec<_>>()
+            .join(", "),
         None => p["scope"]
             .as_array()
-            .map(|a| a.iter().filter_map(Value::as_str).collect::<Vec<_>>().join(", "))
+            .map(|a| {
+                a.iter()
+                    .filter_map(Value::as_str)
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            })
             .unwrap_or_default(),
     };
     format!(
@@ -302,7 +313,10 @@ mod tests {
         .unwrap();
         drop(log);
         let text = std::fs::read_to_string(&file).unwrap();
-        assert!(!text.contains("tax-agent") && !text.contains("identity"), "{text}");
+        assert!(
+            !text.contains("tax-agent") && !text.contains("identity"),
+            "{text}"
+        );
         let report = Log::new(file.clone()).verify().unwrap();
         assert!(report.problems.is_empty(), "{:?}", report.problems);
         assert_eq!(report.entries, 2);

@@ -108,13 +108,24 @@ impl PersonalConfig {
             _ => return Err(bad(m, "format", "expected 1")),
         }
         let vault = string(m, block, "vault")?;
-        if vault.len() != 32 || !vault.bytes().all(|b| b.is_ascii_hexdigit() && !b.is_ascii_uppercase()) {
+        if vault.len() != 32
+            || !vault
+                .bytes()
+                .all(|b| b.is_ascii_hexdigit() && !b.is_ascii_uppercase())
+        {
             return Err(bad(m, "vault", "expected 32 lowercase hexadecimal digits"));
         }
         let root = string(m, block, "root")?;
-        let root = root.strip_prefix("./").unwrap_or(root).trim_end_matches('/');
+        let root = root
+            .strip_prefix("./")
+            .unwrap_or(root)
+            .trim_end_matches('/');
         if !crate::fs::confine::is_plain(root) {
-            return Err(bad(m, "root", "expected a relative folder inside the repository"));
+            return Err(bad(
+                m,
+                "root",
+                "expected a relative folder inside the repository",
+            ));
         }
         let kdf = block.get("kdf").ok_or_else(|| bad(m, "kdf", "missing"))?;
         if kdf.get("algorithm").and_then(Value::as_str) != Some("argon2id") {
@@ -148,7 +159,11 @@ impl PersonalConfig {
             match block.get(f) {
                 None => Ok(default.to_string()),
                 Some(Value::String(s)) if m.roles.contains_key(s) => Ok(s.clone()),
-                Some(other) => Err(bad(m, f, format!("expected a role declared under roles:, found {other}"))),
+                Some(other) => Err(bad(
+                    m,
+                    f,
+                    format!("expected a role declared under roles:, found {other}"),
+                )),
             }
         };
         let idle_timeout = match block.get("idle_timeout") {
@@ -175,21 +190,39 @@ impl PersonalConfig {
         for (name, spec) in cats {
             let at = format!("categories.{name}");
             if !valid_segment(name) || !m.collections.iter().any(|c| &c.name == name) {
-                return Err(bad(m, &at, "expected a category that is also a collection under collections:"));
+                return Err(bad(
+                    m,
+                    &at,
+                    "expected a category that is also a collection under collections:",
+                ));
             }
             let tier = spec
                 .get("sensitivity")
                 .and_then(Value::as_str)
                 .and_then(Tier::parse)
-                .ok_or_else(|| bad(m, &format!("{at}.sensitivity"), "expected public, standard, sensitive or critical"))?;
+                .ok_or_else(|| {
+                    bad(
+                        m,
+                        &format!("{at}.sensitivity"),
+                        "expected public, standard, sensitive or critical",
+                    )
+                })?;
             let mut fields = BTreeMap::new();
             if let Some(f) = spec.get("fields") {
-                let f = f
-                    .as_object()
-                    .ok_or_else(|| bad(m, &format!("{at}.fields"), "expected a mapping of field names to tiers"))?;
+                let f = f.as_object().ok_or_else(|| {
+                    bad(
+                        m,
+                        &format!("{at}.fields"),
+                        "expected a mapping of field names to tiers",
+                    )
+                })?;
                 for (k, v) in f {
                     let t = v.as_str().and_then(Tier::parse).ok_or_else(|| {
-                        bad(m, &format!("{at}.fields.{k}"), "expected public, standard, sensitive or critical")
+                        bad(
+                            m,
+                            &format!("{at}.fields.{k}"),
+                            "expected public, standard, sensitive or critical",
+                        )
                     })?;
                     fields.insert(k.clone(), t);
                 }
@@ -200,8 +233,20 @@ impl PersonalConfig {
                     .iter()
                     .map(|v| v.as_str().map(str::to_string))
                     .collect::<Option<Vec<_>>>()
-                    .ok_or_else(|| bad(m, &format!("{at}.user_only_write"), "expected a list of field names"))?,
-                Some(_) => return Err(bad(m, &format!("{at}.user_only_write"), "expected a list of field names")),
+                    .ok_or_else(|| {
+                        bad(
+                            m,
+                            &format!("{at}.user_only_write"),
+                            "expected a list of field names",
+                        )
+                    })?,
+                Some(_) => {
+                    return Err(bad(
+                        m,
+                        &format!("{at}.user_only_write"),
+                        "expected a list of field names",
+                    ))
+                }
             };
             categories.insert(
                 name.clone(),

@@ -63,7 +63,11 @@ impl FieldId {
 
     /// The file, relative to the manifest folder: `ROOT/addresses/current/city.json`.
     pub fn rel_path(&self, root: &str) -> String {
-        format!("{root}/{}/{}.json", self.category, self.name.replace('.', "/"))
+        format!(
+            "{root}/{}/{}.json",
+            self.category,
+            self.name.replace('.', "/")
+        )
     }
 }
 
@@ -215,7 +219,12 @@ impl FieldDoc {
             Some(_) => return Err("`user_only_write` must be true or false".into()),
         };
         let mut history = Vec::new();
-        for h in ext.get("history").and_then(Value::as_array).into_iter().flatten() {
+        for h in ext
+            .get("history")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+        {
             let Some(content) = h.get("content") else {
                 continue;
             };
@@ -265,9 +274,23 @@ mod tests {
     #[test]
     fn ids_and_paths() {
         let f = FieldId::parse("addresses.current.city").unwrap();
-        assert_eq!((f.category.as_str(), f.name.as_str()), ("addresses", "current.city"));
-        assert_eq!(f.rel_path("personal"), "personal/addresses/current/city.json");
-        for bad in ["identity", "Identity.x", "identity._x", "identity..x", "a.b/c", "../x.y", "x.y\u{202e}"] {
+        assert_eq!(
+            (f.category.as_str(), f.name.as_str()),
+            ("addresses", "current.city")
+        );
+        assert_eq!(
+            f.rel_path("personal"),
+            "personal/addresses/current/city.json"
+        );
+        for bad in [
+            "identity",
+            "Identity.x",
+            "identity._x",
+            "identity..x",
+            "a.b/c",
+            "../x.y",
+            "x.y\u{202e}",
+        ] {
             assert!(FieldId::parse(bad).is_err(), "{bad}");
         }
     }

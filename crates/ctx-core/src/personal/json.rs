@@ -29,7 +29,8 @@ impl Obj {
             self.buf.push(',');
         }
         self.empty = false;
-        self.buf.push_str(&serde_json::to_string(k).expect("string"));
+        self.buf
+            .push_str(&serde_json::to_string(k).expect("string"));
         self.buf.push(':');
     }
 

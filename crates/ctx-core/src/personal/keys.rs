@@ -59,10 +59,15 @@ impl KdfParams {
             ));
         }
         if !(1..=16).contains(&self.parallelism) || self.salt.len() < 16 {
-            return Err("key derivation needs parallelism 1..16 and a salt of at least 16 bytes".into());
+            return Err(
+                "key derivation needs parallelism 1..16 and a salt of at least 16 bytes".into(),
+            );
         }
         if self.memory_kib > 4 * 1024 * 1024 || self.iterations > 64 {
-            return Err("key derivation parameters are implausibly large (over 4 GiB or 64 iterations)".into());
+            return Err(
+                "key derivation parameters are implausibly large (over 4 GiB or 64 iterations)"
+                    .into(),
+            );
         }
         Ok(())
     }
@@ -71,7 +76,8 @@ impl KdfParams {
 /// Random bytes from the OS.
 pub fn random_bytes<const N: usize>() -> Result<[u8; N]> {
     let mut b = [0u8; N];
-    getrandom::fill(&mut b).map_err(|e| Error::Invalid(format!("no randomness from the OS: {e}")))?;
+    getrandom::fill(&mut b)
+        .map_err(|e| Error::Invalid(format!("no randomness from the OS: {e}")))?;
     Ok(b)
 }
 
@@ -307,9 +313,8 @@ pub fn config_dir() -> Option<PathBuf> {
 
 /// Where the secret key of `vault` is kept: `<config>/personal/<vault>.key` (0600).
 pub fn secret_key_path(vault: &str) -> Result<PathBuf> {
-    let dir = config_dir().ok_or_else(|| {
-        Error::Usage("no config folder: set HOME or XDG_CONFIG_HOME".into())
-    })?;
+    let dir = config_dir()
+        .ok_or_else(|| Error::Usage("no config folder: set HOME or XDG_CONFIG_HOME".into()))?;
     Ok(dir.join("personal").join(format!("{vault}.key")))
 }
 
@@ -369,9 +374,9 @@ pub fn load_secret_key(path: &Path, vault: &str) -> Result<SecretKey> {
             key = Some(line.to_string());
         }
     }
-    let key = Zeroizing::new(key.ok_or_else(|| {
-        Error::Invalid(format!("{}: no `secret_key:` line", path.display()))
-    })?);
+    let key = Zeroizing::new(
+        key.ok_or_else(|| Error::Invalid(format!("{}: no `secret_key:` line", path.display())))?,
+    );
     SecretKey::parse(&key).map_err(|e| Error::Invalid(format!("{}: {e}", path.display())))
 }
 

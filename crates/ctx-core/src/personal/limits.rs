@@ -41,7 +41,9 @@ impl Limiter {
         let cap = f64::from(per_minute.max(1));
         self.buckets
             .get(key)
-            .map_or(0, |b| ((1.0 - b.tokens).max(0.0) * 60.0 / cap).ceil() as u64)
+            .map_or(0, |b| {
+                ((1.0 - b.tokens).max(0.0) * 60.0 / cap).ceil() as u64
+            })
             .max(1)
     }
 

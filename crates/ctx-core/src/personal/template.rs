@@ -77,7 +77,10 @@ fn manifest_text(
     ));
     s.push_str("    consumer_role: agent\n    owner_role: owner\n    idle_timeout: 30m\n    history: 10\n    categories:\n");
     for c in &STANDARD_CATEGORIES {
-        s.push_str(&format!("      {}:\n        sensitivity: {}\n", c.name, c.tier));
+        s.push_str(&format!(
+            "      {}:\n        sensitivity: {}\n",
+            c.name, c.tier
+        ));
         if !c.fields.is_empty() {
             let f: Vec<String> = c.fields.iter().map(|(n, t)| format!("{n}: {t}")).collect();
             s.push_str(&format!("        fields: {{ {} }}\n", f.join(", ")));
@@ -93,7 +96,10 @@ fn manifest_text(
     if !recovery.is_empty() {
         s.push_str("    groups:\n      recovery:\n");
         for r in recovery {
-            s.push_str(&format!("        - {}\n", serde_json::to_string(r).expect("string")));
+            s.push_str(&format!(
+                "        - {}\n",
+                serde_json::to_string(r).expect("string")
+            ));
         }
     }
     s.push_str("    collections:\n");
@@ -117,8 +123,8 @@ pub fn category_keys(name: &str, derived: &str, recovery: &[String]) -> Result<C
         .chain(recovery.iter().cloned())
         .enumerate()
     {
-        let (recipient, comment) =
-            Recipient::parse(&r).map_err(|e| Error::Usage(format!("recovery recipient `{r}`: {e}")))?;
+        let (recipient, comment) = Recipient::parse(&r)
+            .map_err(|e| Error::Usage(format!("recovery recipient `{r}`: {e}")))?;
         recipients.push(RecipientEntry {
             key: recipient.key(),
             recipient,
@@ -183,16 +189,26 @@ pub fn create(o: &Options<'_>) -> Result<Created> {
         if let Some(parent) = path.parent() {
             std::fs::create_dir_all(parent).map_err(|e| Error::io(parent, &e))?;
         }
-        crate::fs::write_atomic(&path, sealed.text.as_bytes(), Mode::RepositoryDefault, Existing::Refuse)
-            .map_err(|e| Error::io(&path, &e))?;
+        crate::fs::write_atomic(
+            &path,
+            sealed.text.as_bytes(),
+            Mode::RepositoryDefault,
+            Existing::Refuse,
+        )
+        .map_err(|e| Error::io(&path, &e))?;
         files.push(rel);
     }
     // The secret key goes last but one: a failure before it leaves no orphaned key,
     // and the manifest (what makes the folder a vault) is written only once the key is safe.
     keys::store_secret_key(&key_file, &vault, &secret)?;
     let path = o.dir.join("opencontext.yaml");
-    crate::fs::write_atomic(&path, manifest.as_bytes(), Mode::RepositoryDefault, Existing::Refuse)
-        .map_err(|e| Error::io(&path, &e))?;
+    crate::fs::write_atomic(
+        &path,
+        manifest.as_bytes(),
+        Mode::RepositoryDefault,
+        Existing::Refuse,
+    )
+    .map_err(|e| Error::io(&path, &e))?;
     files.insert(0, "opencontext.yaml".into());
     Ok(Created {
         vault,

@@ -120,7 +120,11 @@ impl TokenRecord {
 /// Generate a token: its text (shown once), its hash and its shown prefix.
 pub fn issue(session: bool) -> crate::error::Result<(Zeroizing<String>, String, String)> {
     let bytes = Zeroizing::new(random_bytes::<32>()?);
-    let prefix = if session { SESSION_PREFIX } else { SERVICE_PREFIX };
+    let prefix = if session {
+        SESSION_PREFIX
+    } else {
+        SERVICE_PREFIX
+    };
     let token = Zeroizing::new(format!("{prefix}{}", hex::encode(&bytes[..])));
     let shown = token[..prefix.len() + SHOWN].to_string();
     let hash = hash(&token);
@@ -147,13 +151,8 @@ pub fn parse_scope(entries: &[String]) -> Result<Vec<Pattern>, String> {
             } else {
                 format!("{e}.*")
             };
-            Pattern::parse(&text).map_err(|p| {
-                format!(
-                    "scope entry `{}`: {}",
-                    super::field::inert(e),
-                    p.reason
-                )
-            })
+            Pattern::parse(&text)
+                .map_err(|p| format!("scope entry `{}`: {}", super::field::inert(e), p.reason))
         })
         .collect()
 }
@@ -298,7 +297,11 @@ mod tests {
     #[test]
     fn names_and_ttls() {
         assert!(valid_consumer_name("tax-prep-agent"));
-        assert!(!valid_consumer_name("user") && !valid_consumer_name("Tax") && !valid_consumer_name("a b"));
+        assert!(
+            !valid_consumer_name("user")
+                && !valid_consumer_name("Tax")
+                && !valid_consumer_name("a b")
+        );
         assert_eq!(parse_ttl("30m"), Some(Duration::minutes(30)));
         assert_eq!(parse_ttl("8760h"), Some(Duration::hours(8760)));
         assert!(parse_ttl("0s").is_none() && parse_ttl("soon").is_none());

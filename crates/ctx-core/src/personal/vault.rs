@@ -43,6 +43,9 @@ struct CategoryKeys {
 /// An unlocked vault.
 pub struct Vault {
     pub manifest: Manifest,
+    /// The vault's governance as a repository without objects: what the authorized
+    /// view ([`super::view::FieldView`]) is opened over; fields are held below.
+    pub governance: Repo,
     pub config: PersonalConfig,
     pub keys: VaultKeys,
     categories: BTreeMap<String, CategoryKeys>,
@@ -120,8 +123,15 @@ impl Vault {
         let Repo {
             manifest, objects, ..
         } = repo;
+        let governance = Repo {
+            manifest: manifest.clone(),
+            objects: Vec::new(),
+            diags: Vec::new(),
+            files: 0,
+        };
         let mut v = Vault {
             manifest,
+            governance,
             config,
             keys,
             categories,
@@ -142,8 +152,10 @@ impl Vault {
             match open_field(&o, &ck.ring, &cat) {
                 Ok(doc) => {
                     if v.fields.contains_key(&doc.id.id) {
-                        v.problems
-                            .push(format!("{}: a second file for field {}", o.origin.file, doc.id.id));
+                        v.problems.push(format!(
+                            "{}: a second file for field {}",
+                            o.origin.file, doc.id.id
+                        ));
                         continue;
                     }
                     let f = Field::from_doc(doc, o);
@@ -254,8 +266,13 @@ impl Vault {
             if let Some(parent) = path.parent() {
                 std::fs::create_dir_all(parent).map_err(|e| Error::io(parent, &e))?;
             }
-            crate::fs::write_atomic(&path, sealed.text.as_bytes(), Mode::Preserve, Existing::Replace)
-                .map_err(|e| Error::io(&path, &e))?;
+            crate::fs::write_atomic(
+                &path,
+                sealed.text.as_bytes(),
+                Mode::Preserve,
+                Existing::Replace,
+            )
+            .map_err(|e| Error::io(&path, &e))?;
         }
         let id = doc.id.id.clone();
         self.fields.insert(id.clone(), Field::from_doc(doc, o));
@@ -329,7 +346,11 @@ impl Field {
 }
 
 /// Decrypt one loaded field object with its category's identity.
-fn open_field(o: &ContextObject, ring: &Keyring, category: &str) -> std::result::Result<FieldDoc, String> {
+fn open_field(
+    o: &ContextObject,
+    ring: &Keyring,
+    category: &str,
+) -> std::result::Result<FieldDoc, String> {
     if o.meta.kind != FIELD_TYPE {
         return Err(format!("type `{}` is not a field", o.meta.kind));
     }

@@ -1,9 +1,10 @@
 //! Stage 1 — authorization. Runs before anything looks at content or relevance.
 //! Order (first failure wins): explicit deny, scope exclusion, object read grant,
-//! scope inclusion, classification ceiling.
+//! scope inclusion, classification ceiling. An object whose governance fields are
+//! present but invalid is judged on its id alone, and withheld when in scope.
 
 use crate::manifest::roles::Scope;
-use crate::object::ContextObject;
+use crate::object::{ContextObject, Faults};
 use crate::pattern::principal_matches;
 
 /// Why an object is not visible to the consumer.
@@ -19,6 +20,8 @@ pub enum Denial {
     NotInScope,
     /// Above the consumer's classification ceiling.
     Classification,
+    /// Governance fields present but invalid: ctx cannot tell who may see it.
+    InvalidGovernance(Faults),
 }
 
 impl Denial {
@@ -29,6 +32,23 @@ impl Denial {
             Denial::ScopeExclusion => "scope-exclusion",
             Denial::NotInScope => "not-in-scope",
             Denial::Classification => "classification-denied",
+            Denial::InvalidGovernance(_) => "permission-denied",
+        }
+    }
+
+    /// What an exclusion record says besides the reason: field names, never values.
+    pub fn detail(self) -> Option<String> {
+        match self {
+            Denial::InvalidGovernance(f) => {
+                let names: Vec<String> = f.fields().map(|n| format!("`{n}`")).collect();
+                Some(format!(
+                    "governance field{} {} {} invalid; withheld until `ctx validate` passes",
+                    if names.len() == 1 { "" } else { "s" },
+                    names.join(", "),
+                    if names.len() == 1 { "is" } else { "are" }
+                ))
+            }
+            _ => None,
         }
     }
 }
@@ -55,6 +75,17 @@ impl Principals<'_> {
 /// Decide one object. Pure: looks only at governance metadata, never at content.
 pub fn authorize(o: &ContextObject, who: &Principals<'_>) -> Result<(), Denial> {
     let scope = who.scope;
+    let faults = o.meta.faults;
+    if !faults.is_empty() {
+        // Nothing but a valid id can be trusted: an object without one is in no scope.
+        if faults.contains("id") || !scope.include.iter().any(|p| p.covers(&o.id)) {
+            return Err(Denial::NotInScope);
+        }
+        if scope.exclude.iter().any(|p| p.covers(&o.id)) {
+            return Err(Denial::ScopeExclusion);
+        }
+        return Err(Denial::InvalidGovernance(faults));
+    }
     if who.named_by(&o.meta.deny) {
         return Err(Denial::ExplicitDeny);
     }

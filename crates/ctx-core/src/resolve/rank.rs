@@ -1,6 +1,7 @@
 //! Stage 6 — task relevance: a deterministic lexical BM25 score over id, title,
-//! tags, summary and content. Runs only on objects that passed authorization,
-//! so neither scores nor document frequencies depend on denied content.
+//! tags, summary and content. Runs only on objects that passed authorization, and
+//! on their content as the consumer sees it (redacted), so neither scores nor
+//! document frequencies depend on denied or redacted bytes.
 
 use std::collections::HashMap;
 
@@ -41,7 +42,11 @@ pub fn query_terms(task: &str) -> Vec<String> {
 }
 
 /// Weighted term frequencies of one object for the query terms, and its weighted length.
-fn profile(o: &ContextObject, query: &HashMap<&str, usize>) -> (Vec<f64>, f64) {
+fn profile(
+    o: &ContextObject,
+    content: Option<&Value>,
+    query: &HashMap<&str, usize>,
+) -> (Vec<f64>, f64) {
     let mut tf = vec![0.0; query.len()];
     let mut len = 0.0;
     let mut add = |text: &str, w: f64| {
@@ -71,7 +76,7 @@ fn profile(o: &ContextObject, query: &HashMap<&str, usize>) -> (Vec<f64>, f64) {
     if let Some(s) = &o.meta.summary {
         add(s, W_SUMMARY);
     }
-    match &o.content {
+    match content {
         Some(Value::String(s)) => add(s, W_CONTENT),
         Some(v @ (Value::Object(_) | Value::Array(_))) => add(&v.to_string(), W_CONTENT),
         _ => {}
@@ -79,8 +84,16 @@ fn profile(o: &ContextObject, query: &HashMap<&str, usize>) -> (Vec<f64>, f64) {
     (tf, len)
 }
 
-/// Scores for `candidates` (indexes into `objects`), in the same order. No task → all zero.
-pub fn scores(objects: &[ContextObject], candidates: &[usize], task: Option<&str>) -> Vec<f64> {
+/// Scores for `candidates` (indexes into `objects`), in the same order, with
+/// `contents[n]` the content candidate `n` is indexed by (the consumer's redacted
+/// view, never the stored bytes). No task → all zero.
+pub fn scores(
+    objects: &[ContextObject],
+    candidates: &[usize],
+    contents: &[Option<&Value>],
+    task: Option<&str>,
+) -> Vec<f64> {
+    debug_assert_eq!(candidates.len(), contents.len());
     let q = task.map(query_terms).unwrap_or_default();
     if q.is_empty() || candidates.is_empty() {
         return vec![0.0; candidates.len()];
@@ -88,7 +101,8 @@ pub fn scores(objects: &[ContextObject], candidates: &[usize], task: Option<&str
     let query: HashMap<&str, usize> = q.iter().enumerate().map(|(i, t)| (t.as_str(), i)).collect();
     let profiles: Vec<(Vec<f64>, f64)> = candidates
         .par_iter()
-        .map(|&i| profile(&objects[i], &query))
+        .zip(contents.par_iter())
+        .map(|(&i, c)| profile(&objects[i], *c, &query))
         .collect();
     let n = profiles.len() as f64;
     let avg_len = (profiles.iter().map(|p| p.1).sum::<f64>() / n).max(1.0);

@@ -22,13 +22,14 @@ pub struct ValidateOptions {
 }
 
 /// Extensions ctx itself defines under its `ctx.` namespace.
-pub const KNOWN_CTX_EXTENSIONS: [&str; 6] = [
+pub const KNOWN_CTX_EXTENSIONS: [&str; 7] = [
     "ctx.keys",
     "ctx.personal",
     "ctx.private",
     "ctx.policy",
     "ctx.health",
     "ctx.write",
+    "ctx.redaction",
 ];
 
 /// Index from id to the positions of its objects (objects are sorted by id).
@@ -62,14 +63,26 @@ impl<'a> Index<'a> {
         self.by_id.contains_key(id)
     }
 
-    /// Positions of the objects an `id[@version]` reference names.
+    /// Positions of the objects an `id[@version]` reference names. A pinned
+    /// version is found by binary search (versions of one id are sorted), so a
+    /// chain of many versions costs O(log n) per link.
     pub fn resolve(&self, r: &crate::model::ObjectRef) -> Vec<usize> {
-        match self.by_id.get(r.id.as_str()) {
-            Some(range) => range
-                .clone()
-                .filter(|&i| r.version.is_none() || self.objects[i].version == r.version)
-                .collect(),
-            None => Vec::new(),
+        self.range(r).collect()
+    }
+
+    /// [`Index::resolve`] without allocating.
+    pub fn range(&self, r: &crate::model::ObjectRef) -> std::ops::Range<usize> {
+        let Some(range) = self.by_id.get(r.id.as_str()) else {
+            return 0..0;
+        };
+        match r.version {
+            None => range.clone(),
+            Some(v) => {
+                let slice = &self.objects[range.clone()];
+                let lo = slice.partition_point(|o| o.version < Some(v));
+                let hi = slice.partition_point(|o| o.version <= Some(v));
+                range.start + lo..range.start + hi
+            }
         }
     }
 }

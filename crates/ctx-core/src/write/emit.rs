@@ -68,6 +68,8 @@ pub fn yaml_map(fields: &Map<String, Value>) -> String {
 
 /// The file text for `fields` (without content) and `content` in `format`.
 pub fn document(format: Format, fields: &Map<String, Value>, content: Option<&Value>) -> String {
+    // Keys in the order `ctx fmt` keeps, so a written file is already formatted.
+    let fields = &crate::reformat::order::canonical(fields);
     match format {
         Format::Markdown => {
             let mut out = format!("---\n{}---\n", yaml_map(fields));

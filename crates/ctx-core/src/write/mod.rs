@@ -106,7 +106,7 @@ pub fn authorize_write(
     candidate: &ContextObject,
     existing: Option<&ContextObject>,
 ) -> Result<(), String> {
-    let scope = roles::scope(m, &consumer.roles)?;
+    let scope = roles::scope(m, &consumer.roles).map_err(|e| e.to_string())?;
     let names: Vec<&str> = std::iter::once(consumer.id.as_str())
         .chain(scope.principals.iter().map(String::as_str))
         .collect();

@@ -86,7 +86,11 @@ fn view_of(a: &approvals::Approval) -> ApprovalView {
 
 impl Service {
     /// `POST /context/tokens/service`: the consumer's credentials (or the user's session).
-    pub fn create_token(&self, bearer: Option<&str>, r: &TokenRequest) -> Answer<Zeroizing<String>> {
+    pub fn create_token(
+        &self,
+        bearer: Option<&str>,
+        r: &TokenRequest,
+    ) -> Answer<Zeroizing<String>> {
         if self.is_locked() {
             return Err(Refusal::VaultLocked);
         }
@@ -95,7 +99,9 @@ impl Service {
             None => false,
         };
         if !tokens::valid_consumer_name(&r.consumer) {
-            return Err(Refusal::InvalidRequest("`consumer` must name a registered consumer".into()));
+            return Err(Refusal::InvalidRequest(
+                "`consumer` must name a registered consumer".into(),
+            ));
         }
         {
             let mut a = lock(&self.access);
@@ -115,7 +121,9 @@ impl Service {
             (None, _) => false,
         };
         if !authentic {
-            let e = Entry::new(Action::Deny, &r.consumer).denied().detail("token request with wrong consumer credentials");
+            let e = Entry::new(Action::Deny, &r.consumer)
+                .denied()
+                .detail("token request with wrong consumer credentials");
             self.record(e)?;
             return Err(if by_user {
                 Refusal::NotFound(format!("no consumer {}", r.consumer))
@@ -126,11 +134,16 @@ impl Service {
         let scope = r.scope.clone();
         tokens::parse_scope(&scope).map_err(Refusal::InvalidRequest)?;
         let ttl_text = r.ttl.clone().unwrap_or_else(|| "1h".into());
-        let ttl = tokens::parse_ttl(&ttl_text)
-            .ok_or_else(|| Refusal::InvalidRequest("`ttl` is a duration such as 30m, 1h or 8760h (at most ten years)".into()))?;
+        let ttl = tokens::parse_ttl(&ttl_text).ok_or_else(|| {
+            Refusal::InvalidRequest(
+                "`ttl` is a duration such as 30m, 1h or 8760h (at most ten years)".into(),
+            )
+        })?;
         let mode = match r.mode.as_deref() {
             None => Mode::Read,
-            Some(m) => Mode::parse(m).ok_or_else(|| Refusal::InvalidRequest("`mode` is read, write or read-write".into()))?,
+            Some(m) => Mode::parse(m).ok_or_else(|| {
+                Refusal::InvalidRequest("`mode` is read, write or read-write".into())
+            })?,
         };
         let usage = match r.usage.as_deref() {
             None | Some("multi") | Some("multi-use") => Usage::Multi,
@@ -138,11 +151,19 @@ impl Service {
             Some(_) => return Err(Refusal::InvalidRequest("`usage` is single or multi".into())),
         };
         let rates = r.rates.unwrap_or(self.options.default_rates);
-        if rates.reads == 0 || rates.writes == 0 || rates.reads > 1_000_000 || rates.writes > 1_000_000 {
-            return Err(Refusal::InvalidRequest("`rate_limit` reads and writes are 1..1000000 per minute".into()));
+        if rates.reads == 0
+            || rates.writes == 0
+            || rates.reads > 1_000_000
+            || rates.writes > 1_000_000
+        {
+            return Err(Refusal::InvalidRequest(
+                "`rate_limit` reads and writes are 1..1000000 per minute".into(),
+            ));
         }
         if r.purpose.as_ref().is_some_and(|p| p.len() > 1000) {
-            return Err(Refusal::InvalidRequest("`purpose` is at most 1000 bytes".into()));
+            return Err(Refusal::InvalidRequest(
+                "`purpose` is at most 1000 bytes".into(),
+            ));
         }
         let (token, hash, shown) = tokens::issue(false).map_err(Refusal::from_error)?;
         let expires = now() + ttl;
@@ -164,7 +185,15 @@ impl Service {
         self.record(
             Entry::new(Action::Grant, &r.consumer)
                 .scope(&scope)
-                .detail(format!("token {shown}…, {ttl_text}, {}, {}", mode.as_str(), if usage == Usage::Single { "single-use" } else { "multi-use" })),
+                .detail(format!(
+                    "token {shown}…, {ttl_text}, {}, {}",
+                    mode.as_str(),
+                    if usage == Usage::Single {
+                        "single-use"
+                    } else {
+                        "multi-use"
+                    }
+                )),
         )?;
         Ok(Obj::new()
             .str("token", &token)
@@ -172,9 +201,19 @@ impl Service {
             .str("consumer", &r.consumer)
             .value("scope", &serde_json::json!(scope))
             .str("mode", mode.as_str())
-            .str("usage", if usage == Usage::Single { "single" } else { "multi" })
+            .str(
+                "usage",
+                if usage == Usage::Single {
+                    "single"
+                } else {
+                    "multi"
+                },
+            )
             .str("expires_at", rec.expires_at.as_deref().unwrap_or(""))
-            .value("rate_limit", &serde_json::json!({"reads": rates.reads, "writes": rates.writes}))
+            .value(
+                "rate_limit",
+                &serde_json::json!({"reads": rates.reads, "writes": rates.writes}),
+            )
             .finish())
     }
 
@@ -189,7 +228,12 @@ impl Service {
             .filter(|t| !t.expired(now) && !t.spent())
             .map(|t| TokenView { record: t.clone() })
             .collect();
-        v.sort_by(|x, y| x.record.created_at.cmp(&y.record.created_at).then(x.record.shown.cmp(&y.record.shown)));
+        v.sort_by(|x, y| {
+            x.record
+                .created_at
+                .cmp(&y.record.created_at)
+                .then(x.record.shown.cmp(&y.record.shown))
+        });
         Ok(v)
     }
 
@@ -204,29 +248,48 @@ impl Service {
             Err(Refusal::ScopeExceeded(_)) => false,
             Err(e) => return Err(e),
         };
-        if prefix.len() < tokens::SERVICE_PREFIX.len() + 4 || !prefix.starts_with(tokens::SERVICE_PREFIX) {
-            return Err(Refusal::InvalidRequest("give at least `ctxs_` and four more characters of the token".into()));
+        if prefix.len() < tokens::SERVICE_PREFIX.len() + 4
+            || !prefix.starts_with(tokens::SERVICE_PREFIX)
+        {
+            return Err(Refusal::InvalidRequest(
+                "give at least `ctxs_` and four more characters of the token".into(),
+            ));
         }
         let mut a = lock(&self.access);
         let hits: Vec<TokenRecord> = a
             .tokens
             .values()
-            .filter(|t| t.shown.starts_with(prefix) || prefix.starts_with(&t.shown) && own.as_deref() == Some(t.hash.as_str()))
+            .filter(|t| {
+                t.shown.starts_with(prefix)
+                    || prefix.starts_with(&t.shown) && own.as_deref() == Some(t.hash.as_str())
+            })
             .cloned()
             .collect();
         let hit = match hits.as_slice() {
             [] => return Err(Refusal::NotFound(format!("no token {}", inert(prefix)))),
             [one] => one.clone(),
-            many => return Err(Refusal::Conflict(format!("{} tokens start with {}; give more characters", many.len(), inert(prefix)))),
+            many => {
+                return Err(Refusal::Conflict(format!(
+                    "{} tokens start with {}; give more characters",
+                    many.len(),
+                    inert(prefix)
+                )))
+            }
         };
         if !by_user && own.as_deref() != Some(hit.hash.as_str()) {
-            return Err(Refusal::ScopeExceeded("a service token may revoke only itself".into()));
+            return Err(Refusal::ScopeExceeded(
+                "a service token may revoke only itself".into(),
+            ));
         }
         a.tokens.remove(&hit.hash);
         a.limiter.forget(&hit.hash);
         drop(a);
         self.persist()?;
-        let who = if by_user { "user".to_string() } else { hit.consumer.clone().unwrap_or_default() };
+        let who = if by_user {
+            "user".to_string()
+        } else {
+            hit.consumer.clone().unwrap_or_default()
+        };
         self.record(
             Entry::new(Action::Revoke, hit.consumer.as_deref().unwrap_or("user"))
                 .scope(&hit.scope)
@@ -236,15 +299,24 @@ impl Service {
     }
 
     /// `POST /context/consumers/register` (the user's session).
-    pub fn register(&self, bearer: Option<&str>, name: &str, secret: &str) -> Answer<(String, String)> {
+    pub fn register(
+        &self,
+        bearer: Option<&str>,
+        name: &str,
+        secret: &str,
+    ) -> Answer<(String, String)> {
         self.authenticate(bearer, Class::Admin)?;
         if !tokens::valid_consumer_name(name) {
             return Err(Refusal::InvalidRequest(
-                "`name`: lowercase letters, digits, `-`, `_` and `.`, at most 64, not `user`".into(),
+                "`name`: lowercase letters, digits, `-`, `_` and `.`, at most 64, not `user`"
+                    .into(),
             ));
         }
         if secret.chars().count() < tokens::MIN_SECRET_LEN {
-            return Err(Refusal::InvalidRequest(format!("`secret` needs at least {} characters", tokens::MIN_SECRET_LEN)));
+            return Err(Refusal::InvalidRequest(format!(
+                "`secret` needs at least {} characters",
+                tokens::MIN_SECRET_LEN
+            )));
         }
         if lock(&self.access).consumers.contains_key(name) {
             return Err(Refusal::Conflict("consumer already registered".into()));
@@ -279,7 +351,11 @@ impl Service {
             .map(|c| ConsumerView {
                 name: c.name.clone(),
                 registered_at: c.registered_at.clone(),
-                tokens: a.tokens.values().filter(|t| t.consumer.as_deref() == Some(&c.name)).count(),
+                tokens: a
+                    .tokens
+                    .values()
+                    .filter(|t| t.consumer.as_deref() == Some(&c.name))
+                    .count(),
             })
             .collect())
     }
@@ -292,16 +368,28 @@ impl Service {
             if a.consumers.remove(name).is_none() {
                 return Err(Refusal::NotFound(format!("no consumer {}", inert(name))));
             }
-            let gone: Vec<TokenRecord> = a.tokens.values().filter(|t| t.consumer.as_deref() == Some(name)).cloned().collect();
+            let gone: Vec<TokenRecord> = a
+                .tokens
+                .values()
+                .filter(|t| t.consumer.as_deref() == Some(name))
+                .cloned()
+                .collect();
             for t in &gone {
                 a.tokens.remove(&t.hash);
             }
             gone
         };
         self.persist()?;
-        self.record(Entry::new(Action::Deregister, name).detail(format!("{} token(s) revoked", revoked.len())))?;
+        self.record(
+            Entry::new(Action::Deregister, name)
+                .detail(format!("{} token(s) revoked", revoked.len())),
+        )?;
         for t in &revoked {
-            self.record(Entry::new(Action::Revoke, name).scope(&t.scope).detail(format!("token {}… revoked with its consumer", t.shown)))?;
+            self.record(
+                Entry::new(Action::Revoke, name)
+                    .scope(&t.scope)
+                    .detail(format!("token {}… revoked with its consumer", t.shown)),
+            )?;
         }
         Ok(revoked.len())
     }
@@ -321,20 +409,47 @@ impl Service {
     }
 
     /// `PUT /context/sensitivity/{id}` with `{ tier }`: the user's decision only.
-    pub fn set_sensitivity(&self, bearer: Option<&str>, id: &str, tier: &str) -> Answer<Zeroizing<String>> {
-        let who = self.authenticate(bearer, Class::Admin).map_err(|e| match e {
-            Refusal::ScopeExceeded(_) => Refusal::UserOnlyWrite("a field's sensitivity is the user's decision".into()),
-            other => other,
-        })?;
+    pub fn set_sensitivity(
+        &self,
+        bearer: Option<&str>,
+        id: &str,
+        tier: &str,
+    ) -> Answer<Zeroizing<String>> {
+        let who = self
+            .authenticate(bearer, Class::Admin)
+            .map_err(|e| match e {
+                Refusal::ScopeExceeded(_) => {
+                    Refusal::UserOnlyWrite("a field's sensitivity is the user's decision".into())
+                }
+                other => other,
+            })?;
         let fid = FieldId::parse(id).map_err(Refusal::InvalidRequest)?;
-        let tier = Tier::parse(tier).ok_or_else(|| Refusal::InvalidRequest("`tier` is public, standard, sensitive or critical".into()))?;
+        let tier = Tier::parse(tier).ok_or_else(|| {
+            Refusal::InvalidRequest("`tier` is public, standard, sensitive or critical".into())
+        })?;
         let mut st = self.state.write().unwrap_or_else(|p| p.into_inner());
         let open = st.as_mut().ok_or(Refusal::VaultLocked)?;
-        let old = open.vault.fields.get(&fid.id).map(|f| f.tier).ok_or_else(|| Refusal::NotFound(format!("no field {}", fid.id)))?;
-        let f = open.vault.set_tier(&fid.id, tier, &now_text()).map_err(Refusal::from_error)?;
-        let body = Obj::new().str("id", &f.id.id).str("sensitivity", f.tier.as_str()).num("version", f.version).finish();
+        let old = open
+            .vault
+            .fields
+            .get(&fid.id)
+            .map(|f| f.tier)
+            .ok_or_else(|| Refusal::NotFound(format!("no field {}", fid.id)))?;
+        let f = open
+            .vault
+            .set_tier(&fid.id, tier, &now_text())
+            .map_err(Refusal::from_error)?;
+        let body = Obj::new()
+            .str("id", &f.id.id)
+            .str("sensitivity", f.tier.as_str())
+            .num("version", f.version)
+            .finish();
         drop(st);
-        self.record(Entry::new(Action::Sensitivity, who.name()).fields([fid.id.clone()]).detail(format!("{old} -> {tier}")))?;
+        self.record(
+            Entry::new(Action::Sensitivity, who.name())
+                .fields([fid.id.clone()])
+                .detail(format!("{old} -> {tier}")),
+        )?;
         Ok(body)
     }
 
@@ -349,28 +464,50 @@ impl Service {
         })?;
         let ids: Vec<String> = open.vault.fields.keys().cloned().collect();
         drop(st);
-        self.record(Entry::new(Action::Export, "user").fields(ids).detail(format!("{} recipient(s)", out.recipients.len())))?;
+        self.record(
+            Entry::new(Action::Export, "user")
+                .fields(ids)
+                .detail(format!("{} recipient(s)", out.recipients.len())),
+        )?;
         Ok(out)
     }
 
     /// `POST /context/import`: merge or replace from an archive.
-    pub fn import(&self, bearer: Option<&str>, armor: &str, mode: ImportMode, identity: Option<&str>) -> Answer<archive::Imported> {
+    pub fn import(
+        &self,
+        bearer: Option<&str>,
+        armor: &str,
+        mode: ImportMode,
+        identity: Option<&str>,
+    ) -> Answer<archive::Imported> {
         self.authenticate(bearer, Class::Admin)?;
         let mut st = self.state.write().unwrap_or_else(|p| p.into_inner());
         let open = st.as_mut().ok_or(Refusal::VaultLocked)?;
         let out = archive::import(&mut open.vault, armor, mode, identity).map_err(|e| match e {
-            crate::error::Error::Invalid(m) | crate::error::Error::Usage(m) => Refusal::InvalidRequest(m),
+            crate::error::Error::Invalid(m) | crate::error::Error::Usage(m) => {
+                Refusal::InvalidRequest(m)
+            }
             other => Refusal::from_error(other),
         })?;
         drop(st);
-        let changed: Vec<String> = out.added.iter().chain(&out.updated).chain(&out.removed).cloned().collect();
-        self.record(Entry::new(Action::Import, "user").fields(changed).detail(format!(
-            "{} added, {} updated, {} unchanged, {} removed",
-            out.added.len(),
-            out.updated.len(),
-            out.unchanged.len(),
-            out.removed.len()
-        )))?;
+        let changed: Vec<String> = out
+            .added
+            .iter()
+            .chain(&out.updated)
+            .chain(&out.removed)
+            .cloned()
+            .collect();
+        self.record(
+            Entry::new(Action::Import, "user")
+                .fields(changed)
+                .detail(format!(
+                    "{} added, {} updated, {} unchanged, {} removed",
+                    out.added.len(),
+                    out.updated.len(),
+                    out.unchanged.len(),
+                    out.removed.len()
+                )),
+        )?;
         Ok(out)
     }
 
@@ -381,7 +518,8 @@ impl Service {
         if self.is_control(bearer) {
             return Ok("ctx approvals".into());
         }
-        self.authenticate(bearer, Class::Admin).map(|_| "http".into())
+        self.authenticate(bearer, Class::Admin)
+            .map(|_| "http".into())
     }
 
     /// Pending approvals (the user's session or the control token).
@@ -392,7 +530,12 @@ impl Service {
 
     /// Pending approvals, for the serving terminal.
     pub fn pending_approvals(&self) -> Vec<ApprovalView> {
-        lock(&self.access).approvals.pending(now()).into_iter().map(view_of).collect()
+        lock(&self.access)
+            .approvals
+            .pending(now())
+            .into_iter()
+            .map(view_of)
+            .collect()
     }
 
     /// `GET /context/approvals/{id}`: the requester polls, or the user looks.
@@ -404,7 +547,9 @@ impl Service {
         let privileged = self.is_control(bearer) || self.authenticate(bearer, Class::Admin).is_ok();
         let a = lock(&self.access);
         match a.approvals.get(id) {
-            Some(ap) if privileged || hash.as_deref() == Some(ap.requester.as_str()) => Ok(view_of(ap)),
+            Some(ap) if privileged || hash.as_deref() == Some(ap.requester.as_str()) => {
+                Ok(view_of(ap))
+            }
             _ => Err(Refusal::NotFound(format!("no approval {}", inert(id)))),
         }
     }
@@ -413,7 +558,11 @@ impl Service {
     pub fn decide(&self, bearer: Option<&str>, id: &str, d: &Decide) -> Answer<ApprovalView> {
         let surface = self.approver(bearer)?;
         let d = Decide {
-            via: if d.via.is_empty() { surface } else { d.via.clone() },
+            via: if d.via.is_empty() {
+                surface
+            } else {
+                d.via.clone()
+            },
             ..d.clone()
         };
         self.decide_local(id, &d)
@@ -430,9 +579,18 @@ impl Service {
                 let critical = lock(&self.access)
                     .approvals
                     .get(id)
-                    .map(|a| a.ask.restricted().into_iter().map(str::to_string).collect::<Vec<_>>())
+                    .map(|a| {
+                        a.ask
+                            .restricted()
+                            .into_iter()
+                            .map(str::to_string)
+                            .collect::<Vec<_>>()
+                    })
                     .unwrap_or_default();
-                let mut typed: Vec<&str> = c.split(|ch: char| ch == ',' || ch.is_whitespace()).filter(|s| !s.is_empty()).collect();
+                let mut typed: Vec<&str> = c
+                    .split(|ch: char| ch == ',' || ch.is_whitespace())
+                    .filter(|s| !s.is_empty())
+                    .collect();
                 typed.sort_unstable();
                 typed.dedup();
                 let mut want: Vec<&str> = critical.iter().map(String::as_str).collect();
@@ -450,18 +608,35 @@ impl Service {
         };
         let view = {
             let mut a = lock(&self.access);
-            let r = a.approvals.decide(id, decision, "user", &d.via, |_| password_ok, now());
+            let r = a
+                .approvals
+                .decide(id, decision, "user", &d.via, |_| password_ok, now());
             match r {
                 Ok(ap) => view_of(ap),
-                Err(approvals::DecideError::NotFound) => return Err(Refusal::NotFound(format!("no approval {}", inert(id)))),
-                Err(e @ approvals::DecideError::NotPending(_)) => return Err(Refusal::Conflict(e.to_string())),
+                Err(approvals::DecideError::NotFound) => {
+                    return Err(Refusal::NotFound(format!("no approval {}", inert(id))))
+                }
+                Err(e @ approvals::DecideError::NotPending(_)) => {
+                    return Err(Refusal::Conflict(e.to_string()))
+                }
                 Err(e) => return Err(Refusal::InvalidRequest(e.to_string())),
             }
         };
-        let consumer = view.consumer.strip_prefix("consumer ").unwrap_or(&view.consumer).to_string();
-        let mut e = Entry::new(if d.approve { Action::Approve } else { Action::Deny }, &consumer)
-            .fields(view.fields.iter().map(|f| f.0.clone()))
-            .detail(format!("{} {} via {}", view.action, view.id, d.via));
+        let consumer = view
+            .consumer
+            .strip_prefix("consumer ")
+            .unwrap_or(&view.consumer)
+            .to_string();
+        let mut e = Entry::new(
+            if d.approve {
+                Action::Approve
+            } else {
+                Action::Deny
+            },
+            &consumer,
+        )
+        .fields(view.fields.iter().map(|f| f.0.clone()))
+        .detail(format!("{} {} via {}", view.action, view.id, d.via));
         if !d.approve {
             e = e.denied();
         }

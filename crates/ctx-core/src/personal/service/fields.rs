@@ -2,8 +2,6 @@
 //! through the consumer's [`Viewer`] and the token's scope; sensitive and critical
 //! fields (and every agent delete) wait for the user's approval.
 
-use std::sync::Arc;
-
 use zeroize::Zeroizing;
 
 use crate::approvals::{self, Redeemed};
@@ -11,7 +9,7 @@ use crate::personal::audit::{Action, Entry};
 use crate::personal::field::{inert, value_text, FieldId, ValueText};
 use crate::personal::json::Obj;
 use crate::personal::vault::{Field, Write};
-use crate::personal::view::Viewer;
+use crate::personal::view::{FieldView, Reader};
 use crate::personal::{Tier, CONTEXT_VERSION};
 
 use super::{lock, now, now_text, Answer, Class, Gate, Open, Refusal, Service, Ticket, Who};
@@ -31,36 +29,20 @@ pub struct WriteOutcome {
 }
 
 impl Service {
-    fn viewer(&self, open: &Open, who: &Who) -> Answer<Arc<Viewer>> {
-        let Who::Consumer { name, .. } = who else {
-            return Err(Refusal::Unavailable("internal: the owner has no consumer view".into()));
+    /// The one view this request reads fields through (library view + token scope).
+    fn lens<'a>(&self, open: &'a Open, who: &'a Who) -> Answer<FieldView<'a>> {
+        let reader = match who {
+            Who::User { .. } => Reader::Owner,
+            Who::Consumer { name, scope, .. } => Reader::Consumer { name, scope },
         };
-        let mut cache = lock(&open.viewers);
-        if let Some(v) = cache.get(name) {
-            return Ok(v.clone());
-        }
-        let v = Arc::new(
-            Viewer::for_consumer(&open.vault.manifest, &open.vault.config, name)
-                .map_err(Refusal::Unavailable)?,
-        );
-        cache.insert(name.clone(), v.clone());
-        Ok(v)
+        FieldView::open(&open.vault.governance, &open.vault.config, reader, now())
+            .map_err(|e| Refusal::Unavailable(e.to_string()))
     }
 
-    /// May `who` see this field at all (manifest view, then token scope)?
-    fn visible(&self, open: &Open, who: &Who, f: &Field) -> Answer<bool> {
-        let seen = match who {
-            Who::User { .. } => open.owner.may_see(&f.object),
-            Who::Consumer { .. } => self.viewer(open, who)?.may_see(&f.object),
-        };
-        Ok(seen && who.in_scope(&f.id.id))
-    }
-
-    fn shown(&self, open: &Open, who: &Who, f: &Field) -> Answer<ValueText> {
-        Ok(match who {
-            Who::User { .. } => open.owner.shown(&f.value),
-            Who::Consumer { .. } => self.viewer(open, who)?.shown(&f.value),
-        })
+    /// A value through the view; a withheld value is refused (reason only, never content).
+    fn shown(&self, lens: &FieldView<'_>, f: &Field) -> Answer<ValueText> {
+        lens.shown(f)
+            .map_err(|w| Refusal::ScopeExceeded(format!("{} is withheld ({})", f.id.id, w.reason)))
     }
 
     fn deny(&self, who: &Who, ids: &[&str], r: Refusal) -> Refusal {
@@ -82,7 +64,13 @@ impl Service {
         items: Vec<approvals::Item>,
         parts: &[&str],
     ) -> Answer<Option<(Ticket, bool)>> {
-        let Who::Consumer { name, hash, purpose, .. } = who else {
+        let Who::Consumer {
+            name,
+            hash,
+            purpose,
+            ..
+        } = who
+        else {
             return Ok(None);
         };
         if items.is_empty() {
@@ -99,7 +87,13 @@ impl Service {
             Redeemed::Denied(id) => {
                 drop(a);
                 let refs: Vec<&str> = ids.iter().map(String::as_str).collect();
-                Err(self.deny(who, &refs, Refusal::ApprovalDenied(format!("the user denied this request (approval {id})"))))
+                Err(self.deny(
+                    who,
+                    &refs,
+                    Refusal::ApprovalDenied(format!(
+                        "the user denied this request (approval {id})"
+                    )),
+                ))
             }
             Redeemed::Pending(id) => {
                 let ap = a.approvals.get(&id).expect("live");
@@ -120,7 +114,10 @@ impl Service {
                     items,
                     binding,
                 };
-                let ap = a.approvals.request(ask, hash, now).map_err(|e| Refusal::Unavailable(e.to_string()))?;
+                let ap = a
+                    .approvals
+                    .request(ask, hash, now)
+                    .map_err(|e| Refusal::Unavailable(e.to_string()))?;
                 Ok(Some((
                     Ticket {
                         approval: ap.id.clone(),
@@ -146,9 +143,10 @@ impl Service {
         let who = self.authenticate(bearer, Class::Read)?;
         let st = self.open_state()?;
         let open = st.as_ref().expect("open");
+        let lens = self.lens(open, &who)?;
         let mut items = Vec::new();
         for f in open.vault.fields.values() {
-            if !self.visible(open, &who, f)? {
+            if !lens.may_see(f) {
                 continue;
             }
             items.push(
@@ -158,7 +156,10 @@ impl Service {
                     .str("field_name", &f.id.name)
                     .str("sensitivity", f.tier.as_str())
                     .str("written_by", &f.written_by)
-                    .raw("user_only_write", if f.user_only_write { "true" } else { "false" })
+                    .raw(
+                        "user_only_write",
+                        if f.user_only_write { "true" } else { "false" },
+                    )
                     .num("version", f.version)
                     .str("updated_at", &f.updated_at)
                     .finish(),
@@ -170,8 +171,8 @@ impl Service {
             .finish())
     }
 
-    fn field_doc(&self, open: &Open, who: &Who, f: &Field) -> Answer<Zeroizing<String>> {
-        let value = self.shown(open, who, f)?;
+    fn field_doc(&self, lens: &FieldView<'_>, who: &Who, f: &Field) -> Answer<Zeroizing<String>> {
+        let value = self.shown(lens, f)?;
         let mut o = Obj::new()
             .str("id", &f.id.id)
             .str("category", &f.id.category)
@@ -192,31 +193,48 @@ impl Service {
         let who = self.authenticate(bearer, Class::Read)?;
         if let Who::Consumer { mode, .. } = &who {
             if !mode.reads() {
-                return Err(self.deny(&who, &[], Refusal::ModeDenied("this token may not read (mode write)".into())));
+                return Err(self.deny(
+                    &who,
+                    &[],
+                    Refusal::ModeDenied("this token may not read (mode write)".into()),
+                ));
             }
         }
         let fid = FieldId::parse(id).map_err(Refusal::InvalidRequest)?;
         if !who.in_scope(&fid.id) {
-            return Err(self.deny(&who, &[&fid.id], Refusal::ScopeExceeded(format!("{} is outside this token's scope", fid.id))));
+            return Err(self.deny(
+                &who,
+                &[&fid.id],
+                Refusal::ScopeExceeded(format!("{} is outside this token's scope", fid.id)),
+            ));
         }
         let st = self.open_state()?;
         let open = st.as_ref().expect("open");
-        let Some(f) = open.vault.fields.get(&fid.id).filter(|f| self.visible(open, &who, f).unwrap_or(false)) else {
-            return Err(self.deny(&who, &[&fid.id], Refusal::NotFound(format!("no field {}", fid.id))));
+        let lens = self.lens(open, &who)?;
+        let Some(f) = open.vault.fields.get(&fid.id).filter(|f| lens.may_see(f)) else {
+            return Err(self.deny(
+                &who,
+                &[&fid.id],
+                Refusal::NotFound(format!("no field {}", fid.id)),
+            ));
         };
         let items = gated_items(&who, std::slice::from_ref(&f));
         let version = f.version.to_string();
         if let Some((t, _)) = self.gate(&who, "read", items, &[&f.id.id, &version])? {
             return Ok(Gate::Pending(t));
         }
-        let body = self.field_doc(open, &who, f)?;
+        let body = self.field_doc(&lens, &who, f)?;
         self.record(Entry::new(Action::Read, who.name()).fields([f.id.id.clone()]))?;
         self.used(&who);
         Ok(Gate::Ready(body))
     }
 
     /// `GET /context/fields/category/{name}`.
-    pub fn get_category(&self, bearer: Option<&str>, name: &str) -> Answer<Gate<Zeroizing<String>>> {
+    pub fn get_category(
+        &self,
+        bearer: Option<&str>,
+        name: &str,
+    ) -> Answer<Gate<Zeroizing<String>>> {
         let who = self.authenticate(bearer, Class::Read)?;
         self.many(&who, |f| f.id.category == name, Some(name), "category")
     }
@@ -228,6 +246,33 @@ impl Service {
         self.many(&who, |f| f.tier <= max, None, "context")
     }
 
+    /// Seed 004 §9's `request_context`: only the named fields (an id also covers the
+    /// fields nested under it: `addresses.current` → `addresses.current.city`), for a
+    /// stated purpose. The same view, scope, approvals and audit as `GET /context/context`;
+    /// the front end for MCP tools (`context_get`/`context_context`/`request_context`).
+    pub fn request_context(
+        &self,
+        bearer: Option<&str>,
+        ids: &[String],
+        purpose: Option<&str>,
+    ) -> Answer<Gate<Zeroizing<String>>> {
+        let who = self.authenticate(bearer, Class::Read)?;
+        if ids.is_empty() {
+            return Err(Refusal::InvalidRequest("`scope` names no field".into()));
+        }
+        let wanted = |f: &Field| {
+            ids.iter().any(|i| {
+                f.id.id == *i
+                    || (f.id.id.starts_with(i.as_str()) && f.id.id[i.len()..].starts_with('.'))
+            })
+        };
+        let action = match purpose {
+            Some(p) => format!("request: {}", inert(p)),
+            None => "request".to_string(),
+        };
+        self.many(&who, wanted, None, &action)
+    }
+
     fn many(
         &self,
         who: &Who,
@@ -237,7 +282,11 @@ impl Service {
     ) -> Answer<Gate<Zeroizing<String>>> {
         if let Who::Consumer { mode, .. } = who {
             if !mode.reads() {
-                return Err(self.deny(who, &[], Refusal::ModeDenied("this token may not read (mode write)".into())));
+                return Err(self.deny(
+                    who,
+                    &[],
+                    Refusal::ModeDenied("this token may not read (mode write)".into()),
+                ));
             }
         }
         let st = self.open_state()?;
@@ -247,15 +296,26 @@ impl Service {
                 return Err(Refusal::NotFound(format!("no category {}", inert(c))));
             }
             if let Who::Consumer { scope, .. } = who {
-                let first = |p: &crate::pattern::Pattern| p.as_str().split('.').next().map(str::to_string);
-                if !scope.iter().any(|p| matches!(first(p).as_deref(), Some(x) if x == "*" || x == c)) {
-                    return Err(self.deny(who, &[], Refusal::ScopeExceeded(format!("category {c} is outside this token's scope"))));
+                let first =
+                    |p: &crate::pattern::Pattern| p.as_str().split('.').next().map(str::to_string);
+                if !scope
+                    .iter()
+                    .any(|p| matches!(first(p).as_deref(), Some(x) if x == "*" || x == c))
+                {
+                    return Err(self.deny(
+                        who,
+                        &[],
+                        Refusal::ScopeExceeded(format!(
+                            "category {c} is outside this token's scope"
+                        )),
+                    ));
                 }
             }
         }
+        let lens = self.lens(open, who)?;
         let mut chosen: Vec<&Field> = Vec::new();
         for f in open.vault.fields.values() {
-            if keep(f) && self.visible(open, who, f)? {
+            if keep(f) && lens.may_see(f) {
                 chosen.push(f);
             }
         }
@@ -271,10 +331,11 @@ impl Service {
         if let Some((t, _)) = self.gate(who, action, items, &refs)? {
             return Ok(Gate::Pending(t));
         }
-        let mut groups: std::collections::BTreeMap<&str, Vec<Zeroizing<String>>> = Default::default();
+        let mut groups: std::collections::BTreeMap<&str, Vec<Zeroizing<String>>> =
+            Default::default();
         let mut warnings = Vec::new();
         for f in &chosen {
-            let value = self.shown(open, who, f)?;
+            let value = self.shown(&lens, f)?;
             groups.entry(&f.id.category).or_default().push(
                 Obj::new()
                     .str("id", &f.id.id)
@@ -300,8 +361,15 @@ impl Service {
             }
             None => Obj::new().raw("categories", &cats.finish()),
         };
-        let body = if warnings.is_empty() { body } else { body.array("warnings", &warnings) }.finish();
-        self.record(Entry::new(Action::Read, who.name()).fields(chosen.iter().map(|f| f.id.id.clone())))?;
+        let body = if warnings.is_empty() {
+            body
+        } else {
+            body.array("warnings", &warnings)
+        }
+        .finish();
+        self.record(
+            Entry::new(Action::Read, who.name()).fields(chosen.iter().map(|f| f.id.id.clone())),
+        )?;
         self.used(who);
         Ok(Gate::Ready(body))
     }
@@ -317,7 +385,11 @@ impl Service {
         let who = self.authenticate(bearer, Class::Write)?;
         if let Who::Consumer { mode, .. } = &who {
             if !mode.writes() {
-                return Err(self.deny(&who, &[id], Refusal::ModeDenied("this token may not write (mode read)".into())));
+                return Err(self.deny(
+                    &who,
+                    &[id],
+                    Refusal::ModeDenied("this token may not write (mode read)".into()),
+                ));
             }
         }
         let fid = FieldId::parse(id).map_err(Refusal::InvalidRequest)?;
@@ -325,39 +397,66 @@ impl Service {
         let tier = match sensitivity {
             None => None,
             Some(s) => Some(Tier::parse(s).ok_or_else(|| {
-                Refusal::InvalidRequest("`sensitivity` is public, standard, sensitive or critical".into())
+                Refusal::InvalidRequest(
+                    "`sensitivity` is public, standard, sensitive or critical".into(),
+                )
             })?),
         };
         if !who.in_scope(&fid.id) {
-            return Err(self.deny(&who, &[&fid.id], Refusal::ScopeExceeded(format!("{} is outside this token's scope", fid.id))));
+            return Err(self.deny(
+                &who,
+                &[&fid.id],
+                Refusal::ScopeExceeded(format!("{} is outside this token's scope", fid.id)),
+            ));
         }
         let mut st = self.state.write().unwrap_or_else(|p| p.into_inner());
         let open = st.as_mut().ok_or(Refusal::VaultLocked)?;
         let Some(category) = open.vault.config.categories.get(&fid.category).cloned() else {
-            return Err(Refusal::NotFound(format!("no category {} in this vault", fid.category)));
+            return Err(Refusal::NotFound(format!(
+                "no category {} in this vault",
+                fid.category
+            )));
         };
         let existing = open.vault.fields.get(&fid.id);
         let (old_tier, user_only) = match existing {
             Some(f) => {
-                if !self.visible(open, &who, f)? {
+                if !self.lens(open, &who)?.may_see(f) {
                     drop(st);
-                    return Err(self.deny(&who, &[&fid.id], Refusal::NotFound(format!("no field {}", fid.id))));
+                    return Err(self.deny(
+                        &who,
+                        &[&fid.id],
+                        Refusal::NotFound(format!("no field {}", fid.id)),
+                    ));
                 }
                 (f.tier, f.user_only_write)
             }
-            None => (category.default_tier(&fid.name), category.user_only(&fid.name)),
+            None => (
+                category.default_tier(&fid.name),
+                category.user_only(&fid.name),
+            ),
         };
         if user_only && !matches!(who, Who::User { .. }) {
             drop(st);
-            return Err(self.deny(&who, &[&fid.id], Refusal::UserOnlyWrite(format!("{} is user-only-write: only the user can set it", fid.id))));
+            return Err(self.deny(
+                &who,
+                &[&fid.id],
+                Refusal::UserOnlyWrite(format!(
+                    "{} is user-only-write: only the user can set it",
+                    fid.id
+                )),
+            ));
         }
         let new_tier = tier.unwrap_or(old_tier);
         if existing.is_none() {
             if let Who::Consumer { .. } = &who {
-                let v = self.viewer(open, &who)?;
+                let v = self.lens(open, &who)?;
                 if !v.may_create(&fid.id, new_tier) {
                     drop(st);
-                    return Err(self.deny(&who, &[&fid.id], Refusal::NotFound(format!("no field {} may be created here", fid.id))));
+                    return Err(self.deny(
+                        &who,
+                        &[&fid.id],
+                        Refusal::NotFound(format!("no field {} may be created here", fid.id)),
+                    ));
                 }
             }
         }
@@ -372,7 +471,9 @@ impl Service {
             Vec::new()
         };
         let digest = crate::canonical::digest(value.as_bytes());
-        if let Some((t, _)) = self.gate(&who, "write", items, &[&fid.id, &digest, new_tier.as_str()])? {
+        if let Some((t, _)) =
+            self.gate(&who, "write", items, &[&fid.id, &digest, new_tier.as_str()])?
+        {
             return Ok(Gate::Pending(t));
         }
         let created = existing.is_none();
@@ -397,8 +498,12 @@ impl Service {
             .finish();
         let detail = format!("version {}", f.version);
         drop(st);
-        self.record(Entry::new(Action::Write, who.name()).fields([fid.id.clone()]).detail(detail))
-            .map_err(|e| Refusal::Unavailable(format!("the field was written, but {}", e.message())))?;
+        self.record(
+            Entry::new(Action::Write, who.name())
+                .fields([fid.id.clone()])
+                .detail(detail),
+        )
+        .map_err(|e| Refusal::Unavailable(format!("the field was written, but {}", e.message())))?;
         self.used(&who);
         Ok(Gate::Ready(WriteOutcome { created, body }))
     }
@@ -409,26 +514,49 @@ impl Service {
         let who = self.authenticate(bearer, Class::Write)?;
         if let Who::Consumer { mode, .. } = &who {
             if !mode.writes() {
-                return Err(self.deny(&who, &[id], Refusal::ModeDenied("this token may not write (mode read)".into())));
+                return Err(self.deny(
+                    &who,
+                    &[id],
+                    Refusal::ModeDenied("this token may not write (mode read)".into()),
+                ));
             }
         }
         let fid = FieldId::parse(id).map_err(Refusal::InvalidRequest)?;
         if !who.in_scope(&fid.id) {
-            return Err(self.deny(&who, &[&fid.id], Refusal::ScopeExceeded(format!("{} is outside this token's scope", fid.id))));
+            return Err(self.deny(
+                &who,
+                &[&fid.id],
+                Refusal::ScopeExceeded(format!("{} is outside this token's scope", fid.id)),
+            ));
         }
         let mut st = self.state.write().unwrap_or_else(|p| p.into_inner());
         let open = st.as_mut().ok_or(Refusal::VaultLocked)?;
         let Some(f) = open.vault.fields.get(&fid.id) else {
             drop(st);
-            return Err(self.deny(&who, &[&fid.id], Refusal::NotFound(format!("no field {}", fid.id))));
+            return Err(self.deny(
+                &who,
+                &[&fid.id],
+                Refusal::NotFound(format!("no field {}", fid.id)),
+            ));
         };
-        if !self.visible(open, &who, f)? {
+        if !self.lens(open, &who)?.may_see(f) {
             drop(st);
-            return Err(self.deny(&who, &[&fid.id], Refusal::NotFound(format!("no field {}", fid.id))));
+            return Err(self.deny(
+                &who,
+                &[&fid.id],
+                Refusal::NotFound(format!("no field {}", fid.id)),
+            ));
         }
         if f.user_only_write && !matches!(who, Who::User { .. }) {
             drop(st);
-            return Err(self.deny(&who, &[&fid.id], Refusal::UserOnlyWrite(format!("{} is user-only-write: only the user can delete it", fid.id))));
+            return Err(self.deny(
+                &who,
+                &[&fid.id],
+                Refusal::UserOnlyWrite(format!(
+                    "{} is user-only-write: only the user can delete it",
+                    fid.id
+                )),
+            ));
         }
         let items = vec![approvals::Item {
             id: fid.id.clone(),
@@ -442,9 +570,16 @@ impl Service {
         open.vault.delete(&fid.id).map_err(Refusal::from_error)?;
         drop(st);
         self.record(Entry::new(Action::Delete, who.name()).fields([fid.id.clone()]))
-            .map_err(|e| Refusal::Unavailable(format!("the field was deleted, but {}", e.message())))?;
+            .map_err(|e| {
+                Refusal::Unavailable(format!("the field was deleted, but {}", e.message()))
+            })?;
         self.used(&who);
-        Ok(Gate::Ready(Obj::new().str("id", &fid.id).raw("deleted", "true").finish()))
+        Ok(Gate::Ready(
+            Obj::new()
+                .str("id", &fid.id)
+                .raw("deleted", "true")
+                .finish(),
+        ))
     }
 }
 

@@ -10,6 +10,8 @@
 
 mod admin;
 mod fields;
+#[cfg(test)]
+mod tests;
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::{Path, PathBuf};
@@ -30,7 +32,7 @@ use super::limits::Limiter;
 use super::state::{self, Stored};
 use super::tokens::{self, Consumer, Mode, Rates, TokenRecord, Usage};
 use super::vault::{OpenError, Vault};
-use super::view::Viewer;
+use super::view::{FieldView, Reader};
 
 pub use admin::{ApprovalView, ConsumerView, Decide, TokenRequest, TokenView};
 pub use fields::{FieldQuery, WriteOutcome};
@@ -48,7 +50,10 @@ pub enum Refusal {
     ModeDenied(String),
     NotFound(String),
     Conflict(String),
-    RateLimited { message: String, retry_after: u64 },
+    RateLimited {
+        message: String,
+        retry_after: u64,
+    },
     /// The vault cannot serve safely (its audit log cannot be written, a file failed).
     Unavailable(String),
 }
@@ -88,7 +93,9 @@ impl Refusal {
 
     pub fn message(&self) -> String {
         match self {
-            Refusal::VaultLocked => "the vault is locked: unlock it with POST /context/unlock".into(),
+            Refusal::VaultLocked => {
+                "the vault is locked: unlock it with POST /context/unlock".into()
+            }
             Refusal::InvalidRequest(m)
             | Refusal::Unauthenticated(m)
             | Refusal::UserOnlyWrite(m)
@@ -200,8 +207,6 @@ struct Open {
     vault: Vault,
     /// Kept to check the password as a second factor; wiped on lock.
     secret: SecretKey,
-    owner: Viewer,
-    viewers: Mutex<HashMap<String, std::sync::Arc<Viewer>>>,
 }
 
 /// Tokens, consumers, approvals and limits: everything requests mutate briefly.
@@ -256,8 +261,12 @@ fn now() -> Instant {
 
 impl Service {
     /// Open a vault for serving (locked). Takes the audit log's lock: one server per vault.
-    pub fn open(manifest: Manifest, options: Options) -> crate::error::Result<(Service, Zeroizing<String>)> {
+    pub fn open(
+        manifest: Manifest,
+        options: Options,
+    ) -> crate::error::Result<(Service, Zeroizing<String>)> {
         let config = PersonalConfig::require(&manifest)?;
+        crate::manifest::roles::require_sound(&manifest)?;
         let state_dir = config.state_dir(&manifest);
         std::fs::create_dir_all(&state_dir).map_err(|e| Error::io(&state_dir, &e))?;
         let audit = SealedLog::open(
@@ -310,11 +319,18 @@ impl Service {
         lock(&self.audit)
             .append(&e, &now_text())
             .map(|_| ())
-            .map_err(|err| Refusal::Unavailable(format!("the audit log cannot be written, so nothing is served: {err}")))
+            .map_err(|err| {
+                Refusal::Unavailable(format!(
+                    "the audit log cannot be written, so nothing is served: {err}"
+                ))
+            })
     }
 
     fn is_locked(&self) -> bool {
-        self.state.read().unwrap_or_else(|p| p.into_inner()).is_none()
+        self.state
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .is_none()
     }
 
     pub fn status(&self) -> Status {
@@ -341,8 +357,14 @@ impl Service {
     pub fn unlock(&self, password: &str, secret_key: &str) -> Answer<Zeroizing<String>> {
         {
             let mut a = lock(&self.access);
-            if !a.limiter.allow("unlock", self.options.unlock_per_minute, std::time::Instant::now()) {
-                let retry_after = a.limiter.retry_after("unlock", self.options.unlock_per_minute);
+            if !a.limiter.allow(
+                "unlock",
+                self.options.unlock_per_minute,
+                std::time::Instant::now(),
+            ) {
+                let retry_after = a
+                    .limiter
+                    .retry_after("unlock", self.options.unlock_per_minute);
                 return Err(Refusal::RateLimited {
                     message: "too many unlock attempts".into(),
                     retry_after,
@@ -355,11 +377,16 @@ impl Service {
         if password.is_empty() {
             return Err(Refusal::InvalidRequest("`password` is required".into()));
         }
-        let secret = SecretKey::parse(secret_key).map_err(|e| Refusal::InvalidRequest(format!("`secret_key`: {e}")))?;
-        let (manifest, _) = Manifest::load(&self.manifest_path).map_err(|e| Refusal::Unavailable(e.to_string()))?;
-        let config = PersonalConfig::require(&manifest).map_err(|e| Refusal::Unavailable(e.to_string()))?;
+        let secret = SecretKey::parse(secret_key)
+            .map_err(|e| Refusal::InvalidRequest(format!("`secret_key`: {e}")))?;
+        let (manifest, _) =
+            Manifest::load(&self.manifest_path).map_err(|e| Refusal::Unavailable(e.to_string()))?;
+        let config =
+            PersonalConfig::require(&manifest).map_err(|e| Refusal::Unavailable(e.to_string()))?;
         if config.vault != self.config.vault {
-            return Err(Refusal::Unavailable("the manifest now names another vault; restart ctx serve".into()));
+            return Err(Refusal::Unavailable(
+                "the manifest now names another vault; restart ctx serve".into(),
+            ));
         }
         let keys = VaultKeys::derive(password.as_bytes(), &secret, &config.kdf, &config.vault)
             .map_err(|e| Refusal::Unavailable(e.to_string()))?;
@@ -374,12 +401,20 @@ impl Service {
                 v
             }
             Err(OpenError::WrongSecrets) => {
-                self.record(Entry::new(Action::Unlock, "user").denied().detail("wrong password or secret key"))?;
-                return Err(Refusal::Unauthenticated("wrong password or secret key".into()));
+                self.record(
+                    Entry::new(Action::Unlock, "user")
+                        .denied()
+                        .detail("wrong password or secret key"),
+                )?;
+                return Err(Refusal::Unauthenticated(
+                    "wrong password or secret key".into(),
+                ));
             }
             Err(OpenError::Other(e)) => return Err(Refusal::Unavailable(e.to_string())),
         };
-        let owner = Viewer::for_owner(&vault.manifest, &vault.config).map_err(Refusal::Unavailable)?;
+        // The owner's view opens through the policy gate: a broken role set serves nothing.
+        FieldView::open(&vault.governance, &vault.config, Reader::Owner, now())
+            .map_err(|e| Refusal::Unavailable(e.to_string()))?;
         let mut st = self.state.write().unwrap_or_else(|p| p.into_inner());
         if st.is_some() {
             return Err(Refusal::Conflict("vault is already unlocked".into()));
@@ -387,12 +422,7 @@ impl Service {
         let (token, hash, shown) = tokens::issue(true).map_err(Refusal::from_error)?;
         let problems = vault.problems.len();
         let count = vault.fields.len();
-        *st = Some(Box::new(Open {
-            vault,
-            secret,
-            owner,
-            viewers: Mutex::new(HashMap::new()),
-        }));
+        *st = Some(Box::new(Open { vault, secret }));
         let mut a = lock(&self.access);
         a.sessions.insert(
             hash.clone(),
@@ -411,13 +441,19 @@ impl Service {
             },
         );
         a.consumers = stored.consumers;
-        a.tokens = stored.tokens.into_iter().map(|t| (t.hash.clone(), t)).collect();
+        a.tokens = stored
+            .tokens
+            .into_iter()
+            .map(|t| (t.hash.clone(), t))
+            .collect();
         a.last_activity = std::time::Instant::now();
         drop(a);
         drop(st);
         let mut e = Entry::new(Action::Unlock, "user").detail(format!("{count} fields"));
         if problems > 0 {
-            e = e.detail(format!("{count} fields; {problems} files could not be opened"));
+            e = e.detail(format!(
+                "{count} fields; {problems} files could not be opened"
+            ));
         }
         self.record(e)?;
         Ok(token)
@@ -461,7 +497,12 @@ impl Service {
         let now = now();
         let (expired, approvals) = {
             let mut a = lock(&self.access);
-            let gone: Vec<TokenRecord> = a.tokens.values().filter(|t| t.expired(now)).cloned().collect();
+            let gone: Vec<TokenRecord> = a
+                .tokens
+                .values()
+                .filter(|t| t.expired(now))
+                .cloned()
+                .collect();
             for t in &gone {
                 a.tokens.remove(&t.hash);
             }
@@ -503,7 +544,9 @@ impl Service {
             return Err(Refusal::VaultLocked);
         }
         let Some(token) = bearer.filter(|t| !t.is_empty()) else {
-            return Err(Refusal::Unauthenticated("missing `Authorization: Bearer <token>`".into()));
+            return Err(Refusal::Unauthenticated(
+                "missing `Authorization: Bearer <token>`".into(),
+            ));
         };
         let hash = tokens::hash(token);
         let now = now();
@@ -513,6 +556,10 @@ impl Service {
             return Ok(Who::User { hash });
         }
         let Some(rec) = a.tokens.get(&hash).cloned() else {
+            // The periodic sweep may have removed it already: say why all the same.
+            if a.reported.contains(&hash) {
+                return Err(Refusal::Unauthenticated("token expired".into()));
+            }
             return Err(Refusal::Unauthenticated("unknown or revoked token".into()));
         };
         if rec.expired(now) {
@@ -523,12 +570,15 @@ impl Service {
             return Err(Refusal::Unauthenticated("token expired".into()));
         }
         if rec.spent() {
-            return Err(Refusal::Unauthenticated("single-use token already used".into()));
+            return Err(Refusal::Unauthenticated(
+                "single-use token already used".into(),
+            ));
         }
         let consumer = rec.consumer.clone().unwrap_or_default();
         if class == Class::Admin {
             return Err(Refusal::ScopeExceeded(
-                "this endpoint is the user's: it needs the session token from POST /context/unlock".into(),
+                "this endpoint is the user's: it needs the session token from POST /context/unlock"
+                    .into(),
             ));
         }
         let (key, limit) = match class {
@@ -582,8 +632,12 @@ impl Service {
                 tokens,
             }
         };
-        state::save(&state::path(&self.state_dir), &stored, &self.config.state_recipient)
-            .map_err(|e| Refusal::Unavailable(e.to_string()))
+        state::save(
+            &state::path(&self.state_dir),
+            &stored,
+            &self.config.state_recipient,
+        )
+        .map_err(|e| Refusal::Unavailable(e.to_string()))
     }
 
     /// Is this the per-launch control token (`ctx approvals` from another terminal)?
@@ -599,7 +653,12 @@ fn clear_summary(m: &Manifest, c: &PersonalConfig) -> (usize, Vec<String>) {
         .objects
         .iter()
         .filter(|o| o.meta.kind == super::field::FIELD_TYPE)
-        .filter(|o| o.origin.collection.as_ref().is_some_and(|c2| c.categories.contains_key(c2)))
+        .filter(|o| {
+            o.origin
+                .collection
+                .as_ref()
+                .is_some_and(|c2| c.categories.contains_key(c2))
+        })
         .count();
     (n, c.categories.keys().cloned().collect())
 }
