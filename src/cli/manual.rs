@@ -225,13 +225,13 @@ pub fn examples(path: &[&str]) -> &'static [Example] {
             "Questions the running ctx serve is waiting on: consumer, purpose, fields, proposed values as inert text.",
         )],
         ["approvals", "approve"] => &[
-            ("ctx approvals approve ap-3f2a", "Let the waiting read or write of a sensitive field go ahead."),
+            ("ctx approvals approve apr_cdab9165", "Let the waiting read or write of a sensitive field go ahead."),
             (
-                "ctx approvals approve ap-3f2a --confirm identity.ssn",
+                "ctx approvals approve apr_cdab9165 --confirm identity.ssn",
                 "A critical field: the second factor is its id, retyped (or --password-file).",
             ),
         ],
-        ["approvals", "deny"] => &[("ctx approvals deny ap-3f2a", "Refuse it: the consumer gets 403 approval_denied.")],
+        ["approvals", "deny"] => &[("ctx approvals deny apr_cdab9165", "Refuse it: the consumer gets 403 approval_denied.")],
         ["private", "export-identity"] => &[(
             "ctx private export-identity --category identity --password-file pw.txt",
             "Print the age identity derived for one category, so `age -d -i` can open its field files.",

@@ -55,7 +55,7 @@ fn every_endpoint(s: &Server, token: Option<&str>) -> Vec<Resp> {
         "/context/audit?limit=1000",
         "/context/export",
         "/context/approvals",
-        "/context/approvals/ap-none",
+        "/context/approvals/apr_none",
         "/context/nothing-here",
     ] {
         out.push(s.get(path, token));
@@ -98,7 +98,7 @@ fn every_endpoint(s: &Server, token: Option<&str>) -> Vec<Resp> {
         ),
         (
             "POST",
-            "/context/approvals/ap-none",
+            "/context/approvals/apr_none",
             json!({"decision": "approve"}),
         ),
         (
