@@ -32,6 +32,9 @@ pub struct ShowArgs {
     /// `human` (one line per event) or `jsonl` (the stored lines).
     #[arg(long, default_value = "human", value_parser = ["human", "jsonl"])]
     pub format: String,
+    /// Write the output to this file (atomically) instead of stdout.
+    #[arg(long, short = 'o', value_name = "FILE")]
+    pub output: Option<std::path::PathBuf>,
 }
 
 #[derive(Debug, Args)]
@@ -43,6 +46,9 @@ pub struct VerifyArgs {
     /// Output format.
     #[arg(long, default_value = "human", value_parser = ["human", "json"])]
     pub format: String,
+    /// Write the output to this file (atomically) instead of stdout.
+    #[arg(long, short = 'o', value_name = "FILE")]
+    pub output: Option<std::path::PathBuf>,
 }
 
 fn log(g: &Global) -> Result<(Manifest, Log)> {
@@ -88,7 +94,7 @@ fn show(g: &Global, p: &Printer, a: &ShowArgs) -> Result<Exit> {
                 .unwrap_or_default()
         ));
     }
-    super::io_result(p.out(&s))?;
+    super::io_result(p.product(&s, a.output.as_deref()))?;
     Ok(Exit::Ok)
 }
 
@@ -131,6 +137,6 @@ fn verify(g: &Global, p: &Printer, a: &VerifyArgs) -> Result<Exit> {
         }
         s
     };
-    super::io_result(p.out(&text))?;
+    super::io_result(p.product(&text, a.output.as_deref()))?;
     Ok(if ok { Exit::Ok } else { Exit::Invalid })
 }

@@ -30,6 +30,12 @@ pub struct DiffArgs {
     /// Output format.
     #[arg(long, default_value = "text", value_parser = ["text", "json"])]
     pub format: String,
+    /// Evaluate lifecycle at this RFC 3339 instant or date (default: now).
+    #[arg(long)]
+    pub at: Option<String>,
+    /// Write the output to this file (atomically) instead of stdout.
+    #[arg(long, short = 'o', value_name = "FILE")]
+    pub output: Option<std::path::PathBuf>,
 }
 
 pub fn run(g: &Global, p: &Printer, a: &DiffArgs) -> Result<Exit> {
@@ -51,7 +57,7 @@ pub fn run(g: &Global, p: &Printer, a: &DiffArgs) -> Result<Exit> {
 
 fn objects(g: &Global, p: &Printer, a: &DiffArgs, x: &str, y: &str) -> Result<bool> {
     let repo = super::validate::load_repo(g, ctx_core::load::DEFAULT_MAX_FILE_SIZE)?;
-    let v = view::open(&repo, &a.who, super::resolve::at_flag(None)?)?;
+    let v = view::open(&repo, &a.who, super::resolve::at_flag(a.at.as_deref())?)?;
     let missing = |t: &str| Error::NotFound(format!("no object `{t}` is visible here"));
     let (rx, ry) = (ObjectRef::parse(x), ObjectRef::parse(y));
     // `diff p p@2` compares p's other version with p@2.
@@ -95,7 +101,7 @@ fn objects(g: &Global, p: &Printer, a: &DiffArgs, x: &str, y: &str) -> Result<bo
             changes::render_changes(&changes, "    ")
         )
     };
-    super::io_result(p.out(&text))?;
+    super::io_result(p.product(&text, a.output.as_deref()))?;
     Ok(!changes.is_empty())
 }
 
@@ -159,7 +165,7 @@ fn revisions(g: &Global, p: &Printer, a: &DiffArgs, rev: &str) -> Result<bool> {
             "work tree".to_string(),
         ),
     };
-    let now = super::resolve::at_flag(None)?;
+    let now = super::resolve::at_flag(a.at.as_deref())?;
     let d = changes::repo_diff(
         &view::open(&before, &a.who, now)?,
         &view::open(&after, &a.who, now)?,
@@ -173,7 +179,7 @@ fn revisions(g: &Global, p: &Printer, a: &DiffArgs, rev: &str) -> Result<bool> {
     } else {
         d.text(&label, &after.manifest.id)
     };
-    super::io_result(p.out(&text))?;
+    super::io_result(p.product(&text, a.output.as_deref()))?;
     Ok(!d.is_empty())
 }
 

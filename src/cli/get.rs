@@ -24,6 +24,9 @@ pub struct GetArgs {
     /// `yaml` (default) or `json`.
     #[arg(long, default_value = "yaml", value_parser = ["yaml", "json"])]
     pub format: String,
+    /// Write the output to this file (atomically) instead of stdout.
+    #[arg(long, short = 'o', value_name = "FILE")]
+    pub output: Option<std::path::PathBuf>,
 }
 
 pub fn run(g: &Global, p: &Printer, a: &GetArgs) -> Result<Exit> {
@@ -51,6 +54,6 @@ pub fn run(g: &Global, p: &Printer, a: &GetArgs) -> Result<Exit> {
             [repo.objects[d.index].id.clone()],
         ),
     )?;
-    super::io_result(p.out(&text))?;
+    super::io_result(p.product(&text, a.output.as_deref()))?;
     Ok(Exit::Ok)
 }

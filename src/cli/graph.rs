@@ -28,11 +28,17 @@ pub struct GraphArgs {
     /// Output format.
     #[arg(long, default_value = "text", value_parser = ["text", "json", "dot"])]
     pub format: String,
+    /// Evaluate lifecycle at this RFC 3339 instant or date (default: now).
+    #[arg(long)]
+    pub at: Option<String>,
+    /// Write the output to this file (atomically) instead of stdout.
+    #[arg(long, short = 'o', value_name = "FILE")]
+    pub output: Option<std::path::PathBuf>,
 }
 
 pub fn run(g: &Global, p: &Printer, a: &GraphArgs) -> Result<Exit> {
     let repo = super::validate::load_repo(g, ctx_core::load::DEFAULT_MAX_FILE_SIZE)?;
-    let v = view::open(&repo, &a.who, super::resolve::at_flag(None)?)?;
+    let v = view::open(&repo, &a.who, super::resolve::at_flag(a.at.as_deref())?)?;
     let opts = Options {
         owners: a.owners,
         sources: a.sources,
@@ -52,6 +58,6 @@ pub fn run(g: &Global, p: &Printer, a: &GraphArgs) -> Result<Exit> {
         "dot" => gr.dot(),
         _ => gr.text(),
     };
-    super::io_result(p.out(&text))?;
+    super::io_result(p.product(&text, a.output.as_deref()))?;
     Ok(Exit::Ok)
 }

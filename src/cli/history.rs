@@ -24,6 +24,9 @@ pub struct HistoryArgs {
     /// Output format.
     #[arg(long, default_value = "text", value_parser = ["text", "json"])]
     pub format: String,
+    /// Write the output to this file (atomically) instead of stdout.
+    #[arg(long, short = 'o', value_name = "FILE")]
+    pub output: Option<std::path::PathBuf>,
 }
 
 pub fn run(g: &Global, p: &Printer, a: &HistoryArgs) -> Result<Exit> {
@@ -144,6 +147,6 @@ pub fn run(g: &Global, p: &Printer, a: &HistoryArgs) -> Result<Exit> {
         }
         out
     };
-    super::io_result(p.out(&text))?;
+    super::io_result(p.product(&text, a.output.as_deref()))?;
     Ok(Exit::Ok)
 }

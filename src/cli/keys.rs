@@ -40,6 +40,9 @@ pub struct ListArgs {
     /// Output format.
     #[arg(long, default_value = "human", value_parser = ["human", "json"])]
     pub format: String,
+    /// Write the output to this file (atomically) instead of stdout.
+    #[arg(long, short = 'o', value_name = "FILE")]
+    pub output: Option<std::path::PathBuf>,
 }
 
 pub fn run(g: &Global, p: &Printer, a: &KeysArgs) -> Result<Exit> {
@@ -137,7 +140,7 @@ fn list(g: &Global, p: &Printer, a: &ListArgs) -> Result<Exit> {
         }
         s
     };
-    super::io_result(p.out(&out))?;
+    super::io_result(p.product(&out, a.output.as_deref()))?;
     Ok(if errors.is_empty() {
         Exit::Ok
     } else {

@@ -33,6 +33,9 @@ pub struct ListArgs {
     pub at: Option<String>,
     #[arg(long, default_value = "table", value_parser = ["table", "json", "ndjson", "yaml"])]
     pub format: String,
+    /// Write the output to this file (atomically) instead of stdout.
+    #[arg(long, short = 'o', value_name = "FILE")]
+    pub output: Option<std::path::PathBuf>,
 }
 
 pub fn run(g: &Global, p: &Printer, a: &ListArgs) -> Result<Exit> {
@@ -52,7 +55,7 @@ pub fn run(g: &Global, p: &Printer, a: &ListArgs) -> Result<Exit> {
             keep.then(|| {
                 json!({
                     "id": o.id, "version": o.version, "type": o.kind(), "layer": o.meta.layer,
-                    "authority": o.meta.authority.as_str(), "owner": o.meta.owner, "state": state.as_str(),
+                    "authority": o.meta.authority.as_str(), "owner": o.meta.owner, "lifecycle": state.as_str(),
                     "title": o.title(), "file": o.origin.file,
                 })
             })
@@ -73,10 +76,10 @@ pub fn run(g: &Global, p: &Printer, a: &ListArgs) -> Result<Exit> {
         "ndjson" => rows.iter().map(|r| r.to_string() + "\n").collect(),
         _ => table(
             &rows,
-            &["id", "type", "layer", "authority", "owner", "state"],
+            &["id", "type", "layer", "authority", "owner", "lifecycle"],
         ),
     };
-    super::io_result(p.out(&text))?;
+    super::io_result(p.product(&text, a.output.as_deref()))?;
     Ok(Exit::Ok)
 }
 

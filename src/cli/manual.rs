@@ -109,6 +109,7 @@ pub fn examples(path: &[&str]) -> &'static [Example] {
         ["list"] => &[
             ("ctx list --role support", "The objects a role may see."),
             ("ctx list --type policy --format json", "All policies, as JSON."),
+            ("ctx list --format ndjson --at 2026-12-01", "One JSON object per line with its `lifecycle` on 1 December (pipe to `jq -r 'select(.lifecycle==\"stale\") | .id'`)."),
         ],
         ["search"] => &[
             ("ctx search refund --role support", "Search only what the support role may read."),

@@ -11,6 +11,9 @@ use super::Printer;
 pub struct SchemaArgs {
     /// Schema to print (manifest, object, role, provenance, decision, diagnostic, bundle, audit-event).
     pub name: Option<String>,
+    /// Write the output to this file (atomically) instead of stdout.
+    #[arg(long, short = 'o', value_name = "FILE")]
+    pub output: Option<std::path::PathBuf>,
 }
 
 pub fn run(p: &Printer, args: &SchemaArgs) -> Result<Exit> {
@@ -42,6 +45,6 @@ pub fn run(p: &Printer, args: &SchemaArgs) -> Result<Exit> {
             t
         }
     };
-    super::io_result(p.out(&text))?;
+    super::io_result(p.product(&text, args.output.as_deref()))?;
     Ok(Exit::Ok)
 }

@@ -22,18 +22,24 @@ pub struct SearchArgs {
     pub kind: Option<String>,
     #[arg(long, default_value = "table", value_parser = ["table", "json", "ndjson"])]
     pub format: String,
+    /// Evaluate lifecycle at this RFC 3339 instant or date (default: now).
+    #[arg(long)]
+    pub at: Option<String>,
+    /// Write the output to this file (atomically) instead of stdout.
+    #[arg(long, short = 'o', value_name = "FILE")]
+    pub output: Option<std::path::PathBuf>,
 }
 
 pub fn run(g: &Global, p: &Printer, a: &SearchArgs) -> Result<Exit> {
     let repo = super::validate::load_repo(g, ctx_core::load::DEFAULT_MAX_FILE_SIZE)?;
-    let v = view::open(&repo, &a.who, super::resolve::at_flag(None)?)?;
+    let v = view::open(&repo, &a.who, super::resolve::at_flag(a.at.as_deref())?)?;
     let kind = a.kind.as_deref();
     let hits = v.search(&a.query, &|o| kind.is_none_or(|t| o.kind() == t), a.limit);
     let rows: Vec<Value> = hits
         .iter()
         .map(|h| {
             let o = &repo.objects[h.index];
-            json!({"id": o.id, "version": o.version, "score": h.score, "type": o.kind(), "title": o.title()})
+            json!({"id": o.id, "version": o.version, "score": h.score, "type": o.kind(), "title": o.title(), "lifecycle": v.lifecycle(h.index).as_str()})
         })
         .collect();
     ctx_core::evidence::record(
@@ -49,7 +55,7 @@ pub fn run(g: &Global, p: &Printer, a: &SearchArgs) -> Result<Exit> {
         "ndjson" => rows.iter().map(|r| r.to_string() + "\n").collect(),
         _ => super::list::table(&rows, &["id", "score", "type", "title"]),
     };
-    super::io_result(p.out(&text))?;
+    super::io_result(p.product(&text, a.output.as_deref()))?;
     Ok(if hits.is_empty() {
         Exit::Invalid
     } else {

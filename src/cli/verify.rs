@@ -33,6 +33,9 @@ pub struct VerifyArgs {
     /// Output format.
     #[arg(long, default_value = "human", value_parser = ["human", "json"])]
     pub format: String,
+    /// Write the output to this file (atomically) instead of stdout.
+    #[arg(long, short = 'o', value_name = "FILE")]
+    pub output: Option<std::path::PathBuf>,
 }
 
 pub fn run(g: &Global, p: &Printer, a: &VerifyArgs) -> Result<Exit> {
@@ -84,6 +87,6 @@ pub fn run(g: &Global, p: &Printer, a: &VerifyArgs) -> Result<Exit> {
         });
         s
     };
-    super::io_result(p.out(&text))?;
+    super::io_result(p.product(&text, a.output.as_deref()))?;
     Ok(if report.ok() { Exit::Ok } else { Exit::Invalid })
 }

@@ -73,7 +73,9 @@ mod serve_load;
 mod serve_support;
 mod signing;
 mod sources;
+mod spec_lifecycle;
 mod spec_musts;
+mod spec_outputs;
 mod validate;
 
 /// The shared fixtures' old module path, kept only so that test files written

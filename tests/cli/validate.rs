@@ -27,6 +27,39 @@ fn missing_manifest_exits_three_with_help() {
 }
 
 #[test]
+fn code_frames_never_quote_a_secret_nor_a_huge_line_nor_control_characters() {
+    let long = "y".repeat(400_000);
+    let big = format!(
+        "---\nid: policies.big\ntype: policy\nowner: x\ntitle: \"bell \u{7}\u{1b}[31mred\"\napi_key: sk_live_{} {long}\nextra: {long}\n---\nB\n",
+        "a".repeat(40)
+    );
+    let repo = Repo::new(&[
+        ("opencontext.yaml", MANIFEST),
+        ("context/mission.md", MISSION),
+        ("context/policies/big.md", big.as_str()),
+    ]);
+    let r = repo.ctx(&["validate"]);
+    r.assert_code(1);
+    let all = format!("{}{}", r.stdout, r.stderr);
+    assert!(!all.contains("sk_live_aaaa"), "a frame quoted the secret");
+    assert!(
+        !all.contains('\u{1b}') && !all.contains('\u{7}'),
+        "raw control characters"
+    );
+    assert!(all.len() < 20_000, "{} bytes of diagnostics", all.len());
+}
+
+#[test]
+fn conformance_on_a_missing_suite_exits_three() {
+    let dir = tempfile::tempdir().unwrap();
+    for suite in ["no-such-folder", "."] {
+        let r = ctx(dir.path(), &["conformance", suite]);
+        assert_eq!(r.code, 3, "{suite}: {}", r.stderr);
+        assert!(r.stderr.contains("conformance.json"), "{}", r.stderr);
+    }
+}
+
+#[test]
 fn findings_in_every_format_name_file_line_and_fix() {
     let repo = Repo::new(&[
         ("opencontext.yaml", MANIFEST),

@@ -186,16 +186,47 @@ pub fn render(target: Target, bundle: &Value, command: &str) -> String {
             facts.push(format!("updated {v}"));
         }
         let _ = writeln!(out, "_{}_\n", facts.join(" · "));
+        // Provenance travels with the content (§12.4): where it came from, or that it
+        // is its own origin.
+        let uris: Vec<&str> = o["sources"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|s| s["uri"].as_str())
+            .collect();
+        if !uris.is_empty() {
+            let _ = writeln!(out, "Sources: {}\n", uris.join(", "));
+        }
+        let canonical_source = bundle["provenance"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .any(|p| p["id"] == o["id"] && p["canonical_source"] == Value::Bool(true));
+        if canonical_source {
+            out.push_str("Canonical source: this object is the origin of its content.\n\n");
+        }
         let untrusted = o["trust"].as_str() == Some("untrusted");
+        // Only Markdown is spliced in as Markdown; other text (JSON or YAML from a
+        // source, plain text) is fenced with its language.
+        let text_lang = match o["content_type"]
+            .as_str()
+            .map(|t| t.split(';').next().unwrap_or("").trim())
+        {
+            None | Some("text/markdown" | "text/x-markdown") => "markdown",
+            Some(t) if t == "application/json" || t.ends_with("+json") => "json",
+            Some(t) if t.contains("yaml") => "yaml",
+            Some(_) => "text",
+        };
         match &o["content"] {
             Value::Null => {}
-            Value::String(s) if !untrusted => {
+            Value::String(s) if !untrusted && text_lang == "markdown" => {
                 out.push_str(demote(s.trim_matches('\n')).trim_end());
                 out.push('\n');
             }
             other => {
                 let (text, lang) = match other {
-                    Value::String(s) => (s.trim_end().to_string(), "text"),
+                    Value::String(s) if untrusted => (s.trim_end().to_string(), "text"),
+                    Value::String(s) => (s.trim_end().to_string(), text_lang),
                     v => (serde_json::to_string_pretty(v).unwrap_or_default(), "json"),
                 };
                 if untrusted {

@@ -114,7 +114,6 @@ pub fn build(view: &View<'_>, opts: Options) -> Graph {
         .collect();
     let keep = |i: usize| visible[i];
     let idx = Index::new(&repo.objects);
-    let sup = view.supersession();
     let mut g = Graph::default();
     for (i, o) in repo.objects.iter().enumerate() {
         if keep(i) {
@@ -129,7 +128,7 @@ pub fn build(view: &View<'_>, opts: Options) -> Graph {
         }
     }
     // A link names an id (any version) or one version; an unpinned link to an id
-    // with several versions points at its active one.
+    // with several versions points at the one the resolver would choose.
     let target = |r: &ObjectRef, from: usize| -> Vec<String> {
         let hits: Vec<usize> = idx
             .resolve(r)
@@ -142,11 +141,10 @@ pub fn build(view: &View<'_>, opts: Options) -> Graph {
         if r.version.is_some() || hits.len() == 1 {
             return hits.iter().map(|&t| repo.objects[t].key()).collect();
         }
-        let active = hits
-            .iter()
-            .copied()
-            .filter(|t| !sup.superseded.contains(t))
-            .max_by_key(|&t| repo.objects[t].version)
+        // The version the resolver would choose at the view's instant.
+        let active = view
+            .find(r, Some(from))
+            .filter(|t| hits.contains(t))
             .unwrap_or(hits[hits.len() - 1]);
         vec![repo.objects[active].key()]
     };

@@ -195,6 +195,12 @@ pub struct Meta {
     pub declares_sources: bool,
     /// The author declared `canonical_source: true`.
     pub declares_canonical_source: bool,
+    /// A declared source says the material was observed, overheard or inferred
+    /// (`type: observation | conversation | inference`) or is untrusted.
+    pub observed_origin: bool,
+    /// A default authority that was refused because it would have made untrusted or
+    /// observed material canonical or approved (the object then resolves as observed).
+    pub default_refused: Option<Authority>,
     /// For an age-encrypted member of a private collection: its armored ciphertext.
     /// The fields above then come from the clear header only, and `content` is None.
     pub sealed: Option<Box<str>>,
@@ -319,6 +325,15 @@ impl Meta {
                 .get("canonical_source")
                 .and_then(Value::as_bool)
                 .unwrap_or(false),
+            observed_origin: f.get("sources").and_then(Value::as_array).is_some_and(|a| {
+                a.iter().any(|src| {
+                    matches!(
+                        src.get("type").and_then(Value::as_str),
+                        Some("observation" | "conversation" | "inference")
+                    ) || src.get("trust").and_then(Value::as_str) == Some("untrusted")
+                })
+            }),
+            default_refused: None,
             sealed: None,
             faults: governance_faults(f),
         }

@@ -139,11 +139,13 @@ fn compile_object(repo: &Repo, s: &mut crate::resolve::Selected) -> (Value, Valu
             Value::String(t) => t.chars().count(),
             other => other.to_string().chars().count(),
         };
+        // Declared type first, then what the source adapter reported, then a guess
+        // from the shape of inline content.
         if !b.contains_key("content_type") {
-            let ct = if c.is_string() {
-                "text/markdown"
-            } else {
-                "application/json"
+            let ct = match s.content_type.take() {
+                Some(t) => t,
+                None if c.is_string() => "text/markdown".into(),
+                None => "application/json".into(),
             };
             b.insert("content_type".into(), json!(ct));
         }

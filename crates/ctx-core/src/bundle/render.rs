@@ -198,9 +198,18 @@ pub fn markdown(bundle: &Value) -> String {
                 let _ = writeln!(out, "Sources: {}\n", uris.join(", "));
             }
         }
+        // Provenance survives every rendering: say when the object is its own origin.
+        let canonical_source = bundle["provenance"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .any(|p| p["id"] == o["id"] && p["canonical_source"] == Value::Bool(true));
+        if canonical_source {
+            out.push_str("Canonical source: this object is the origin of its content.\n\n");
+        }
         let untrusted = o["trust"].as_str() == Some("untrusted");
         let (body, lang) = match &o["content"] {
-            Value::String(s) => (s.clone(), if untrusted { "text" } else { "markdown" }),
+            Value::String(s) => (s.clone(), fence_language(o, untrusted)),
             Value::Null => continue,
             other => (serde_json::to_string_pretty(other).expect("json"), "json"),
         };
@@ -217,6 +226,27 @@ pub fn markdown(bundle: &Value) -> String {
             body.trim_end_matches('\n')
         );
     }
+    // What was left out (trimmed by --limit, outranked, denied...) is listed by id and
+    // reason, as in the JSON bundle: nothing is dropped silently.
+    if let Some(x) = bundle["excluded"].as_array().filter(|x| !x.is_empty()) {
+        out.push_str("## Not included\n\n");
+        for e in x {
+            let _ = write!(
+                out,
+                "- `{}`: {}",
+                e["id"].as_str().unwrap_or(""),
+                e["reason"].as_str().unwrap_or("")
+            );
+            if let Some(d) = e["detail"].as_str() {
+                let _ = write!(out, " ({d})");
+            }
+            if let Some(by) = e["outranked_by"].as_str() {
+                let _ = write!(out, " → `{by}`");
+            }
+            out.push('\n');
+        }
+        out.push('\n');
+    }
     if let Some(w) = bundle["warnings"].as_array().filter(|w| !w.is_empty()) {
         out.push_str("## Warnings\n\n");
         for x in w {
@@ -230,6 +260,22 @@ pub fn markdown(bundle: &Value) -> String {
         out.push('\n');
     }
     out
+}
+
+/// The fence language for text content, by its media type: untrusted text is never
+/// highlighted as Markdown (which renderers would interpret).
+fn fence_language(o: &Value, untrusted: bool) -> &'static str {
+    let t = o["content_type"].as_str().unwrap_or("text/markdown");
+    let t = t.split(';').next().unwrap_or("").trim();
+    if t == "application/json" || t.ends_with("+json") {
+        "json"
+    } else if t.contains("yaml") {
+        "yaml"
+    } else if untrusted || !(t == "text/markdown" || t == "text/x-markdown") {
+        "text"
+    } else {
+        "markdown"
+    }
 }
 
 #[cfg(test)]

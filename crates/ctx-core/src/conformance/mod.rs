@@ -58,6 +58,13 @@ pub fn run(dir: &Path) -> Result<Vec<CaseResult>> {
         dir.join("conformance.json")
     };
     let base = index.parent().map(Path::to_path_buf).unwrap_or_default();
+    if !index.is_file() {
+        // A mistyped suite path is "not found" (exit 3), not an invalid suite.
+        return Err(Error::NotFound(format!(
+            "{}: no conformance suite here (expected a folder holding conformance.json, or the file itself)",
+            index.display()
+        )));
+    }
     let text = std::fs::read_to_string(&index).map_err(|e| Error::io(&index, &e))?;
     let suite: Suite = crate::json::parse(&text)
         .map_err(|e| format!("{}:{}: {}", e.line, e.column, e.message))

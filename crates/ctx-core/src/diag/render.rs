@@ -76,22 +76,60 @@ fn compact(v: &Value) -> String {
 
 /// Byte span of a 1-based line in `text` (without its newline). A line just past
 /// the end (a parser reporting "unexpected end of file") frames the last line.
-fn line_span(text: &str, line: u32) -> Option<SourceSpan> {
-    let mut start = 0usize;
-    let mut last = None;
-    for (i, l) in text.split_inclusive('\n').enumerate() {
-        let len = l.trim_end_matches(['\n', '\r']).len();
-        if i + 1 == line as usize {
-            return Some(SourceSpan::new(start.into(), len));
+/// Widest line a code frame quotes; longer lines are cut (a 400 KB one-line file
+/// must not turn into megabytes of diagnostics).
+const FRAME_COLUMNS: usize = 160;
+
+/// The part of `text` a frame around 1-based `line` shows (that line and one on
+/// each side), with every other line left empty so line numbers stay true. Lines
+/// that hold a detected secret (`withheld`, or found by the scanner) are replaced,
+/// control characters are escaped and long lines cut, so a frame never prints a
+/// secret or drives the terminal.
+fn excerpt(text: &str, line: u32, withheld: &[u32]) -> Option<(String, SourceSpan)> {
+    let target = line as usize;
+    let lines: Vec<&str> = text.split('\n').collect();
+    // One past the end is where "missing at end of file" points.
+    let target = target.min(lines.len());
+    if target == 0 {
+        return None;
+    }
+    let mut out = String::new();
+    let mut span = None;
+    for (i, raw) in lines.iter().enumerate().take(target + 1) {
+        let n = i + 1;
+        if n + 1 >= target {
+            let shown = if withheld.contains(&(n as u32))
+                || !crate::load::secrets::scan(raw, "", "").is_empty()
+            {
+                "‹line withheld: it holds a detected secret›".to_string()
+            } else {
+                printable(raw.trim_end_matches('\r'))
+            };
+            if n == target {
+                span = Some(SourceSpan::new(out.len().into(), shown.len()));
+            }
+            out.push_str(&shown);
         }
-        last = Some(SourceSpan::new(start.into(), len));
-        start += l.len();
+        out.push('\n');
     }
-    let lines = text.split_inclusive('\n').count();
-    if line as usize == lines + 1 {
-        return last;
+    span.map(|s| (out, s))
+}
+
+/// `line` with control characters escaped and cut to [`FRAME_COLUMNS`] characters.
+fn printable(line: &str) -> String {
+    let mut out = String::new();
+    for (i, c) in line.chars().enumerate() {
+        if i == FRAME_COLUMNS {
+            out.push('…');
+            break;
+        }
+        match c {
+            '\t' => out.push(' '),
+            c if c.is_control() => out.extend(c.escape_unicode()),
+            c => out.push(c),
+        }
     }
-    None
+    out
 }
 
 /// Render findings for people, with file snippets read from `root` (the manifest folder).
@@ -106,6 +144,13 @@ pub fn human(diags: &[Diagnostic], root: &Path, style: HumanStyle) -> String {
         .with_width(style.width)
         .with_context_lines(1);
     let mut out = String::new();
+    let secret_lines = |file: &str| -> Vec<u32> {
+        diags
+            .iter()
+            .filter(|d| d.code == Code::SecretDetected && d.file.as_deref() == Some(file))
+            .filter_map(|d| d.line)
+            .collect()
+    };
     for d in diags {
         let mut help = String::new();
         if let Some(f) = &d.field {
@@ -130,11 +175,8 @@ pub fn human(diags: &[Diagnostic], root: &Path, style: HumanStyle) -> String {
                 let text = crate::fs::read_regular(&path, 1 << 20)
                     .ok()
                     .and_then(|b| String::from_utf8(b).ok());
-                match text {
-                    Some(text) => match line_span(&text, line) {
-                        Some(span) => (Some(NamedSource::new(file.clone(), text)), Some(span)),
-                        None => (None, None),
-                    },
+                match text.and_then(|t| excerpt(&t, line, &secret_lines(file))) {
+                    Some((text, span)) => (Some(NamedSource::new(file.clone(), text)), Some(span)),
                     None => (None, None),
                 }
             }

@@ -43,9 +43,20 @@ pub fn superseded(repo: &Repo) -> HashSet<usize> {
     supersession::analyse(&Index::new(&repo.objects)).superseded
 }
 
+/// The positions superseded at `now`: a successor counts only from its own
+/// `valid_from`, so until then its predecessor's clock still runs.
+pub fn superseded_at(repo: &Repo, now: Instant) -> HashSet<usize> {
+    let sup = supersession::analyse(&Index::new(&repo.objects));
+    sup.superseded
+        .iter()
+        .copied()
+        .filter(|&i| sup.superseded_at(&repo.objects, i, now))
+        .collect()
+}
+
 /// Only the clock-based findings at `now` (what `ctx stale` reports).
 pub fn clock_findings(repo: &Repo, now: Instant) -> Vec<Diagnostic> {
-    let sup = superseded(repo);
+    let sup = superseded_at(repo, now);
     let mut out = clock::findings(
         &repo.objects,
         &sup,
@@ -73,13 +84,25 @@ pub fn findings(
         },
     );
     let sup = superseded(repo);
-    out.extend(clock::findings(
-        &repo.objects,
-        &sup,
-        now,
-        repo.manifest.default_ttl,
-        repo.manifest.stale_is_error,
-    ));
+    // A scheduled successor is already reported by validation, with its predecessor.
+    let scheduled: HashSet<(Option<String>, Option<String>)> = out
+        .iter()
+        .filter(|d| d.code == Code::NotYetValid)
+        .map(|d| (d.file.clone(), d.id.clone()))
+        .collect();
+    out.extend(
+        clock::findings(
+            &repo.objects,
+            &superseded_at(repo, now),
+            now,
+            repo.manifest.default_ttl,
+            repo.manifest.stale_is_error,
+        )
+        .into_iter()
+        .filter(|d| {
+            d.code != Code::NotYetValid || !scheduled.contains(&(d.file.clone(), d.id.clone()))
+        }),
+    );
     out.extend(reach::orphaned(repo, &sup));
     out.extend(reach::broken_sources(repo, &sup));
     out.extend(cfg_diags.iter().cloned());

@@ -68,6 +68,8 @@ pub struct CachedMeta {
     undigested_remote_sources: Vec<(usize, String)>,
     declares_sources: bool,
     declares_canonical_source: bool,
+    observed_origin: bool,
+    default_refused: Option<Authority>,
     /// The armored ciphertext of a private-collection member (not a secret: it is in the file).
     sealed: Option<String>,
     /// [`crate::object::Faults`] bits.
@@ -113,6 +115,8 @@ impl CachedMeta {
             undigested_remote_sources: m.undigested_remote_sources.clone(),
             declares_sources: m.declares_sources,
             declares_canonical_source: m.declares_canonical_source,
+            observed_origin: m.observed_origin,
+            default_refused: m.default_refused,
             sealed: m.sealed.as_deref().map(str::to_string),
             faults: m.faults.bits(),
         }
@@ -163,6 +167,8 @@ impl CachedMeta {
             undigested_remote_sources: self.undigested_remote_sources,
             declares_sources: self.declares_sources,
             declares_canonical_source: self.declares_canonical_source,
+            observed_origin: self.observed_origin,
+            default_refused: self.default_refused,
             sealed: self.sealed.map(String::into_boxed_str),
             faults: crate::object::Faults::from_bits(self.faults),
         })

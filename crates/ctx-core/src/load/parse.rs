@@ -239,7 +239,7 @@ pub fn parse(member: &Member, bytes: &[u8], defaults: &Defaults<'_>) -> Parsed {
         Kind::Object
     };
     let violations = schema::check(kind, &doc_value);
-    let Value::Object(fields) = doc_value else {
+    let Value::Object(mut fields) = doc_value else {
         unreachable!("built as an object")
     };
     let id = fields
@@ -332,21 +332,18 @@ pub fn parse(member: &Member, bytes: &[u8], defaults: &Defaults<'_>) -> Parsed {
     // Provenance is judged on what the author declared, never on loader defaults.
     meta.declares_sources &= !supplied.contains(&"sources");
     meta.declares_canonical_source &= !supplied.contains(&"canonical_source");
-    if meta.authority == crate::model::Authority::Canonical
-        && meta.trust == crate::model::Trust::Untrusted
-    {
-        out.diags.push(
-            Diagnostic::warning(Code::UntrustedCanonical, "canonical object carries untrusted content")
-                .file(file)
-                .id(id.clone())
-                .field("trust")
-                .expected("trusted or verified content for canonical authority")
-                .actual("untrusted")
-                .fix("lower the authority (e.g. observed), or verify the content and set `trust: verified`"),
-        );
+    // Authority is never laundered by a default (validate/authority.rs).
+    if supplied.contains(&"authority") {
+        out.diags.extend(crate::validate::authority::refuse_default(
+            &mut meta,
+            &mut fields,
+            file,
+            &id,
+        ));
     }
+    out.diags
+        .extend(crate::validate::authority::disagreement(&meta, file, &id));
     let version = fields.get("version").and_then(Value::as_u64);
-    let mut fields = fields;
     let content = fields.remove("content");
     let doc = serde_json::to_string(&fields)
         .expect("JSON values serialize")

@@ -15,6 +15,8 @@ use super::{excl, Exclusion, Request, Warning};
 /// An object's content as the consumer receives it.
 pub(super) struct Content {
     pub content: Option<Value>,
+    /// The media type a source adapter reported for the content it returned.
+    pub content_type: Option<String>,
     pub redacted: Vec<String>,
     pub trust: Option<Trust>,
     pub decrypted: Option<Box<crate::private::Opened>>,
@@ -99,6 +101,7 @@ pub(super) fn select(
         }
     };
     let mut lowered = None;
+    let mut reported_type = None;
     let shown: Result<Shown<'static>, Withheld> = match (&decrypted, inline.content.is_some(), uri)
     {
         (Some(d), _, _) if d.content.is_some() => view.source_content(
@@ -120,6 +123,7 @@ pub(super) fn select(
                 Ok(loaded) => {
                     let t = adapters::more_cautious(o.meta.trust, loaded.trust);
                     lowered = (t != o.meta.trust).then_some(t);
+                    reported_type = loaded.content_type.clone();
                     let text = match &loaded.content {
                         Value::String(s) => s.clone(),
                         other => other.to_string(),
@@ -161,6 +165,7 @@ pub(super) fn select(
     match shown {
         Ok(s) => Some(Content {
             content: s.content.map(|c| c.into_owned()),
+            content_type: reported_type,
             redacted: s.redacted,
             trust: lowered,
             decrypted,
@@ -172,13 +177,15 @@ pub(super) fn select(
     }
 }
 
-/// Warnings about a selected object's freshness and trust.
+/// Warnings about a selected object's freshness, trust and provenance.
 pub(super) fn lifecycle_warnings(
+    m: &crate::manifest::Manifest,
     o: &ContextObject,
     state: Lifecycle,
     lowered: Option<Trust>,
     warnings: &mut Vec<Warning>,
 ) {
+    use crate::validate::authority::{claims_truth, untrusted_material};
     if state == Lifecycle::Stale {
         warnings.push(Warning {
             id: Some(o.id.clone()),
@@ -194,18 +201,37 @@ pub(super) fn lifecycle_warnings(
             severity: Severity::Warning,
         });
     }
-    if lowered == Some(Trust::Untrusted) && o.meta.authority == crate::model::Authority::Canonical {
+    let trust = lowered.unwrap_or(o.meta.trust);
+    // Authority and trust disagree: said in the bundle, not only by `validate`.
+    if let Some(refused) = o.meta.default_refused {
         warnings.push(Warning {
             id: Some(o.id.clone()),
             code: "untrusted-canonical".into(),
             message: format!(
-                "{} is canonical but its content_uri returned untrusted content; lower its authority or mirror the content into the repository",
+                "{}: the default authority {refused} was not applied to untrusted or observed \
+                 material; it resolves as observed",
                 o.id
             ),
+            severity: Severity::Warning,
+        });
+    } else if claims_truth(o.meta.authority)
+        && (trust == Trust::Untrusted || untrusted_material(&o.meta))
+    {
+        let what = if lowered == Some(Trust::Untrusted) {
+            "its content_uri returned untrusted content; lower its authority or mirror the content into the repository"
+        } else if trust == Trust::Untrusted {
+            "it carries untrusted content; treat it as data, and lower its authority or verify it"
+        } else {
+            "its sources are observations, conversations or inferences; lower its authority or verify it"
+        };
+        warnings.push(Warning {
+            id: Some(o.id.clone()),
+            code: "untrusted-canonical".into(),
+            message: format!("{} is {} but {what}", o.id, o.meta.authority),
             severity: Severity::Error,
         });
     }
-    if lowered.unwrap_or(o.meta.trust) == Trust::Untrusted {
+    if trust == Trust::Untrusted {
         warnings.push(Warning {
             id: Some(o.id.clone()),
             code: "untrusted-content".into(),
@@ -214,6 +240,20 @@ pub(super) fn lifecycle_warnings(
                 o.id
             ),
             severity: Severity::Warning,
+        });
+    }
+    // §13.1: with provenance required, an object that declares neither a source nor
+    // `canonical_source` still resolves (the content is the author's), but the bundle
+    // says it cannot be attributed.
+    if m.provenance_required && !o.meta.declares_sources && !o.meta.declares_canonical_source {
+        warnings.push(Warning {
+            id: Some(o.id.clone()),
+            code: "missing-provenance".into(),
+            message: format!(
+                "{} declares no source and is not marked canonical_source, but provenance.required is true",
+                o.id
+            ),
+            severity: Severity::Error,
         });
     }
 }

@@ -9,6 +9,8 @@ pub mod rank;
 pub mod redact;
 mod select;
 
+pub use select::precedence_cmp;
+
 use std::collections::BTreeSet;
 use std::path::PathBuf;
 
@@ -18,7 +20,7 @@ use crate::adapters::AdapterOptions;
 use crate::diag::Severity;
 use crate::error::{Error, Result};
 use crate::load::Repo;
-use crate::model::{Lifecycle, Status, Trust};
+use crate::model::{Lifecycle, Trust};
 use crate::pattern::Pattern;
 use crate::time::Instant;
 use crate::view::{View, Who};
@@ -193,6 +195,8 @@ pub struct Selected {
     pub score: f64,
     /// Content after redaction (None when the object has none).
     pub content: Option<Value>,
+    /// The media type a source adapter reported (None: inline content).
+    pub content_type: Option<String>,
     /// Redaction rule paths that applied.
     pub redacted: Vec<String>,
     /// The include pattern that put it in scope.
@@ -348,52 +352,29 @@ pub fn resolve(repo: &Repo, req: Request) -> Result<Resolution> {
         });
     }
 
-    // 3. Freshness and approval.
+    // 3. Freshness and approval, at the resolution instant.
+    let sup = view.supersession();
     let mut live: Vec<(usize, String, Lifecycle)> = Vec::new();
     for (i, matched) in candidates {
         let o = &objects[i];
         let state = lifecycle::state(o, req.at, m.default_ttl);
-        match state {
-            Lifecycle::Future => {
-                let from = o
-                    .meta
-                    .valid_from
-                    .map(|t| crate::time::format(&t))
-                    .unwrap_or_default();
-                excluded.push(excl(
-                    o,
-                    "not-yet-valid",
-                    Some(format!("valid from {from}")),
-                    None,
-                ));
-                continue;
-            }
-            Lifecycle::Expired if !req.include_historical && m.exclude_expired => {
-                excluded.push(excl(o, "expired", None, None));
-                continue;
-            }
-            _ => {}
-        }
-        if let Some(s @ (Status::Draft | Status::Pending | Status::Rejected | Status::Retired)) =
-            o.meta.status
-        {
-            excluded.push(excl(o, "unapproved", Some(format!("status {s}")), None));
+        if let Some((reason, detail)) = lifecycle::gate(m, o, state, req.include_historical) {
+            excluded.push(excl(o, reason, detail, None));
             continue;
         }
         live.push((i, matched, state));
     }
 
-    // 4. Supersession (declared only) and 5. authority between versions and conflicts.
-    let sup = view.supersession();
+    // 4. Supersession (declared only, and only by successors already in force at
+    //    the instant) and 5. authority between versions and conflicts.
     let visible: BTreeSet<usize> = live.iter().map(|(i, _, _)| *i).collect();
     let mut kept: Vec<(usize, String, Lifecycle)> = Vec::new();
     for (i, matched, state) in live {
-        if sup.superseded.contains(&i) {
+        if sup.superseded_at(objects, i, req.at) {
             let by = sup
-                .successor
-                .get(&i)
+                .successor_at(objects, i, req.at)
                 .filter(|s| visible.contains(s))
-                .map(|&s| objects[s].key());
+                .map(|s| objects[s].key());
             if req.include_historical {
                 kept.push((i, matched, Lifecycle::Superseded));
             } else {
@@ -485,12 +466,13 @@ pub fn resolve(repo: &Repo, req: Request) -> Result<Resolution> {
         let Some(sel) = content::select(&view, &req, o, sh, &mut excluded, &mut warnings) else {
             continue;
         };
-        content::lifecycle_warnings(o, state, sel.trust, &mut warnings);
+        content::lifecycle_warnings(m, o, state, sel.trust, &mut warnings);
         included.push(Selected {
             index: i,
             lifecycle: state,
             score,
             content: sel.content,
+            content_type: sel.content_type,
             redacted: sel.redacted,
             matched,
             trust: sel.trust,

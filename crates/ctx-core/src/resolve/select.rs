@@ -5,7 +5,7 @@ use std::collections::{BTreeSet, HashMap};
 
 use crate::diag::Severity;
 use crate::manifest::Manifest;
-use crate::model::Lifecycle;
+use crate::model::{Authority, Lifecycle};
 use crate::object::ContextObject;
 
 use super::{excl, Exclusion, Warning};
@@ -17,17 +17,25 @@ fn authority_rank(m: &Manifest, o: &ContextObject) -> usize {
         .unwrap_or(usize::MAX)
 }
 
-/// Total order: manifest precedence, then the configured tie breakers, then id,
-/// version and file, so the outcome never depends on load order.
+/// Total order, in the spec's steps (§6): authority (manifest precedence), then
+/// version (higher first), then recency (`updated`, later first), then the configured
+/// `authority.tie_breakers` in their order, then id and file, so the outcome never
+/// depends on load order.
+///
+/// Configured tie breakers refine this order; they never replace the version and
+/// recency steps. Naming `version` or `updated` among them changes nothing (those
+/// steps already ran); `created`, `confidence` and `id` apply where version and
+/// recency tie.
 pub fn precedence_cmp(m: &Manifest, a: &ContextObject, b: &ContextObject) -> Ordering {
-    let mut ord = authority_rank(m, a).cmp(&authority_rank(m, b));
+    let mut ord = authority_rank(m, a)
+        .cmp(&authority_rank(m, b))
+        .then_with(|| b.version.cmp(&a.version))
+        .then_with(|| b.meta.updated.cmp(&a.meta.updated));
     for tb in &m.tie_breakers {
         if ord != Ordering::Equal {
             return ord;
         }
         ord = match tb.as_str() {
-            "version" => b.version.cmp(&a.version),
-            "updated" => b.meta.updated.cmp(&a.meta.updated),
             "created" => b.meta.created.cmp(&a.meta.created),
             "confidence" => b
                 .meta
@@ -36,12 +44,24 @@ pub fn precedence_cmp(m: &Manifest, a: &ContextObject, b: &ContextObject) -> Ord
                 .partial_cmp(&a.meta.confidence.unwrap_or(0.0))
                 .unwrap_or(Ordering::Equal),
             "id" => a.id.cmp(&b.id),
+            // `version` and `updated` already decided above.
             _ => Ordering::Equal,
         };
     }
     ord.then_with(|| a.id.cmp(&b.id))
-        .then_with(|| b.version.cmp(&a.version))
         .then_with(|| a.origin.file.cmp(&b.origin.file))
+}
+
+/// How the outcome names an object: `id@version`, with its file when another
+/// object in `group` has the same key (a duplicate), so a message never reads
+/// "X outranks X".
+fn label(objects: &[ContextObject], group: &[usize], i: usize) -> String {
+    let key = objects[i].key();
+    if group.iter().any(|&j| j != i && objects[j].key() == key) {
+        format!("{key} ({})", objects[i].origin.file)
+    } else {
+        key
+    }
 }
 
 /// Keep one active object per id; the others are excluded as `outranked`.
@@ -71,31 +91,64 @@ pub fn one_per_id(
         }
         if active.len() > 1 {
             active.sort_by(|a, b| precedence_cmp(m, &objects[a.0], &objects[b.0]));
-            let winner = objects[active[0].0].key();
-            let losers: Vec<String> = active[1..]
-                .iter()
-                .map(|(i, _, _)| objects[*i].key())
-                .collect();
+            let members: Vec<usize> = active.iter().map(|(i, _, _)| *i).collect();
+            let win = members[0];
+            let winner = objects[win].key();
+            let named = |i: usize| label(objects, &members, i);
+            let losers: Vec<String> = members[1..].iter().map(|&i| named(i)).collect();
+            let id = &objects[win].id;
             warnings.push(Warning {
-                id: Some(objects[active[0].0].id.clone()),
+                id: Some(id.clone()),
                 code: "multiple-active-versions".into(),
                 message: format!(
-                    "{} active versions of {}: {} outranks {}",
-                    active.len(),
-                    objects[active[0].0].id,
-                    winner,
+                    "{} active versions of {id}: {} outranks {}",
+                    members.len(),
+                    named(win),
                     losers.join(", ")
                 ),
                 severity: Severity::Warning,
             });
-            for (i, _, _) in active.drain(1..) {
+            // Two active canonical objects for one id: a conflict authority cannot
+            // settle. Reported as such, never only as a version question.
+            let canonical: Vec<usize> = members
+                .iter()
+                .copied()
+                .filter(|&i| objects[i].meta.authority == Authority::Canonical)
+                .collect();
+            if canonical.len() > 1 {
+                let names: Vec<String> = canonical.iter().map(|&i| named(i)).collect();
+                warnings.push(Warning {
+                    id: Some(id.clone()),
+                    code: "conflict-ambiguous".into(),
+                    message: format!(
+                        "duplicate canonical: {} active canonical objects share the id {id} ({}); \
+                         authority cannot settle it, {} is used by the version and recency order \
+                         until one is superseded or lowered",
+                        canonical.len(),
+                        names.join(", "),
+                        named(canonical[0]),
+                    ),
+                    severity: Severity::Error,
+                });
+            }
+            // Losers are `outranked` (as the reference reports them); the detail says
+            // when it is a duplicate canonical rather than a version question.
+            for &i in &members[1..] {
+                let duplicate =
+                    canonical.len() > 1 && canonical.contains(&i) && canonical[0] == win;
+                let detail = if duplicate {
+                    format!("duplicate canonical: {} is used instead", named(win))
+                } else {
+                    format!("another active version ranks higher: {}", named(win))
+                };
                 excluded.push(excl(
                     &objects[i],
                     "outranked",
-                    Some("another active version ranks higher".into()),
+                    Some(detail),
                     Some(winner.clone()),
                 ));
             }
+            active.truncate(1);
         }
         out.extend(active);
     }

@@ -2,8 +2,10 @@
 //! references, conflicts, ownership, provenance, approval and extensions.
 //! Per-file checks (syntax, schema, secrets) happen in [`crate::load::parse`].
 
+pub mod authority;
 pub mod signing;
 pub mod supersession;
+mod timeline;
 
 use std::collections::{HashMap, HashSet};
 
@@ -87,7 +89,7 @@ impl<'a> Index<'a> {
     }
 }
 
-fn at(o: &ContextObject, d: Diagnostic) -> Diagnostic {
+pub(crate) fn at(o: &ContextObject, d: Diagnostic) -> Diagnostic {
     d.file(o.origin.file.clone())
         .line(o.origin.line)
         .id(o.id.clone())
@@ -100,6 +102,9 @@ pub fn validate(repo: &Repo, opts: ValidateOptions) -> Vec<Diagnostic> {
     let idx = Index::new(&repo.objects);
     let sup = supersession::analyse(&idx);
     out.extend(sup.diags.iter().cloned());
+    let at = opts.at.unwrap_or_else(chrono::Utc::now);
+    timeline::scheduled_supersession(&idx, &sup, at, repo.manifest.default_ttl, &mut out);
+    timeline::approvals(&idx, &mut out);
     duplicates(&idx, &sup.superseded, &mut out);
     references(&idx, &mut out);
     conflicts(&idx, &sup.superseded, &mut out);

@@ -7,6 +7,8 @@
 use std::collections::{HashMap, HashSet, VecDeque};
 
 use crate::diag::{Code, Diagnostic};
+use crate::object::ContextObject;
+use crate::time::Instant;
 
 use super::Index;
 
@@ -17,7 +19,58 @@ pub struct Supersession {
     pub superseded: HashSet<usize>,
     /// Superseded position → the position of (one of) its replacements.
     pub successor: HashMap<usize, usize>,
+    /// Superseded position → every position declared to replace it (sorted).
+    successors: HashMap<usize, Vec<usize>>,
     pub diags: Vec<Diagnostic>,
+}
+
+/// Is a successor in force at `at`? It replaces its predecessor only from its own
+/// `valid_from` (§9.1, §10.3): before that the predecessor is still current.
+fn in_force(o: &ContextObject, at: Instant) -> bool {
+    o.meta.valid_from.is_none_or(|from| from <= at)
+}
+
+impl Supersession {
+    /// Is `i` superseded at `at`? Only by a declared successor already in force then.
+    /// (`superseded` is the declared, timeless relation the structural checks use.)
+    pub fn superseded_at(&self, objects: &[ContextObject], i: usize, at: Instant) -> bool {
+        self.successors
+            .get(&i)
+            .is_some_and(|s| s.iter().any(|&n| in_force(&objects[n], at)))
+    }
+
+    /// The successor of `i` in force at `at` (the highest version among them).
+    pub fn successor_at(&self, objects: &[ContextObject], i: usize, at: Instant) -> Option<usize> {
+        self.successors
+            .get(&i)?
+            .iter()
+            .copied()
+            .filter(|&n| in_force(&objects[n], at))
+            .max_by_key(|&n| (objects[n].version, std::cmp::Reverse(n)))
+    }
+
+    /// Declared replacements of `i` not yet in force at `at`, earliest first.
+    pub fn pending_at(&self, objects: &[ContextObject], i: usize, at: Instant) -> Vec<usize> {
+        let mut out: Vec<usize> = self
+            .successors
+            .get(&i)
+            .map(|s| {
+                s.iter()
+                    .copied()
+                    .filter(|&n| !in_force(&objects[n], at))
+                    .collect()
+            })
+            .unwrap_or_default();
+        out.sort_by_key(|&n| (objects[n].meta.valid_from, n));
+        out
+    }
+
+    /// Positions with declared successors (sorted), for checks that walk them all.
+    pub fn predecessors(&self) -> Vec<usize> {
+        let mut v: Vec<usize> = self.successors.keys().copied().collect();
+        v.sort_unstable();
+        v
+    }
 }
 
 fn located(idx: &Index<'_>, i: usize, d: Diagnostic) -> Diagnostic {
@@ -97,6 +150,7 @@ pub fn analyse(idx: &Index<'_>) -> Supersession {
     edges.dedup();
     for &(new, old) in &edges {
         s.superseded.insert(old);
+        s.successors.entry(old).or_default().push(new);
         s.successor
             .entry(old)
             .and_modify(|cur| {
@@ -152,6 +206,7 @@ pub fn analyse(idx: &Index<'_>) -> Supersession {
         for c in &members {
             s.superseded.remove(c);
             s.successor.remove(c);
+            s.successors.remove(c);
         }
     }
     s
@@ -192,7 +247,7 @@ fn cycle_path(comp: &[usize], adj: &[Vec<usize>]) -> Vec<usize> {
 mod tests {
     use super::*;
     use crate::model::ObjectRef;
-    use crate::object::{ContextObject, Expires, Faults, Format, Meta, Origin};
+    use crate::object::{Expires, Faults, Format, Meta, Origin};
 
     fn object(id: &str, version: u64, supersedes: Vec<ObjectRef>) -> ContextObject {
         let mut meta = Meta::from_fields(&serde_json::Map::new());
@@ -241,6 +296,34 @@ mod tests {
             "the newest stays active"
         );
         assert_eq!(s.successor[&0], 1);
+    }
+
+    #[test]
+    fn a_successor_is_in_force_only_from_its_valid_from() {
+        let from = crate::time::parse_timestamp("2099-01-01T00:00:00Z").unwrap();
+        let mut v2 = object(
+            "c.doc",
+            2,
+            vec![ObjectRef {
+                id: "c.doc".into(),
+                version: Some(1),
+            }],
+        );
+        v2.meta.valid_from = Some(from);
+        let objects = vec![object("c.doc", 1, Vec::new()), v2];
+        let s = analyse(&Index::new(&objects));
+        assert!(s.superseded.contains(&0), "declared, timeless");
+        let before = from - chrono::Duration::seconds(1);
+        assert!(!s.superseded_at(&objects, 0, before));
+        assert_eq!(s.successor_at(&objects, 0, before), None);
+        assert_eq!(s.pending_at(&objects, 0, before), vec![1]);
+        assert!(s.superseded_at(&objects, 0, from));
+        assert_eq!(s.successor_at(&objects, 0, from), Some(1));
+        assert!(s.pending_at(&objects, 0, from).is_empty());
+        assert!(
+            !s.superseded_at(&objects, 1, from),
+            "the newest stays active"
+        );
     }
 
     #[test]

@@ -150,9 +150,10 @@ impl<'r> View<'r> {
         }
     }
 
-    /// Lifecycle at the view's instant, supersession included.
+    /// Lifecycle at the view's instant, supersession included: a successor
+    /// supersedes only from its own `valid_from`.
     pub fn lifecycle(&self, i: usize) -> Lifecycle {
-        if self.sup.superseded.contains(&i) {
+        if self.sup.superseded_at(&self.repo.objects, i, self.at) {
             Lifecycle::Superseded
         } else {
             lifecycle::state(
@@ -173,12 +174,11 @@ impl<'r> View<'r> {
             .collect()
     }
 
-    /// The object that supersedes `i`, only when this consumer may see it.
+    /// The object that supersedes `i` at the view's instant, only when this
+    /// consumer may see it.
     pub fn successor(&self, i: usize) -> Option<usize> {
         self.sup
-            .successor
-            .get(&i)
-            .copied()
+            .successor_at(&self.repo.objects, i, self.at)
             .filter(|&s| self.authorize(s).is_ok())
     }
 
@@ -278,8 +278,10 @@ impl<'r> View<'r> {
 }
 
 impl View<'_> {
-    /// The visible object a reference names: `id@version`, or the current version of
-    /// `id` (the highest that is not superseded, else the newest), other than `not`.
+    /// The visible object a reference names: `id@version`, or for a bare id the
+    /// version the resolver would choose at the view's instant (live, then by
+    /// precedence); when none is live, the newest that is not superseded, else the
+    /// newest. `not` is skipped for a bare id with several versions.
     pub fn find(&self, r: &ObjectRef, not: Option<usize>) -> Option<usize> {
         let idx = Index::new(&self.repo.objects);
         let mut hits: Vec<usize> = idx
@@ -290,11 +292,20 @@ impl View<'_> {
         if r.version.is_none() && hits.len() > 1 {
             hits.retain(|&i| Some(i) != not);
         }
-        hits.into_iter().max_by_key(|&i| {
-            (
-                !self.sup.superseded.contains(&i),
-                self.repo.objects[i].version,
-            )
+        let m = &self.repo.manifest;
+        let objects = &self.repo.objects;
+        let chosen = hits
+            .iter()
+            .copied()
+            .filter(|&i| lifecycle::gate(m, &objects[i], self.lifecycle(i), false).is_none())
+            .min_by(|&a, &b| crate::resolve::precedence_cmp(m, &objects[a], &objects[b]));
+        chosen.or_else(|| {
+            hits.into_iter().max_by_key(|&i| {
+                (
+                    self.lifecycle(i) != Lifecycle::Superseded,
+                    objects[i].version,
+                )
+            })
         })
     }
 
