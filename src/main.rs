@@ -4,6 +4,8 @@
 mod cli;
 #[cfg(feature = "mcp")]
 mod mcp;
+#[cfg(feature = "serve")]
+mod serve;
 
 use std::process::ExitCode;
 

@@ -31,6 +31,16 @@ pub struct InitArgs {
     /// keep ctx's per-machine state out of git with a `.gitignore`.
     #[arg(long)]
     pub git: bool,
+    /// `default` (a team repository with two roles) or `personal` (an encrypted personal
+    /// vault of seed 004's ten categories; see docs/personal.md).
+    #[arg(long, default_value = "default", value_parser = ["default", "personal"])]
+    pub template: String,
+    #[command(flatten)]
+    pub password: super::personal::PasswordArgs,
+    /// With --template personal: also encrypt every category to this age public key of
+    /// your own (recovery when the secret key is lost). Repeatable.
+    #[arg(long = "recovery-recipient", value_name = "AGE1...")]
+    pub recovery: Vec<String>,
     /// Also write a CI workflow that checks the repository with a released ctx binary.
     #[arg(long, value_enum, value_name = "SYSTEM")]
     pub ci: Option<CiSystem>,
@@ -170,7 +180,8 @@ pub fn run(g: &Global, p: &Printer, args: &InitArgs) -> Result<Exit> {
         .find(|m| dir.join(m).is_file())
         .filter(|_| !args.force);
     if let Some(m) = existing {
-        if args.ci.is_none() && !args.git {
+        // A personal vault has its own, stricter rule (a new or empty folder only).
+        if args.ci.is_none() && !args.git && args.template != "personal" {
             return Err(Error::Invalid(format!(
                 "{} already holds an OpenContext repository ({m}); nothing was changed. \
                  `ctx init --force` re-initialises it, replacing the template files",
@@ -202,6 +213,9 @@ pub fn run(g: &Global, p: &Printer, args: &InitArgs) -> Result<Exit> {
     };
     let today = g.clock.now().format("%Y-%m-%d").to_string();
     let name_yaml = serde_json::to_string(&name).expect("string");
+    if args.template == "personal" {
+        return personal(g, p, args, &dir, &id, &name_yaml);
+    }
     let mut report = String::new();
     if let Some(m) = existing {
         report.push_str(&format!(
@@ -316,4 +330,43 @@ fn display(dir: &Path, cwd: &Path) -> String {
         Ok(r) => r.display().to_string(),
         Err(_) => dir.display().to_string(),
     }
+}
+
+/// `--template personal`: the vault (manifest, sealed category descriptors, secret key).
+fn personal(
+    g: &Global,
+    p: &Printer,
+    args: &InitArgs,
+    dir: &Path,
+    id: &str,
+    name_yaml: &str,
+) -> Result<Exit> {
+    if args.force {
+        return Err(Error::Usage("--force does not apply to --template personal: a vault is created in a new or empty folder".into()));
+    }
+    let password = args.password.read(true)?;
+    let c = ctx_core::personal::template::create(&ctx_core::personal::template::Options {
+        dir,
+        id,
+        name_yaml,
+        password: password.as_bytes(),
+        recovery: args.recovery.clone(),
+        now: &ctx_core::evidence::now(),
+        secret_key_file: None,
+    })?;
+    let shown = display(dir, &g.cwd);
+    let mut report = String::new();
+    for f in &c.files {
+        report.push_str(&format!("  created  {f}\n"));
+    }
+    report.push_str(&format!(
+        "Initialised personal vault `{id}` in {shown} (vault {})\n\
+         Secret key: {}\n  stored in {} (0600). Keep a copy offline: without it and your password\n  the vault cannot be opened (docs/personal.md).\n\
+         Next: ctx -C {shown} validate --strict\n      ctx -C {shown} serve\n",
+        c.vault,
+        c.secret_key.as_str(),
+        c.secret_key_file.display()
+    ));
+    super::io_result(p.out(&report))?;
+    Ok(Exit::Ok)
 }

@@ -51,6 +51,14 @@ const EXCHANGE_STATE: File = (
     ".ctx/exchange/",
     "Context Layer state: requests, decisions, approvals, bundles, provenance maps, proposals and pending receipts (content-addressed, written atomically, never replaced), the hash-chained receipt log receipts.jsonl and its signed anchor receipts.anchor.jsonl.",
 );
+const VAULT_KEY: File = (
+    "~/.config/ctx/personal/VAULT.key",
+    "A personal vault's secret key (0600, written by ctx init --template personal); with the password it derives every key. Never inside the repository.",
+);
+const SERVE_CONTROL: File = (
+    "~/.config/ctx/personal/VAULT.serve.json",
+    "Written by a running ctx serve (0600, removed on exit): its address and the control token ctx approvals uses.",
+);
 const NO_FILES: File = ("(none)", "This command reads no repository file.");
 
 /// Where a shell looks for the script `ctx completions` prints.
@@ -133,6 +141,10 @@ pub fn examples(path: &[&str]) -> &'static [Example] {
             ("ctx init support-context --yes", "Create a repository in a new folder, taking every default."),
             ("ctx init --id acme --name \"Acme support\" --yes", "Create one here with a chosen namespace and name."),
             ("ctx init --git --yes", "Create one in a new git work tree, with a .gitignore for ctx's per-machine state."),
+            (
+                "ctx init --template personal --password-file pw.txt vault",
+                "A personal vault (seed 004's ten encrypted categories); the secret key goes to your config folder.",
+            ),
         ],
         ["version"] => &[("ctx version", "The tool version and the OpenContext version it implements.")],
         ["keys"] | ["keys", "generate"] => &[(
@@ -222,6 +234,30 @@ pub fn examples(path: &[&str]) -> &'static [Example] {
             ("ctx completions zsh", "Print the zsh script, to be saved as _ctx on $fpath."),
             ("ctx completions fish", "Print the fish script."),
         ],
+        ["serve"] => &[
+            ("ctx serve", "Serve this personal vault on http://127.0.0.1:7200 (locked until POST /context/unlock)."),
+            (
+                "ctx serve --listen 127.0.0.1:0 --idle-timeout 10m --no-prompt",
+                "A free port (printed first on stderr), auto-lock after ten idle minutes, approvals only via ctx approvals.",
+            ),
+            ("ctx serve --explain-sandbox", "What process hardening is, and is not, in effect here."),
+        ],
+        ["approvals"] | ["approvals", "list"] => &[(
+            "ctx approvals list",
+            "Questions the running ctx serve is waiting on: consumer, purpose, fields, proposed values as inert text.",
+        )],
+        ["approvals", "approve"] => &[
+            ("ctx approvals approve apr_cdab9165", "Let the waiting read or write of a sensitive field go ahead."),
+            (
+                "ctx approvals approve apr_cdab9165 --confirm identity.ssn",
+                "A critical field: the second factor is its id, retyped (or --password-file).",
+            ),
+        ],
+        ["approvals", "deny"] => &[("ctx approvals deny apr_cdab9165", "Refuse it: the consumer gets 403 approval_denied.")],
+        ["private", "export-identity"] => &[(
+            "ctx private export-identity --category identity --password-file pw.txt",
+            "Print the age identity derived for one category, so `age -d -i` can open its field files.",
+        )],
         ["private"] | ["private", "status"] => &[(
             "ctx private status",
             "Which private files are encrypted, and to whom.",
@@ -330,6 +366,11 @@ pub fn files(path: &[&str]) -> Vec<File> {
                 "DIR/context/",
                 "The first objects: a mission, two policies and a procedure.",
             ),
+            (
+                "DIR/personal/",
+                "With --template personal: the ten encrypted category folders (a vault is never overwritten).",
+            ),
+            VAULT_KEY,
         ],
         ["keys", ..] => with(&[KEYS]),
         ["verify"] => with(&[RECEIPTS, KEYS]),
@@ -369,6 +410,7 @@ pub fn files(path: &[&str]) -> Vec<File> {
             ),
         ],
         ["completions"] => COMPLETION_FILES.to_vec(),
+        ["private", "export-identity"] => with(&[VAULT_KEY]),
         ["private", ..] => with(&[AGE_IDENTITY]),
         ["request", ..] | ["approve"] | ["receipts", ..] | ["discover"] => {
             with(&[EXCHANGE_STATE, KEYS, LOCK])
@@ -376,6 +418,20 @@ pub fn files(path: &[&str]) -> Vec<File> {
         ["exchange", ..] | ["propose"] | ["proposals", ..] => {
             with(&[EXCHANGE_STATE, KEYS, LOCK, AUDIT])
         }
+        ["serve"] => with(&[
+            VAULT_KEY,
+            (
+                "personal/CATEGORY/",
+                "The field files: age-encrypted, one per field, rewritten atomically on every write.",
+            ),
+            (
+                ".ctx/personal/",
+                "The encrypted token store and the sealed, hash-chained audit log of the vault.",
+            ),
+            SERVE_CONTROL,
+            LOCK,
+        ]),
+        ["approvals", ..] => vec![MANIFEST, SERVE_CONTROL],
         _ => repo,
     }
 }

@@ -2,6 +2,8 @@
 //! Every command returns an [`Exit`] or an [`Error`]; `main` maps them to a status.
 
 pub mod add;
+#[cfg(feature = "serve")]
+pub mod approvals;
 pub mod approve;
 pub mod args;
 pub mod audit;
@@ -26,6 +28,7 @@ pub mod list;
 mod manual;
 #[cfg(feature = "mcp")]
 pub mod mcp;
+pub mod personal;
 pub mod printer;
 pub mod private;
 pub mod progress;
@@ -38,6 +41,8 @@ pub mod request;
 pub mod resolve;
 pub mod schema;
 pub mod search;
+#[cfg(feature = "serve")]
+pub mod serve;
 pub mod sign;
 pub mod stale;
 pub mod supersede;
@@ -140,6 +145,12 @@ pub enum Command {
     Proposals(proposals::ProposalsArgs),
     /// Minimum-reveal discovery: does the repository hold something like QUERY?
     Discover(discover::DiscoverArgs),
+    /// Serve a personal vault's HTTP API on loopback (seed 004; docs/personal.md).
+    #[cfg(feature = "serve")]
+    Serve(serve::ServeArgs),
+    /// Answer a running `ctx serve`'s approval questions from another terminal.
+    #[cfg(feature = "serve")]
+    Approvals(approvals::ApprovalsArgs),
     /// Create the repository's redaction key (the secret that keys `mode: hash`).
     RedactionKey(redaction::RedactionKeyArgs),
     /// Rewrite object files into canonical form (key order, RFC 3339 timestamps, quoting).
@@ -249,6 +260,10 @@ fn dispatch(g: &Global, p: &Printer, command: &Command) -> Result<Exit> {
         Command::Propose(a) => propose::run(g, p, a),
         Command::Proposals(a) => proposals::run(g, p, a),
         Command::Discover(a) => discover::run(g, p, a),
+        #[cfg(feature = "serve")]
+        Command::Serve(a) => serve::run(g, p, a),
+        #[cfg(feature = "serve")]
+        Command::Approvals(a) => approvals::run(g, p, a),
         Command::RedactionKey(a) => redaction::run(g, p, a),
         Command::Fmt(a) => fmt::run(g, p, a),
         #[cfg(feature = "mcp")]

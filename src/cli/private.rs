@@ -71,11 +71,15 @@ pub enum PrivateCommand {
         #[command(flatten)]
         id: IdentityArgs,
     },
+    /// Personal vaults: print the age identities derived from your password and secret key
+    /// (what the `age` CLI and `--identity` need to open the vault's files).
+    ExportIdentity(super::personal::ExportIdentityArgs),
 }
 
 pub fn run(g: &Global, p: &Printer, a: &PrivateArgs) -> Result<Exit> {
     match &a.command {
         PrivateCommand::Encrypt { paths } => batch::encrypt(g, p, paths),
+        PrivateCommand::ExportIdentity(a) => super::personal::export_identity(g, p, a),
         PrivateCommand::Decrypt { path, id } => decrypt(g, p, path, id),
         PrivateCommand::Edit { path, id } => edit::run(g, p, path, id),
         PrivateCommand::Rekey { force, id } => batch::rekey(g, p, *force, id),

@@ -68,7 +68,7 @@ fn words(line: &str) -> Vec<String> {
 
 /// Examples that need what a fresh repository does not have (other files, keys,
 /// history, a private collection), with why.
-const NOT_RUN: [(&str, &str); 16] = [
+const NOT_RUN: [(&str, &str); 18] = [
     (
         "ctx conformance",
         "needs the official fixtures beside the project",
@@ -121,12 +121,29 @@ const NOT_RUN: [(&str, &str); 16] = [
         "ctx proposals commit",
         "needs a proposal id from an earlier step",
     ),
+    (
+        "ctx serve --listen",
+        "serves a personal vault until stopped (tests/cli/serve_*.rs drive it)",
+    ),
+    (
+        "ctx init --template personal",
+        "needs a password file (tests/cli/personal.rs runs it)",
+    ),
 ];
 
 /// Examples whose success exit status is not 0 in a fresh repository.
-const EXPECT: [(&str, i32); 1] = [
+const EXPECT: [(&str, i32); 6] = [
     // AGENTS.md has not been written yet: --check says so.
     ("ctx export --target agents-md --role support --check", 1),
+    // A team repository is no vault: serve and approvals refuse it as a usage error.
+    ("ctx serve", 2),
+    ("ctx approvals list", 2),
+    ("ctx approvals approve apr_cdab9165", 2),
+    (
+        "ctx approvals approve apr_cdab9165 --confirm identity.ssn",
+        2,
+    ),
+    ("ctx approvals deny apr_cdab9165", 2),
 ];
 
 fn git(dir: &Path, args: &[&str]) -> bool {

@@ -12,6 +12,7 @@
 )]
 pub mod access;
 pub mod adapters;
+pub mod approvals;
 pub mod audit;
 pub mod budget;
 pub mod bundle;
@@ -38,6 +39,7 @@ pub mod manifest;
 pub mod model;
 pub mod object;
 pub mod pattern;
+pub mod personal;
 pub mod private;
 pub mod provider;
 pub mod receipt;

@@ -88,7 +88,11 @@ pub fn check(repo: &Repo, out: &mut Vec<Diagnostic>) {
             .filter(|(_, s)| in_scope(s, &o.id) && !in_scope(s, &expected))
             .map(|(n, _)| n.as_str())
             .collect();
-        if widened.is_empty() && grouping_folders_left_out(&expected, &o.id) {
+        // `policies/index.md` or `addresses/_category.json` describing its folder.
+        let folder_file = expected
+            .rsplit_once('.')
+            .is_some_and(|(head, leaf)| head == o.id && (leaf.starts_with('_') || leaf == "index"));
+        if widened.is_empty() && (folder_file || grouping_folders_left_out(&expected, &o.id)) {
             // Folders that only group files (`customers/amer/acme.json` declaring
             // `customers.acme`) are a legitimate layout: the spec ties ids to no path.
             continue;

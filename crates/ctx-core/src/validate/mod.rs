@@ -24,10 +24,11 @@ pub struct ValidateOptions {
 }
 
 /// Extensions ctx itself defines under its `ctx.` namespace.
-pub const KNOWN_CTX_EXTENSIONS: [&str; 10] = [
+pub const KNOWN_CTX_EXTENSIONS: [&str; 11] = [
     "ctx.collections",
     "ctx.keys",
     "ctx.exchange",
+    "ctx.personal",
     "ctx.private",
     "ctx.policy",
     "ctx.health",

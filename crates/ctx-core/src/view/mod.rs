@@ -130,7 +130,15 @@ impl<'r> View<'r> {
 
     /// May this consumer see object `i` at all? Looks only at governance metadata.
     pub fn authorize(&self, i: usize) -> std::result::Result<(), Denial> {
-        let o = &self.repo.objects[i];
+        self.authorize_object(&self.repo.objects[i])
+    }
+
+    /// [`View::authorize`] for an object held outside the repository's list (a
+    /// personal vault's field, decrypted and kept in memory by its server).
+    pub fn authorize_object(
+        &self,
+        o: &crate::object::ContextObject,
+    ) -> std::result::Result<(), Denial> {
         match (&self.consumer, &self.scope) {
             (Some(c), Some(s)) => authorize::authorize(
                 o,

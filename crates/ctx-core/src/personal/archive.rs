@@ -1,0 +1,154 @@
+//! Export and import (seed 004 §7): every field with its metadata and history, as
+//! one JSON document sealed with age — to the vault's derived `archive` key, plus any
+//! recipients the user names (another vault, a recovery key). Import merges (a field
+//! is taken when it is new or its `updated` time is later: last write wins, as in
+//! seed 004's sync) or replaces (the vault becomes exactly the archive).
+
+use serde_json::{json, Map, Value};
+use zeroize::Zeroizing;
+
+use crate::error::{Error, Result};
+use crate::private::config::Recipient;
+use crate::private::identity::Key;
+use crate::private::Keyring;
+
+use super::field::FieldDoc;
+use super::keys::Purpose;
+use super::vault::Vault;
+
+pub const FORMAT: &str = "ctx.personal-archive.v1";
+
+/// An export: the armored age file and how many fields it holds.
+pub struct Exported {
+    pub archive: String,
+    pub fields: usize,
+    pub recipients: Vec<String>,
+}
+
+pub fn export(v: &Vault, extra: &[String], now: &str) -> Result<Exported> {
+    let docs = v.documents()?;
+    let fields: Vec<Value> = docs
+        .iter()
+        .map(|d| serde_json::from_str(&d.render()).expect("rendered JSON"))
+        .collect();
+    let plain = Zeroizing::new(
+        serde_json::to_string(&json!({
+            "format": FORMAT,
+            "vault": v.config.vault,
+            "namespace": v.manifest.id,
+            "exported_at": now,
+            "fields": fields,
+        }))
+        .expect("JSON"),
+    );
+    let mut recipients = vec![v.keys.recipient(Purpose::Archive)];
+    recipients.extend(extra.iter().cloned());
+    let mut parsed = Vec::new();
+    for r in &recipients {
+        let (rec, _) =
+            Recipient::parse(r).map_err(|e| Error::Usage(format!("recipient `{r}`: {e}")))?;
+        parsed.push(rec);
+    }
+    let archive =
+        crate::private::crypt::encrypt(plain.as_bytes(), &parsed).map_err(Error::Invalid)?;
+    Ok(Exported {
+        archive,
+        fields: docs.len(),
+        recipients,
+    })
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ImportMode {
+    Merge,
+    Replace,
+}
+
+/// What an import changed.
+#[derive(Debug, Default, Clone)]
+pub struct Imported {
+    pub added: Vec<String>,
+    pub updated: Vec<String>,
+    pub unchanged: Vec<String>,
+    pub removed: Vec<String>,
+}
+
+/// Open an archive (with the vault's archive key, or an extra identity) and apply it.
+/// Everything is checked before anything is written.
+pub fn import(
+    v: &mut Vault,
+    armor: &str,
+    mode: ImportMode,
+    identity: Option<&str>,
+) -> Result<Imported> {
+    let mut keys = vec![Key::x25519(v.keys.identity(Purpose::Archive))];
+    if let Some(text) = identity {
+        let id = text.trim().parse::<age::x25519::Identity>().map_err(|_| {
+            Error::Usage("`identity` is not an age identity (AGE-SECRET-KEY-1…)".into())
+        })?;
+        keys.push(Key::x25519(id));
+    }
+    let ring = Keyring::from_keys(keys);
+    let (plain, _) = crate::private::ops::decrypt("archive", armor, Some(&ring))
+        .map_err(|e| Error::Invalid(format!("{e}")))?;
+    let doc: Value = serde_json::from_str(&plain)
+        .map_err(|e| Error::Invalid(format!("the archive is not JSON ({e})")))?;
+    if doc["format"] != FORMAT {
+        return Err(Error::Invalid(format!(
+            "the archive's format is not {FORMAT}"
+        )));
+    }
+    let mut incoming = Vec::new();
+    for (n, f) in doc["fields"].as_array().into_iter().flatten().enumerate() {
+        let map: &Map<String, Value> = f
+            .as_object()
+            .ok_or_else(|| Error::Invalid(format!("archive field {n}: not an object")))?;
+        let d = FieldDoc::from_opened(map, map.get("content"))
+            .map_err(|e| Error::Invalid(format!("archive field {n}: {e}")))?;
+        if !v.has_category(&d.id.category) {
+            return Err(Error::Invalid(format!(
+                "archive field {}: this vault has no category `{}`",
+                d.id.id, d.id.category
+            )));
+        }
+        incoming.push(d);
+    }
+    let mut out = Imported::default();
+    if mode == ImportMode::Replace {
+        let keep: std::collections::HashSet<&str> =
+            incoming.iter().map(|d| d.id.id.as_str()).collect();
+        let gone: Vec<String> = v
+            .fields
+            .keys()
+            .filter(|k| !keep.contains(k.as_str()))
+            .cloned()
+            .collect();
+        for id in gone {
+            v.delete(&id)?;
+            out.removed.push(id);
+        }
+    }
+    for d in incoming {
+        let id = d.id.id.clone();
+        match v.fields.get(&id) {
+            None => {
+                v.restore(d)?;
+                out.added.push(id);
+            }
+            Some(cur) => {
+                let same = cur.version == d.version
+                    && cur.updated_at == d.updated_at
+                    && cur.value.as_str() == d.value.as_str()
+                    && cur.tier == d.tier;
+                let newer = d.updated_at > cur.updated_at;
+                if same || (mode == ImportMode::Merge && !newer) {
+                    out.unchanged.push(id);
+                } else {
+                    v.restore(d)?;
+                    out.updated.push(id);
+                }
+            }
+        }
+    }
+    Ok(out)
+}

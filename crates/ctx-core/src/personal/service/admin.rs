@@ -1,0 +1,657 @@
+//! Management endpoints: service tokens, consumers, audit, sensitivity, export and
+//! import (the user's session), and approvals (the session, or the per-launch
+//! control token of `ctx approvals`).
+
+use zeroize::Zeroizing;
+
+use crate::approvals::{self, Decision};
+use crate::personal::archive::{self, ImportMode};
+use crate::personal::audit::{self as paudit, Action, Entry};
+use crate::personal::field::{inert, FieldId};
+use crate::personal::json::Obj;
+use crate::personal::keys::{Purpose, VaultKeys};
+use crate::personal::tokens::{self, Consumer, Mode, Rates, SecretHash, TokenRecord, Usage};
+use crate::personal::Tier;
+
+use super::{lock, now, now_text, Answer, Class, Refusal, Service, Who};
+
+/// `POST /context/tokens/service`.
+#[derive(Debug, Clone, Default)]
+pub struct TokenRequest {
+    pub consumer: String,
+    pub secret: Option<String>,
+    pub scope: Vec<String>,
+    pub ttl: Option<String>,
+    pub mode: Option<String>,
+    pub usage: Option<String>,
+    pub purpose: Option<String>,
+    pub rates: Option<Rates>,
+}
+
+/// A token as listed: its value truncated.
+#[derive(Debug, Clone)]
+pub struct TokenView {
+    pub record: TokenRecord,
+}
+
+#[derive(Debug, Clone)]
+pub struct ConsumerView {
+    pub name: String,
+    pub registered_at: String,
+    pub tokens: usize,
+}
+
+/// An approval as a front end shows it.
+#[derive(Debug, Clone)]
+pub struct ApprovalView {
+    pub id: String,
+    pub status: &'static str,
+    pub action: String,
+    pub consumer: String,
+    pub purpose: Option<String>,
+    pub fields: Vec<(String, Tier, Option<Zeroizing<String>>)>,
+    pub expires_at: String,
+    pub critical: Vec<String>,
+    pub text: String,
+}
+
+/// An answer to an approval.
+#[derive(Debug, Clone)]
+pub struct Decide {
+    pub approve: bool,
+    /// For critical items: the ids retyped, or the password.
+    pub confirmation: Option<String>,
+    /// Which surface answered (`terminal`, `ctx approvals`, `http`).
+    pub via: String,
+}
+
+fn view_of(a: &approvals::Approval) -> ApprovalView {
+    ApprovalView {
+        id: a.id.clone(),
+        status: a.status.as_str(),
+        action: a.ask.action.clone(),
+        consumer: a.ask.consumer.clone(),
+        purpose: a.ask.purpose.clone(),
+        fields: a
+            .ask
+            .items
+            .iter()
+            .map(|i| (i.id.clone(), Tier::of(i.classification), i.proposed.clone()))
+            .collect(),
+        expires_at: crate::time::format(&a.expires_at),
+        critical: a.ask.restricted().into_iter().map(str::to_string).collect(),
+        text: a.ask.describe(),
+    }
+}
+
+impl Service {
+    /// `POST /context/tokens/service`: the consumer's credentials (or the user's session).
+    pub fn create_token(
+        &self,
+        bearer: Option<&str>,
+        r: &TokenRequest,
+    ) -> Answer<Zeroizing<String>> {
+        if self.is_locked() {
+            return Err(Refusal::VaultLocked);
+        }
+        let by_user = match bearer {
+            Some(_) => matches!(self.authenticate(bearer, Class::Admin)?, Who::User { .. }),
+            None => false,
+        };
+        if !tokens::valid_consumer_name(&r.consumer) {
+            return Err(Refusal::InvalidRequest(
+                "`consumer` must name a registered consumer".into(),
+            ));
+        }
+        {
+            let mut a = lock(&self.access);
+            let key = format!("t:{}", r.consumer);
+            if !a.limiter.allow(&key, 10, std::time::Instant::now()) {
+                let retry_after = a.limiter.retry_after(&key, 10);
+                return Err(Refusal::RateLimited {
+                    message: "too many token requests for this consumer".into(),
+                    retry_after,
+                });
+            }
+        }
+        let consumer = lock(&self.access).consumers.get(&r.consumer).cloned();
+        let authentic = match (&consumer, by_user) {
+            (Some(_), true) => true,
+            (Some(c), false) => r.secret.as_deref().is_some_and(|s| c.secret.verify(s)),
+            (None, _) => false,
+        };
+        if !authentic {
+            let e = Entry::new(Action::Deny, &r.consumer)
+                .denied()
+                .detail("token request with wrong consumer credentials");
+            self.record(e)?;
+            return Err(if by_user {
+                Refusal::NotFound(format!("no consumer {}", r.consumer))
+            } else {
+                Refusal::Unauthenticated("unknown consumer or wrong secret".into())
+            });
+        }
+        let scope = r.scope.clone();
+        tokens::parse_scope(&scope).map_err(Refusal::InvalidRequest)?;
+        let ttl_text = r.ttl.clone().unwrap_or_else(|| "1h".into());
+        let ttl = tokens::parse_ttl(&ttl_text).ok_or_else(|| {
+            Refusal::InvalidRequest(
+                "`ttl` is a duration such as 30m, 1h or 8760h (at most ten years)".into(),
+            )
+        })?;
+        let mode = match r.mode.as_deref() {
+            None => Mode::Read,
+            Some(m) => Mode::parse(m).ok_or_else(|| {
+                Refusal::InvalidRequest("`mode` is read, write or read-write".into())
+            })?,
+        };
+        let usage = match r.usage.as_deref() {
+            None | Some("multi") | Some("multi-use") => Usage::Multi,
+            Some("single") | Some("single-use") => Usage::Single,
+            Some(_) => return Err(Refusal::InvalidRequest("`usage` is single or multi".into())),
+        };
+        let rates = r.rates.unwrap_or(self.options.default_rates);
+        if rates.reads == 0
+            || rates.writes == 0
+            || rates.reads > 1_000_000
+            || rates.writes > 1_000_000
+        {
+            return Err(Refusal::InvalidRequest(
+                "`rate_limit` reads and writes are 1..1000000 per minute".into(),
+            ));
+        }
+        if r.purpose.as_ref().is_some_and(|p| p.len() > 1000) {
+            return Err(Refusal::InvalidRequest(
+                "`purpose` is at most 1000 bytes".into(),
+            ));
+        }
+        let (token, hash, shown) = tokens::issue(false).map_err(Refusal::from_error)?;
+        let expires = now() + ttl;
+        let rec = TokenRecord {
+            hash: hash.clone(),
+            shown: shown.clone(),
+            consumer: Some(r.consumer.clone()),
+            scope: scope.clone(),
+            mode,
+            usage,
+            created_at: now_text(),
+            expires_at: Some(crate::time::format(&expires)),
+            purpose: r.purpose.clone(),
+            rates,
+            uses: 0,
+        };
+        lock(&self.access).tokens.insert(hash, rec.clone());
+        self.persist()?;
+        self.record(
+            Entry::new(Action::Grant, &r.consumer)
+                .scope(&scope)
+                .detail(format!(
+                    "token {shown}…, {ttl_text}, {}, {}",
+                    mode.as_str(),
+                    if usage == Usage::Single {
+                        "single-use"
+                    } else {
+                        "multi-use"
+                    }
+                )),
+        )?;
+        Ok(Obj::new()
+            .str("token", &token)
+            .str("prefix", &shown)
+            .str("consumer", &r.consumer)
+            .value("scope", &serde_json::json!(scope))
+            .str("mode", mode.as_str())
+            .str(
+                "usage",
+                if usage == Usage::Single {
+                    "single"
+                } else {
+                    "multi"
+                },
+            )
+            .str("expires_at", rec.expires_at.as_deref().unwrap_or(""))
+            .value(
+                "rate_limit",
+                &serde_json::json!({"reads": rates.reads, "writes": rates.writes}),
+            )
+            .finish())
+    }
+
+    /// `GET /context/tokens/service`: active service tokens, values truncated.
+    pub fn list_tokens(&self, bearer: Option<&str>) -> Answer<Vec<TokenView>> {
+        self.authenticate(bearer, Class::Admin)?;
+        let now = now();
+        let a = lock(&self.access);
+        let mut v: Vec<TokenView> = a
+            .tokens
+            .values()
+            .filter(|t| !t.expired(now) && !t.spent())
+            .map(|t| TokenView { record: t.clone() })
+            .collect();
+        v.sort_by(|x, y| {
+            x.record
+                .created_at
+                .cmp(&y.record.created_at)
+                .then(x.record.shown.cmp(&y.record.shown))
+        });
+        Ok(v)
+    }
+
+    /// `DELETE /context/tokens/service/{prefix}`: the user, or the token itself.
+    pub fn revoke_token(&self, bearer: Option<&str>, prefix: &str) -> Answer<String> {
+        if self.is_locked() {
+            return Err(Refusal::VaultLocked);
+        }
+        let own = bearer.map(tokens::hash);
+        let by_user = match self.authenticate(bearer, Class::Admin) {
+            Ok(_) => true,
+            Err(Refusal::ScopeExceeded(_)) => false,
+            Err(e) => return Err(e),
+        };
+        if prefix.len() < tokens::SERVICE_PREFIX.len() + 4
+            || !prefix.starts_with(tokens::SERVICE_PREFIX)
+        {
+            return Err(Refusal::InvalidRequest(
+                "give at least `ctxs_` and four more characters of the token".into(),
+            ));
+        }
+        let mut a = lock(&self.access);
+        let hits: Vec<TokenRecord> = a
+            .tokens
+            .values()
+            .filter(|t| {
+                t.shown.starts_with(prefix)
+                    || prefix.starts_with(&t.shown) && own.as_deref() == Some(t.hash.as_str())
+            })
+            .cloned()
+            .collect();
+        let hit = match hits.as_slice() {
+            [] => return Err(Refusal::NotFound(format!("no token {}", inert(prefix)))),
+            [one] => one.clone(),
+            many => {
+                return Err(Refusal::Conflict(format!(
+                    "{} tokens start with {}; give more characters",
+                    many.len(),
+                    inert(prefix)
+                )))
+            }
+        };
+        if !by_user && own.as_deref() != Some(hit.hash.as_str()) {
+            return Err(Refusal::ScopeExceeded(
+                "a service token may revoke only itself".into(),
+            ));
+        }
+        a.tokens.remove(&hit.hash);
+        a.limiter.forget(&hit.hash);
+        drop(a);
+        self.persist()?;
+        let who = if by_user {
+            "user".to_string()
+        } else {
+            hit.consumer.clone().unwrap_or_default()
+        };
+        self.record(
+            Entry::new(Action::Revoke, hit.consumer.as_deref().unwrap_or("user"))
+                .scope(&hit.scope)
+                .detail(format!("token {}… revoked by {who}", hit.shown)),
+        )?;
+        Ok(hit.shown)
+    }
+
+    /// `POST /context/consumers/register` (the user's session).
+    pub fn register(
+        &self,
+        bearer: Option<&str>,
+        name: &str,
+        secret: &str,
+    ) -> Answer<(String, String)> {
+        self.authenticate(bearer, Class::Admin)?;
+        if !tokens::valid_consumer_name(name) {
+            return Err(Refusal::InvalidRequest(
+                "`name`: lowercase letters, digits, `-`, `_` and `.`, at most 64, not `user`"
+                    .into(),
+            ));
+        }
+        if secret.chars().count() < tokens::MIN_SECRET_LEN {
+            return Err(Refusal::InvalidRequest(format!(
+                "`secret` needs at least {} characters",
+                tokens::MIN_SECRET_LEN
+            )));
+        }
+        if lock(&self.access).consumers.contains_key(name) {
+            return Err(Refusal::Conflict("consumer already registered".into()));
+        }
+        let hash = SecretHash::new(secret).map_err(Refusal::from_error)?;
+        let at = now_text();
+        {
+            let mut a = lock(&self.access);
+            if a.consumers.contains_key(name) {
+                return Err(Refusal::Conflict("consumer already registered".into()));
+            }
+            a.consumers.insert(
+                name.to_string(),
+                Consumer {
+                    name: name.to_string(),
+                    registered_at: at.clone(),
+                    secret: hash,
+                },
+            );
+        }
+        self.persist()?;
+        self.record(Entry::new(Action::Register, name))?;
+        Ok((name.to_string(), at))
+    }
+
+    /// `GET /context/consumers`.
+    pub fn consumers(&self, bearer: Option<&str>) -> Answer<Vec<ConsumerView>> {
+        self.authenticate(bearer, Class::Admin)?;
+        let a = lock(&self.access);
+        Ok(a.consumers
+            .values()
+            .map(|c| ConsumerView {
+                name: c.name.clone(),
+                registered_at: c.registered_at.clone(),
+                tokens: a
+                    .tokens
+                    .values()
+                    .filter(|t| t.consumer.as_deref() == Some(&c.name))
+                    .count(),
+            })
+            .collect())
+    }
+
+    /// `DELETE /context/consumers/{name}`: deregister and revoke every token it holds.
+    pub fn deregister(&self, bearer: Option<&str>, name: &str) -> Answer<usize> {
+        self.authenticate(bearer, Class::Admin)?;
+        let revoked: Vec<TokenRecord> = {
+            let mut a = lock(&self.access);
+            if a.consumers.remove(name).is_none() {
+                return Err(Refusal::NotFound(format!("no consumer {}", inert(name))));
+            }
+            let gone: Vec<TokenRecord> = a
+                .tokens
+                .values()
+                .filter(|t| t.consumer.as_deref() == Some(name))
+                .cloned()
+                .collect();
+            for t in &gone {
+                a.tokens.remove(&t.hash);
+            }
+            gone
+        };
+        self.persist()?;
+        self.record(
+            Entry::new(Action::Deregister, name)
+                .detail(format!("{} token(s) revoked", revoked.len())),
+        )?;
+        for t in &revoked {
+            self.record(
+                Entry::new(Action::Revoke, name)
+                    .scope(&t.scope)
+                    .detail(format!("token {}… revoked with its consumer", t.shown)),
+            )?;
+        }
+        Ok(revoked.len())
+    }
+
+    /// `GET /context/audit?limit=N`: the last N entries, decrypted, oldest first.
+    pub fn audit(&self, bearer: Option<&str>, limit: usize) -> Answer<Vec<serde_json::Value>> {
+        self.authenticate(bearer, Class::Admin)?;
+        if !(1..=1000).contains(&limit) {
+            return Err(Refusal::InvalidRequest("`limit` is 1..1000".into()));
+        }
+        let st = self.state.read().unwrap_or_else(|p| p.into_inner());
+        let open = st.as_ref().ok_or(Refusal::VaultLocked)?;
+        let ring = open.vault.keys.keyring(Purpose::Audit);
+        // Entries are appended under the audit lock; read under it for a consistent tail.
+        let _hold = lock(&self.audit);
+        paudit::tail(&paudit::path(&self.state_dir), limit, &ring).map_err(Refusal::from_error)
+    }
+
+    /// `PUT /context/sensitivity/{id}` with `{ tier }`: the user's decision only.
+    pub fn set_sensitivity(
+        &self,
+        bearer: Option<&str>,
+        id: &str,
+        tier: &str,
+    ) -> Answer<Zeroizing<String>> {
+        let who = self
+            .authenticate(bearer, Class::Admin)
+            .map_err(|e| match e {
+                Refusal::ScopeExceeded(_) => {
+                    Refusal::UserOnlyWrite("a field's sensitivity is the user's decision".into())
+                }
+                other => other,
+            })?;
+        let fid = FieldId::parse(id).map_err(Refusal::InvalidRequest)?;
+        let tier = Tier::parse(tier).ok_or_else(|| {
+            Refusal::InvalidRequest("`tier` is public, standard, sensitive or critical".into())
+        })?;
+        let mut st = self.state.write().unwrap_or_else(|p| p.into_inner());
+        let open = st.as_mut().ok_or(Refusal::VaultLocked)?;
+        let old = open
+            .vault
+            .fields
+            .get(&fid.id)
+            .map(|f| f.tier)
+            .ok_or_else(|| Refusal::NotFound(format!("no field {}", fid.id)))?;
+        let f = open
+            .vault
+            .set_tier(&fid.id, tier, &now_text())
+            .map_err(Refusal::from_error)?;
+        let body = Obj::new()
+            .str("id", &f.id.id)
+            .str("sensitivity", f.tier.as_str())
+            .num("version", f.version)
+            .finish();
+        drop(st);
+        self.record(
+            Entry::new(Action::Sensitivity, who.name())
+                .fields([fid.id.clone()])
+                .detail(format!("{old} -> {tier}")),
+        )?;
+        Ok(body)
+    }
+
+    /// `GET /context/export`: all fields and metadata, sealed with age.
+    pub fn export(&self, bearer: Option<&str>, extra: &[String]) -> Answer<archive::Exported> {
+        self.authenticate(bearer, Class::Admin)?;
+        let st = self.state.read().unwrap_or_else(|p| p.into_inner());
+        let open = st.as_ref().ok_or(Refusal::VaultLocked)?;
+        let out = archive::export(&open.vault, extra, &now_text()).map_err(|e| match e {
+            crate::error::Error::Usage(m) => Refusal::InvalidRequest(m),
+            other => Refusal::from_error(other),
+        })?;
+        let ids: Vec<String> = open.vault.fields.keys().cloned().collect();
+        drop(st);
+        self.record(
+            Entry::new(Action::Export, "user")
+                .fields(ids)
+                .detail(format!("{} recipient(s)", out.recipients.len())),
+        )?;
+        Ok(out)
+    }
+
+    /// `POST /context/import`: merge or replace from an archive.
+    pub fn import(
+        &self,
+        bearer: Option<&str>,
+        armor: &str,
+        mode: ImportMode,
+        identity: Option<&str>,
+    ) -> Answer<archive::Imported> {
+        self.authenticate(bearer, Class::Admin)?;
+        let mut st = self.state.write().unwrap_or_else(|p| p.into_inner());
+        let open = st.as_mut().ok_or(Refusal::VaultLocked)?;
+        let out = archive::import(&mut open.vault, armor, mode, identity).map_err(|e| match e {
+            crate::error::Error::Invalid(m) | crate::error::Error::Usage(m) => {
+                Refusal::InvalidRequest(m)
+            }
+            other => Refusal::from_error(other),
+        })?;
+        drop(st);
+        let changed: Vec<String> = out
+            .added
+            .iter()
+            .chain(&out.updated)
+            .chain(&out.removed)
+            .cloned()
+            .collect();
+        self.record(
+            Entry::new(Action::Import, "user")
+                .fields(changed)
+                .detail(format!(
+                    "{} added, {} updated, {} unchanged, {} removed",
+                    out.added.len(),
+                    out.updated.len(),
+                    out.unchanged.len(),
+                    out.removed.len()
+                )),
+        )?;
+        Ok(out)
+    }
+
+    fn approver(&self, bearer: Option<&str>) -> Answer<String> {
+        if self.is_locked() {
+            return Err(Refusal::VaultLocked);
+        }
+        if self.is_control(bearer) {
+            return Ok("ctx approvals".into());
+        }
+        self.authenticate(bearer, Class::Admin)
+            .map(|_| "http".into())
+    }
+
+    /// Pending approvals (the user's session or the control token).
+    pub fn approvals(&self, bearer: Option<&str>) -> Answer<Vec<ApprovalView>> {
+        self.approver(bearer)?;
+        Ok(self.pending_approvals())
+    }
+
+    /// Pending approvals, for the serving terminal.
+    pub fn pending_approvals(&self) -> Vec<ApprovalView> {
+        lock(&self.access)
+            .approvals
+            .pending(now())
+            .into_iter()
+            .map(view_of)
+            .collect()
+    }
+
+    /// `GET /context/approvals/{id}`: the requester polls, or the user looks.
+    pub fn approval(&self, bearer: Option<&str>, id: &str) -> Answer<ApprovalView> {
+        if self.is_locked() {
+            return Err(Refusal::VaultLocked);
+        }
+        let hash = bearer.map(tokens::hash);
+        let privileged = self.is_control(bearer) || self.authenticate(bearer, Class::Admin).is_ok();
+        let a = lock(&self.access);
+        match a.approvals.get(id) {
+            Some(ap) if privileged || hash.as_deref() == Some(ap.requester.as_str()) => {
+                Ok(view_of(ap))
+            }
+            _ => Err(Refusal::NotFound(format!("no approval {}", inert(id)))),
+        }
+    }
+
+    /// Answer an approval through a front end's surface (`http`, `ctx approvals`).
+    pub fn decide(&self, bearer: Option<&str>, id: &str, d: &Decide) -> Answer<ApprovalView> {
+        let surface = self.approver(bearer)?;
+        let d = Decide {
+            via: if d.via.is_empty() {
+                surface
+            } else {
+                d.via.clone()
+            },
+            ..d.clone()
+        };
+        self.decide_local(id, &d)
+    }
+
+    /// Answer from the serving terminal (no token: the terminal is the user's).
+    pub fn decide_local(&self, id: &str, d: &Decide) -> Answer<ApprovalView> {
+        if self.is_locked() {
+            return Err(Refusal::VaultLocked);
+        }
+        // The password is checked before any lock is taken (it derives the key: slow).
+        let password_ok = match d.confirmation.as_deref().map(str::trim) {
+            Some(c) if d.approve && !c.is_empty() => {
+                let critical = lock(&self.access)
+                    .approvals
+                    .get(id)
+                    .map(|a| {
+                        a.ask
+                            .restricted()
+                            .into_iter()
+                            .map(str::to_string)
+                            .collect::<Vec<_>>()
+                    })
+                    .unwrap_or_default();
+                let mut typed: Vec<&str> = c
+                    .split(|ch: char| ch == ',' || ch.is_whitespace())
+                    .filter(|s| !s.is_empty())
+                    .collect();
+                typed.sort_unstable();
+                typed.dedup();
+                let mut want: Vec<&str> = critical.iter().map(String::as_str).collect();
+                want.sort_unstable();
+                typed != want && self.check_password(c)
+            }
+            _ => false,
+        };
+        let decision = if d.approve {
+            Decision::Approve {
+                confirmation: d.confirmation.clone(),
+            }
+        } else {
+            Decision::Deny
+        };
+        let view = {
+            let mut a = lock(&self.access);
+            let r = a
+                .approvals
+                .decide(id, decision, "user", &d.via, |_| password_ok, now());
+            match r {
+                Ok(ap) => view_of(ap),
+                Err(approvals::DecideError::NotFound) => {
+                    return Err(Refusal::NotFound(format!("no approval {}", inert(id))))
+                }
+                Err(e @ approvals::DecideError::NotPending(_)) => {
+                    return Err(Refusal::Conflict(e.to_string()))
+                }
+                Err(e) => return Err(Refusal::InvalidRequest(e.to_string())),
+            }
+        };
+        let consumer = view
+            .consumer
+            .strip_prefix("consumer ")
+            .unwrap_or(&view.consumer)
+            .to_string();
+        let mut e = Entry::new(
+            if d.approve {
+                Action::Approve
+            } else {
+                Action::Deny
+            },
+            &consumer,
+        )
+        .fields(view.fields.iter().map(|f| f.0.clone()))
+        .detail(format!("{} {} via {}", view.action, view.id, d.via));
+        if !d.approve {
+            e = e.denied();
+        }
+        self.record(e)?;
+        Ok(view)
+    }
+
+    /// Is this the profile password? (Derives the key: slow, and only while unlocked.)
+    fn check_password(&self, password: &str) -> bool {
+        let st = self.state.read().unwrap_or_else(|p| p.into_inner());
+        let Some(open) = st.as_ref() else {
+            return false;
+        };
+        let cfg = &open.vault.config;
+        VaultKeys::derive(password.as_bytes(), &open.secret, &cfg.kdf, &cfg.vault)
+            .is_ok_and(|k| k.recipient(Purpose::State) == cfg.state_recipient)
+    }
+}

@@ -1,0 +1,664 @@
+//! The operations of a served vault (seed 004 §7), synchronous and transport-free:
+//! a front end (`ctx serve`) maps a request onto one call and renders the result.
+//!
+//! - this module: lock state, authentication of bearer tokens, rate limits, idle
+//!   auto-lock, status, unlock and lock;
+//! - [`fields`]: field reads and writes, the context endpoint, approvals gating;
+//! - [`admin`]: tokens, consumers, audit, sensitivity, export/import, approvals.
+//!
+//! Lock order (never reversed): `state` → `access` → `audit`.
+
+mod admin;
+mod fields;
+#[cfg(test)]
+mod tests;
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::path::{Path, PathBuf};
+use std::sync::{Mutex, MutexGuard, RwLock};
+
+use zeroize::Zeroizing;
+
+use crate::approvals;
+use crate::error::Error;
+use crate::manifest::Manifest;
+use crate::pattern::Pattern;
+use crate::time::Instant;
+
+use super::audit::{Action, Entry, SealedLog};
+use super::config::PersonalConfig;
+use super::keys::{Purpose, SecretKey, VaultKeys};
+use super::limits::Limiter;
+use super::state::{self, Stored};
+use super::tokens::{self, Consumer, Mode, Rates, TokenRecord, Usage};
+use super::vault::{OpenError, Vault};
+use super::view::{FieldView, Reader};
+
+pub use admin::{ApprovalView, ConsumerView, Decide, TokenRequest, TokenView};
+pub use fields::{FieldQuery, WriteOutcome};
+
+/// Why a request is refused: seed 004's error constraints and their statuses.
+/// Messages name ids, codes and counts; never a value.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Refusal {
+    InvalidRequest(String),
+    Unauthenticated(String),
+    VaultLocked,
+    UserOnlyWrite(String),
+    ScopeExceeded(String),
+    ApprovalDenied(String),
+    ModeDenied(String),
+    NotFound(String),
+    Conflict(String),
+    RateLimited {
+        message: String,
+        retry_after: u64,
+    },
+    /// The vault cannot serve safely (its audit log cannot be written, a file failed).
+    Unavailable(String),
+}
+
+impl Refusal {
+    pub fn status(&self) -> u16 {
+        match self {
+            Refusal::InvalidRequest(_) => 400,
+            Refusal::Unauthenticated(_) => 401,
+            Refusal::VaultLocked
+            | Refusal::UserOnlyWrite(_)
+            | Refusal::ScopeExceeded(_)
+            | Refusal::ApprovalDenied(_)
+            | Refusal::ModeDenied(_) => 403,
+            Refusal::NotFound(_) => 404,
+            Refusal::Conflict(_) => 409,
+            Refusal::RateLimited { .. } => 429,
+            Refusal::Unavailable(_) => 503,
+        }
+    }
+
+    pub fn constraint(&self) -> &'static str {
+        match self {
+            Refusal::InvalidRequest(_) => "invalid_request",
+            Refusal::Unauthenticated(_) => "unauthenticated",
+            Refusal::VaultLocked => "vault_locked",
+            Refusal::UserOnlyWrite(_) => "user_only_write",
+            Refusal::ScopeExceeded(_) => "scope_exceeded",
+            Refusal::ApprovalDenied(_) => "approval_denied",
+            Refusal::ModeDenied(_) => "mode_denied",
+            Refusal::NotFound(_) => "not_found",
+            Refusal::Conflict(_) => "conflict",
+            Refusal::RateLimited { .. } => "rate_limited",
+            Refusal::Unavailable(_) => "unavailable",
+        }
+    }
+
+    pub fn message(&self) -> String {
+        match self {
+            Refusal::VaultLocked => {
+                "the vault is locked: unlock it with POST /context/unlock".into()
+            }
+            Refusal::InvalidRequest(m)
+            | Refusal::Unauthenticated(m)
+            | Refusal::UserOnlyWrite(m)
+            | Refusal::ScopeExceeded(m)
+            | Refusal::ApprovalDenied(m)
+            | Refusal::ModeDenied(m)
+            | Refusal::NotFound(m)
+            | Refusal::Conflict(m)
+            | Refusal::Unavailable(m) => m.clone(),
+            Refusal::RateLimited { message, .. } => message.clone(),
+        }
+    }
+
+    fn from_error(e: Error) -> Refusal {
+        match e {
+            Error::NotFound(m) => Refusal::NotFound(m),
+            Error::Usage(m) => Refusal::InvalidRequest(m),
+            other => Refusal::Unavailable(other.to_string()),
+        }
+    }
+}
+
+pub type Answer<T> = Result<T, Refusal>;
+
+/// A request that waits for the user's approval (HTTP 202 with a poll location).
+#[derive(Debug, Clone)]
+pub struct Ticket {
+    pub approval: String,
+    pub expires_at: String,
+    pub fields: Vec<String>,
+}
+
+/// Either the answer, or the approval it waits for.
+#[derive(Debug)]
+pub enum Gate<T> {
+    Ready(T),
+    Pending(Ticket),
+}
+
+/// Tunables of one server run.
+#[derive(Debug, Clone)]
+pub struct Options {
+    /// Lock after this long without a token request (default: the manifest's `idle_timeout`).
+    pub idle_timeout: Option<std::time::Duration>,
+    /// How long a question waits for an answer, and an answer for its request.
+    pub approval_ttl: chrono::Duration,
+    pub unlock_per_minute: u32,
+    pub default_rates: Rates,
+    /// The repository's write lock file, fixed before the process is confined.
+    pub write_lock: Option<PathBuf>,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            idle_timeout: None,
+            approval_ttl: chrono::Duration::minutes(5),
+            unlock_per_minute: 5,
+            default_rates: Rates::default(),
+            write_lock: None,
+        }
+    }
+}
+
+/// Who a request comes from, derived from its bearer token.
+#[derive(Debug, Clone)]
+pub enum Who {
+    /// The user's session (from unlock).
+    User { hash: String },
+    /// A registered consumer's service token.
+    Consumer {
+        name: String,
+        hash: String,
+        scope_text: Vec<String>,
+        scope: Vec<Pattern>,
+        mode: Mode,
+        purpose: Option<String>,
+        single: bool,
+    },
+}
+
+impl Who {
+    pub fn name(&self) -> &str {
+        match self {
+            Who::User { .. } => "user",
+            Who::Consumer { name, .. } => name,
+        }
+    }
+
+    fn in_scope(&self, id: &str) -> bool {
+        match self {
+            Who::User { .. } => true,
+            Who::Consumer { scope, .. } => scope.iter().any(|p| p.covers(id)),
+        }
+    }
+}
+
+/// The kind of request, for rate limits.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Class {
+    Read,
+    Write,
+    /// Management endpoints: the user's session only.
+    Admin,
+}
+
+/// An unlocked vault and what belongs to it.
+struct Open {
+    vault: Vault,
+    /// Kept to check the password as a second factor; wiped on lock.
+    secret: SecretKey,
+}
+
+/// Tokens, consumers, approvals and limits: everything requests mutate briefly.
+struct Access {
+    sessions: HashMap<String, TokenRecord>,
+    tokens: HashMap<String, TokenRecord>,
+    consumers: BTreeMap<String, Consumer>,
+    approvals: approvals::Store,
+    limiter: Limiter,
+    last_activity: std::time::Instant,
+    reported: HashSet<String>,
+}
+
+/// What `GET /context/status` reports.
+#[derive(Debug, Clone)]
+pub struct Status {
+    pub locked: bool,
+    pub field_count: usize,
+    pub categories: Vec<String>,
+    pub idle_timeout_secs: u64,
+    pub auto_lock_in_secs: Option<u64>,
+}
+
+/// A served vault.
+pub struct Service {
+    manifest_path: PathBuf,
+    config: PersonalConfig,
+    options: Options,
+    idle: std::time::Duration,
+    state_dir: PathBuf,
+    state: RwLock<Option<Box<Open>>>,
+    access: Mutex<Access>,
+    audit: Mutex<SealedLog>,
+    /// Field count and categories from the clear headers (what a locked vault reports).
+    clear: Mutex<(usize, Vec<String>)>,
+    control_hash: String,
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// Now, whole seconds, RFC 3339.
+pub fn now_text() -> String {
+    crate::evidence::now()
+}
+
+fn now() -> Instant {
+    use chrono::SubsecRound;
+    chrono::Utc::now().trunc_subsecs(0)
+}
+
+impl Service {
+    /// Open a vault for serving (locked). Takes the audit log's lock: one server per vault.
+    pub fn open(
+        manifest: Manifest,
+        options: Options,
+    ) -> crate::error::Result<(Service, Zeroizing<String>)> {
+        let config = PersonalConfig::require(&manifest)?;
+        crate::manifest::roles::require_sound(&manifest)?;
+        let state_dir = config.state_dir(&manifest);
+        std::fs::create_dir_all(&state_dir).map_err(|e| Error::io(&state_dir, &e))?;
+        let audit = SealedLog::open(
+            &super::audit::path(&state_dir),
+            &config.audit_recipient,
+            &manifest.id,
+        )?;
+        let idle = options
+            .idle_timeout
+            .unwrap_or_else(|| config.idle_timeout.to_std().unwrap_or_default());
+        let (control, control_hash, _) = tokens::issue(true)?;
+        let clear = clear_summary(&manifest, &config);
+        let s = Service {
+            manifest_path: manifest.path.clone(),
+            config,
+            idle,
+            state_dir,
+            state: RwLock::new(None),
+            access: Mutex::new(Access {
+                sessions: HashMap::new(),
+                tokens: HashMap::new(),
+                consumers: BTreeMap::new(),
+                approvals: approvals::Store::new(options.approval_ttl),
+                limiter: Limiter::default(),
+                last_activity: std::time::Instant::now(),
+                reported: HashSet::new(),
+            }),
+            options,
+            audit: Mutex::new(audit),
+            clear: Mutex::new(clear),
+            control_hash,
+        };
+        Ok((s, control))
+    }
+
+    pub fn root(&self) -> &Path {
+        self.manifest_path.parent().unwrap_or(Path::new("."))
+    }
+
+    pub fn vault_id(&self) -> &str {
+        &self.config.vault
+    }
+
+    pub fn idle_timeout(&self) -> std::time::Duration {
+        self.idle
+    }
+
+    /// Append to the audit log; failing to record is failing the request.
+    fn record(&self, e: Entry) -> Answer<()> {
+        lock(&self.audit)
+            .append(&e, &now_text())
+            .map(|_| ())
+            .map_err(|err| {
+                Refusal::Unavailable(format!(
+                    "the audit log cannot be written, so nothing is served: {err}"
+                ))
+            })
+    }
+
+    fn is_locked(&self) -> bool {
+        self.state
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .is_none()
+    }
+
+    pub fn status(&self) -> Status {
+        let st = self.state.read().unwrap_or_else(|p| p.into_inner());
+        let (count, cats) = match st.as_ref() {
+            Some(o) => (
+                o.vault.fields.len(),
+                o.vault.category_names().cloned().collect(),
+            ),
+            None => lock(&self.clear).clone(),
+        };
+        let a = lock(&self.access);
+        let left = self.idle.saturating_sub(a.last_activity.elapsed());
+        Status {
+            locked: st.is_none(),
+            field_count: count,
+            categories: cats,
+            idle_timeout_secs: self.idle.as_secs(),
+            auto_lock_in_secs: st.is_some().then_some(left.as_secs()),
+        }
+    }
+
+    /// Password + secret key → the user's session token.
+    pub fn unlock(&self, password: &str, secret_key: &str) -> Answer<Zeroizing<String>> {
+        {
+            let mut a = lock(&self.access);
+            if !a.limiter.allow(
+                "unlock",
+                self.options.unlock_per_minute,
+                std::time::Instant::now(),
+            ) {
+                let retry_after = a
+                    .limiter
+                    .retry_after("unlock", self.options.unlock_per_minute);
+                return Err(Refusal::RateLimited {
+                    message: "too many unlock attempts".into(),
+                    retry_after,
+                });
+            }
+        }
+        if !self.is_locked() {
+            return Err(Refusal::Conflict("vault is already unlocked".into()));
+        }
+        if password.is_empty() {
+            return Err(Refusal::InvalidRequest("`password` is required".into()));
+        }
+        let secret = SecretKey::parse(secret_key)
+            .map_err(|e| Refusal::InvalidRequest(format!("`secret_key`: {e}")))?;
+        let (manifest, _) =
+            Manifest::load(&self.manifest_path).map_err(|e| Refusal::Unavailable(e.to_string()))?;
+        let config =
+            PersonalConfig::require(&manifest).map_err(|e| Refusal::Unavailable(e.to_string()))?;
+        if config.vault != self.config.vault {
+            return Err(Refusal::Unavailable(
+                "the manifest now names another vault; restart ctx serve".into(),
+            ));
+        }
+        let keys = VaultKeys::derive(password.as_bytes(), &secret, &config.kdf, &config.vault)
+            .map_err(|e| Refusal::Unavailable(e.to_string()))?;
+        let stored = match keys.recipient(Purpose::State) == config.state_recipient {
+            true => state::load(&state::path(&self.state_dir), &keys.keyring(Purpose::State))
+                .map_err(|e| Refusal::Unavailable(e.to_string()))?,
+            false => Stored::default(),
+        };
+        let vault = match Vault::open(manifest, config, keys) {
+            Ok(mut v) => {
+                v.write_lock = self.options.write_lock.clone();
+                v
+            }
+            Err(OpenError::WrongSecrets) => {
+                self.record(
+                    Entry::new(Action::Unlock, "user")
+                        .denied()
+                        .detail("wrong password or secret key"),
+                )?;
+                return Err(Refusal::Unauthenticated(
+                    "wrong password or secret key".into(),
+                ));
+            }
+            Err(OpenError::Other(e)) => return Err(Refusal::Unavailable(e.to_string())),
+        };
+        // The owner's view opens through the policy gate: a broken role set serves nothing.
+        FieldView::open(&vault.governance, &vault.config, Reader::Owner, now())
+            .map_err(|e| Refusal::Unavailable(e.to_string()))?;
+        let mut st = self.state.write().unwrap_or_else(|p| p.into_inner());
+        if st.is_some() {
+            return Err(Refusal::Conflict("vault is already unlocked".into()));
+        }
+        let (token, hash, shown) = tokens::issue(true).map_err(Refusal::from_error)?;
+        let problems = vault.problems.len();
+        let count = vault.fields.len();
+        *st = Some(Box::new(Open { vault, secret }));
+        let mut a = lock(&self.access);
+        a.sessions.insert(
+            hash.clone(),
+            TokenRecord {
+                hash,
+                shown,
+                consumer: None,
+                scope: vec!["*".into()],
+                mode: Mode::ReadWrite,
+                usage: Usage::Multi,
+                created_at: now_text(),
+                expires_at: None,
+                purpose: None,
+                rates: self.options.default_rates,
+                uses: 0,
+            },
+        );
+        a.consumers = stored.consumers;
+        a.tokens = stored
+            .tokens
+            .into_iter()
+            .map(|t| (t.hash.clone(), t))
+            .collect();
+        a.last_activity = std::time::Instant::now();
+        drop(a);
+        drop(st);
+        let mut e = Entry::new(Action::Unlock, "user").detail(format!("{count} fields"));
+        if problems > 0 {
+            e = e.detail(format!(
+                "{count} fields; {problems} files could not be opened"
+            ));
+        }
+        self.record(e)?;
+        Ok(token)
+    }
+
+    /// Lock: drop every key and value from memory, end sessions, forget approvals.
+    pub fn lock(&self, bearer: Option<&str>) -> Answer<()> {
+        let who = self.authenticate(bearer, Class::Admin)?;
+        self.lock_now(&format!("by {}", who.name()))
+    }
+
+    fn lock_now(&self, why: &str) -> Answer<()> {
+        let mut st = self.state.write().unwrap_or_else(|p| p.into_inner());
+        let Some(open) = st.take() else {
+            return Err(Refusal::VaultLocked);
+        };
+        *lock(&self.clear) = (
+            open.vault.fields.len(),
+            open.vault.category_names().cloned().collect(),
+        );
+        drop(open);
+        let mut a = lock(&self.access);
+        a.sessions.clear();
+        a.tokens.clear();
+        a.consumers.clear();
+        a.approvals.clear();
+        drop(a);
+        drop(st);
+        self.record(Entry::new(Action::Lock, "user").detail(why.to_string()))
+    }
+
+    /// Periodic work: idle auto-lock, expired tokens and approvals. Returns true when it locked.
+    pub fn tick(&self) -> bool {
+        if self.is_locked() {
+            return false;
+        }
+        let idle = lock(&self.access).last_activity.elapsed() >= self.idle;
+        if idle {
+            return self.lock_now("idle timeout").is_ok();
+        }
+        let now = now();
+        let (expired, approvals) = {
+            let mut a = lock(&self.access);
+            let gone: Vec<TokenRecord> = a
+                .tokens
+                .values()
+                .filter(|t| t.expired(now))
+                .cloned()
+                .collect();
+            for t in &gone {
+                a.tokens.remove(&t.hash);
+            }
+            a.limiter.sweep(std::time::Instant::now());
+            (gone, a.approvals.expire(now))
+        };
+        for t in &expired {
+            let _ = self.report_expiry(t);
+        }
+        if !expired.is_empty() {
+            let _ = self.persist();
+        }
+        for ap in approvals {
+            let _ = self.record(
+                Entry::new(Action::Expire, &ap.ask.consumer)
+                    .fields(ap.ask.items.iter().map(|i| i.id.clone()))
+                    .detail(format!("approval {} expired", ap.id)),
+            );
+        }
+        false
+    }
+
+    fn report_expiry(&self, t: &TokenRecord) -> Answer<()> {
+        let first = lock(&self.access).reported.insert(t.hash.clone());
+        if first {
+            self.record(
+                Entry::new(Action::Expire, t.consumer.as_deref().unwrap_or("user"))
+                    .scope(&t.scope)
+                    .detail(format!("token {}… expired", t.shown)),
+            )?;
+        }
+        Ok(())
+    }
+
+    /// Who is asking, from the bearer token; counts the request against its rate limit
+    /// and resets the idle timer.
+    fn authenticate(&self, bearer: Option<&str>, class: Class) -> Answer<Who> {
+        if self.is_locked() {
+            return Err(Refusal::VaultLocked);
+        }
+        let Some(token) = bearer.filter(|t| !t.is_empty()) else {
+            return Err(Refusal::Unauthenticated(
+                "missing `Authorization: Bearer <token>`".into(),
+            ));
+        };
+        let hash = tokens::hash(token);
+        let now = now();
+        let mut a = lock(&self.access);
+        if a.sessions.contains_key(&hash) {
+            a.last_activity = std::time::Instant::now();
+            return Ok(Who::User { hash });
+        }
+        let Some(rec) = a.tokens.get(&hash).cloned() else {
+            // The periodic sweep may have removed it already: say why all the same.
+            if a.reported.contains(&hash) {
+                return Err(Refusal::Unauthenticated("token expired".into()));
+            }
+            return Err(Refusal::Unauthenticated("unknown or revoked token".into()));
+        };
+        if rec.expired(now) {
+            a.tokens.remove(&hash);
+            drop(a);
+            self.report_expiry(&rec)?;
+            let _ = self.persist();
+            return Err(Refusal::Unauthenticated("token expired".into()));
+        }
+        if rec.spent() {
+            return Err(Refusal::Unauthenticated(
+                "single-use token already used".into(),
+            ));
+        }
+        let consumer = rec.consumer.clone().unwrap_or_default();
+        if class == Class::Admin {
+            return Err(Refusal::ScopeExceeded(
+                "this endpoint is the user's: it needs the session token from POST /context/unlock"
+                    .into(),
+            ));
+        }
+        let (key, limit) = match class {
+            Class::Write => (format!("w:{hash}"), rec.rates.writes),
+            _ => (format!("r:{hash}"), rec.rates.reads),
+        };
+        let t = std::time::Instant::now();
+        if !a.limiter.allow(&key, limit, t) {
+            let retry_after = a.limiter.retry_after(&key, limit);
+            return Err(Refusal::RateLimited {
+                message: format!("too many requests for this token (limit {limit}/minute)"),
+                retry_after,
+            });
+        }
+        a.last_activity = t;
+        let scope = tokens::parse_scope(&rec.scope).map_err(Refusal::Unavailable)?;
+        Ok(Who::Consumer {
+            name: consumer,
+            hash,
+            scope_text: rec.scope.clone(),
+            scope,
+            mode: rec.mode,
+            purpose: rec.purpose.clone(),
+            single: rec.usage == Usage::Single,
+        })
+    }
+
+    /// Count a successful field request against a token (spends single-use tokens).
+    fn used(&self, who: &Who) {
+        if let Who::Consumer { hash, single, .. } = who {
+            let mut a = lock(&self.access);
+            if let Some(t) = a.tokens.get_mut(hash) {
+                t.uses += 1;
+            }
+            drop(a);
+            if *single {
+                let _ = self.persist();
+            }
+        }
+    }
+
+    /// Write the token store (consumers and service tokens).
+    fn persist(&self) -> Answer<()> {
+        let stored = {
+            let a = lock(&self.access);
+            let mut tokens: Vec<TokenRecord> = a.tokens.values().cloned().collect();
+            tokens.sort_by(|x, y| x.created_at.cmp(&y.created_at).then(x.hash.cmp(&y.hash)));
+            Stored {
+                format: String::new(),
+                consumers: a.consumers.clone(),
+                tokens,
+            }
+        };
+        state::save(
+            &state::path(&self.state_dir),
+            &stored,
+            &self.config.state_recipient,
+        )
+        .map_err(|e| Refusal::Unavailable(e.to_string()))
+    }
+
+    /// Is this the per-launch control token (`ctx approvals` from another terminal)?
+    pub fn is_control(&self, bearer: Option<&str>) -> bool {
+        bearer.is_some_and(|t| tokens::hash(t) == self.control_hash)
+    }
+}
+
+/// Field count and categories from the clear headers, without any key.
+fn clear_summary(m: &Manifest, c: &PersonalConfig) -> (usize, Vec<String>) {
+    let repo = crate::load::load(m.clone(), Vec::new(), &crate::load::LoadOptions::default());
+    let n = repo
+        .objects
+        .iter()
+        .filter(|o| o.meta.kind == super::field::FIELD_TYPE)
+        .filter(|o| {
+            o.origin
+                .collection
+                .as_ref()
+                .is_some_and(|c2| c.categories.contains_key(c2))
+        })
+        .count();
+    (n, c.categories.keys().cloned().collect())
+}

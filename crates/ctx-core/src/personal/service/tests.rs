@@ -1,0 +1,131 @@
+//! The operations as an in-process front end (`ctx mcp`'s tools) calls them: no
+//! HTTP, the same view, scope, approvals and audit.
+
+use serde_json::{json, Value};
+
+use super::*;
+use crate::personal::template;
+
+const PASSWORD: &str = "correct horse battery staple";
+const SECRET: &str = "a long consumer secret";
+
+fn body(z: &Zeroizing<String>) -> Value {
+    serde_json::from_str(z).expect("JSON body")
+}
+
+fn ready(g: Answer<Gate<Zeroizing<String>>>) -> Value {
+    match g.expect("answer") {
+        Gate::Ready(b) => body(&b),
+        Gate::Pending(t) => panic!("waits for approval {}", t.approval),
+    }
+}
+
+#[test]
+fn request_context_serves_named_fields_through_the_same_view_and_approvals() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("v");
+    std::fs::create_dir_all(&dir).unwrap();
+    let created = template::create(&template::Options {
+        dir: &dir,
+        id: "me",
+        name_yaml: "Me",
+        password: PASSWORD.as_bytes(),
+        recovery: Vec::new(),
+        now: "2026-01-01T00:00:00Z",
+        secret_key_file: Some(tmp.path().join("vault.key")),
+    })
+    .unwrap();
+    let (manifest, _) = Manifest::load(&dir.join("opencontext.yaml")).unwrap();
+    let (svc, _control) = Service::open(manifest, Options::default()).unwrap();
+    assert!(svc.status().locked);
+    let user = svc.unlock(PASSWORD, &created.secret_key).unwrap();
+    let u = Some(user.as_str());
+    for (id, v) in [
+        ("identity.full_name", "Cool Cucumber"),
+        ("identity.dob", "1990-06-15"),
+        ("addresses.current.city", "Seattle"),
+        ("addresses.current.street", "1 Main St"),
+        ("financial.income", "CANARY-OUT-OF-SCOPE"),
+    ] {
+        assert!(matches!(
+            svc.put_field(u, id, &json!(v), None),
+            Ok(Gate::Ready(_))
+        ));
+    }
+    svc.register(u, "mcp-agent", SECRET).unwrap();
+    let token = svc
+        .create_token(
+            None,
+            &TokenRequest {
+                consumer: "mcp-agent".into(),
+                secret: Some(SECRET.into()),
+                scope: vec!["identity.*".into(), "addresses.*".into()],
+                ttl: Some("30m".into()),
+                mode: None,
+                usage: None,
+                purpose: Some("Fill a visa application".into()),
+                rates: None,
+            },
+        )
+        .unwrap();
+    let token = body(&token)["token"].as_str().unwrap().to_string();
+    let a = Some(token.as_str());
+
+    // `addresses.current` covers the fields nested under it; nothing else comes along.
+    let got = ready(svc.request_context(
+        a,
+        &[
+            "identity.full_name".into(),
+            "addresses.current".into(),
+            "financial.income".into(),
+        ],
+        Some("visa"),
+    ));
+    let text = got.to_string();
+    assert_eq!(got["categories"]["identity"][0]["value"], "Cool Cucumber");
+    assert_eq!(got["categories"]["addresses"].as_array().unwrap().len(), 2);
+    assert!(!text.contains("1990") && !text.contains("CANARY"), "{text}");
+
+    // A sensitive field waits; the user's answer (MCP elicitation) lets it through once.
+    let ticket = match svc
+        .request_context(a, &["identity.dob".into()], Some("visa"))
+        .unwrap()
+    {
+        Gate::Pending(t) => t,
+        Gate::Ready(b) => panic!("served without approval: {}", &*b),
+    };
+    assert_eq!(ticket.fields, ["identity.dob"]);
+    svc.decide_local(
+        &ticket.approval,
+        &Decide {
+            approve: true,
+            confirmation: None,
+            via: "mcp".into(),
+        },
+    )
+    .unwrap();
+    let got = ready(svc.request_context(a, &["identity.dob".into()], Some("visa")));
+    assert_eq!(got["categories"]["identity"][0]["value"], "1990-06-15");
+    assert!(matches!(
+        svc.request_context(a, &["identity.dob".into()], None),
+        Ok(Gate::Pending(_))
+    ));
+
+    // Refusals keep their constraints; an empty request is invalid.
+    assert_eq!(
+        svc.request_context(a, &[], None).unwrap_err().constraint(),
+        "invalid_request"
+    );
+    assert_eq!(
+        svc.request_context(Some("ctxs_bogus"), &["identity.dob".into()], None)
+            .unwrap_err()
+            .status(),
+        401
+    );
+    svc.lock(u).unwrap();
+    assert_eq!(
+        svc.request_context(a, &["identity.full_name".into()], None)
+            .unwrap_err(),
+        Refusal::VaultLocked
+    );
+}

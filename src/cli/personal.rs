@@ -1,0 +1,116 @@
+//! What the personal-vault commands share: reading the profile password (from the
+//! terminal without echo, or from `--password-file`), finding the secret key, and
+//! `ctx private export-identity`.
+
+use std::path::{Path, PathBuf};
+
+use clap::Args;
+use zeroize::Zeroizing;
+
+use ctx_core::error::{Error, Exit, Result};
+use ctx_core::personal::config::PersonalConfig;
+use ctx_core::personal::keys::{self, SecretKey};
+
+use super::{Global, Printer};
+
+/// Where the profile password comes from.
+#[derive(Debug, Args, Clone, Default)]
+pub struct PasswordArgs {
+    /// Read the profile password from this file's first line (for scripts and tests;
+    /// keep the file private). Default: ask on the terminal.
+    #[arg(long, value_name = "FILE")]
+    pub password_file: Option<PathBuf>,
+}
+
+impl PasswordArgs {
+    /// The password; `confirm` asks twice on a terminal (a new vault).
+    pub fn read(&self, confirm: bool) -> Result<Zeroizing<String>> {
+        if let Some(f) = &self.password_file {
+            let text = Zeroizing::new(std::fs::read_to_string(f).map_err(|e| Error::io(f, &e))?);
+            let line = Zeroizing::new(text.lines().next().unwrap_or("").to_string());
+            if line.is_empty() {
+                return Err(Error::Usage(format!(
+                    "{}: the first line (the password) is empty",
+                    f.display()
+                )));
+            }
+            return Ok(line);
+        }
+        use std::io::IsTerminal;
+        if !std::io::stdin().is_terminal() {
+            return Err(Error::Usage(
+                "the profile password is asked on a terminal; without one, give --password-file FILE".into(),
+            ));
+        }
+        let p = Zeroizing::new(
+            rpassword::prompt_password("Profile password: ")
+                .map_err(|e| Error::io("terminal", &e))?,
+        );
+        if p.is_empty() {
+            return Err(Error::Usage("the profile password cannot be empty".into()));
+        }
+        if confirm {
+            let again = Zeroizing::new(
+                rpassword::prompt_password("Repeat the password: ")
+                    .map_err(|e| Error::io("terminal", &e))?,
+            );
+            if again.as_str() != p.as_str() {
+                return Err(Error::Usage("the passwords differ".into()));
+            }
+        }
+        Ok(p)
+    }
+}
+
+/// The secret key of this vault: `--secret-key-file`, else the user's config folder.
+pub fn secret_key(cfg: &PersonalConfig, file: Option<&Path>) -> Result<SecretKey> {
+    let path = match file {
+        Some(f) => f.to_path_buf(),
+        None => keys::secret_key_path(&cfg.vault)?,
+    };
+    keys::load_secret_key(&path, &cfg.vault)
+}
+
+#[derive(Debug, Args)]
+pub struct ExportIdentityArgs {
+    /// Only these categories (repeatable; default: every category).
+    #[arg(long = "category", value_name = "NAME")]
+    pub categories: Vec<String>,
+    /// Also the identities of the token store, the audit log and exports.
+    #[arg(long)]
+    pub all: bool,
+    /// The secret key file (default: the one `ctx init` stored in your config folder).
+    #[arg(long, value_name = "FILE")]
+    pub secret_key_file: Option<PathBuf>,
+    #[command(flatten)]
+    pub password: PasswordArgs,
+}
+
+/// `ctx private export-identity`: unlock, then print the derived age identities.
+pub fn export_identity(g: &Global, p: &Printer, a: &ExportIdentityArgs) -> Result<Exit> {
+    let (manifest, _) = ctx_core::manifest::Manifest::discover(g.dir.as_deref(), &g.cwd)?;
+    let cfg = PersonalConfig::require(&manifest)?;
+    for c in &a.categories {
+        if !cfg.categories.contains_key(c) {
+            return Err(Error::Usage(format!(
+                "no category `{c}` in this vault (categories: {})",
+                cfg.categories
+                    .keys()
+                    .cloned()
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )));
+        }
+    }
+    let secret = secret_key(&cfg, a.secret_key_file.as_deref())?;
+    let password = a.password.read(false)?;
+    let k = keys::unlock_keys(&cfg, password.as_bytes(), &secret)?;
+    let cats: Vec<String> = if a.categories.is_empty() {
+        cfg.categories.keys().cloned().collect()
+    } else {
+        a.categories.clone()
+    };
+    let text = keys::identity_file(&cfg, &k, &cats, a.all);
+    super::io_result(p.out(&text))?;
+    Ok(Exit::Ok)
+}

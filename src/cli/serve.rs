@@ -1,0 +1,76 @@
+//! `ctx serve`: the personal vault's HTTP API on loopback (seed 004 §7; docs/personal.md).
+
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use clap::Args;
+
+use ctx_core::error::{Error, Exit, Result};
+
+use super::{Global, Printer};
+
+#[derive(Debug, Args)]
+pub struct ServeArgs {
+    /// Address to listen on; `127.0.0.1:0` picks a free port (printed on stderr's first line).
+    #[arg(long, default_value = "127.0.0.1:7200", value_name = "ADDR")]
+    pub listen: String,
+    /// Allow a non-loopback address (put TLS and your own authentication in front of it).
+    #[arg(long)]
+    pub allow_remote: bool,
+    /// Lock after this long without token requests (default: the vault's `idle_timeout`, 30m).
+    #[arg(long, value_name = "DURATION")]
+    pub idle_timeout: Option<String>,
+    /// How long an approval question, and then its answer, stays valid (default 5m).
+    #[arg(long, value_name = "DURATION")]
+    pub approval_ttl: Option<String>,
+    /// Do not prompt for approvals on this terminal (answer them with `ctx approvals`).
+    #[arg(long)]
+    pub no_prompt: bool,
+    /// Apply the process hardening to this process, print what is and is not in effect, and exit.
+    #[arg(long)]
+    pub explain_sandbox: bool,
+}
+
+fn duration(flag: &str, v: &Option<String>) -> Result<Option<Duration>> {
+    v.as_deref()
+        .map(|s| {
+            ctx_core::time::parse_duration(s)
+                .and_then(|d| d.to_std().ok())
+                .filter(|d| !d.is_zero())
+                .ok_or_else(|| {
+                    Error::Usage(format!(
+                        "{flag}: expected a duration such as 30m or 90s, found `{s}`"
+                    ))
+                })
+        })
+        .transpose()
+}
+
+pub fn run(g: &Global, p: &Printer, a: &ServeArgs) -> Result<Exit> {
+    let (manifest, _) = ctx_core::manifest::Manifest::discover(g.dir.as_deref(), &g.cwd)?;
+    if a.explain_sandbox {
+        let steps = crate::serve::harden(&crate::serve::allowed_paths(&manifest));
+        let text = format!(
+            "ctx serve hardening, as applied to this process:\n{}",
+            crate::serve::describe(&steps)
+        );
+        super::io_result(p.out(&text))?;
+        return Ok(Exit::Ok);
+    }
+    let listen: SocketAddr = a.listen.parse().map_err(|_| {
+        Error::Usage(format!(
+            "--listen: expected an address such as 127.0.0.1:7200, found `{}`",
+            a.listen
+        ))
+    })?;
+    use std::io::IsTerminal;
+    crate::serve::run(crate::serve::Config {
+        manifest,
+        listen,
+        allow_remote: a.allow_remote,
+        idle_timeout: duration("--idle-timeout", &a.idle_timeout)?,
+        approval_ttl: duration("--approval-ttl", &a.approval_ttl)?,
+        prompt: !a.no_prompt && std::io::stdin().is_terminal() && std::io::stderr().is_terminal(),
+    })?;
+    Ok(Exit::Ok)
+}

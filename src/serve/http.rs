@@ -1,0 +1,382 @@
+//! The transport: axum routes for seed 004 §7, request bodies (media type, size,
+//! JSON), bearer tokens and the loopback Host check. Every handler hands one call to
+//! the facade on a blocking thread and renders its [`Reply`].
+
+use std::sync::Arc;
+
+use axum::body::Body;
+use axum::extract::{Path, RawQuery, Request, State};
+use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
+use axum::middleware::{self, Next};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post, put};
+use axum::Router;
+use serde_json::Value;
+
+use super::service::{self as f, Reply, Svc};
+
+/// Largest request body (an import archive may be large; everything else is small).
+pub const MAX_BODY: usize = 16 * 1024 * 1024;
+const MAX_SMALL_BODY: usize = 256 * 1024;
+
+#[derive(Clone)]
+pub struct App {
+    pub svc: Svc,
+    /// Accepted `Host` header values (loopback names with the bound port); empty: any.
+    pub hosts: Arc<Vec<String>>,
+}
+
+fn render(r: Reply) -> Response {
+    let mut resp = Response::new(Body::from(r.body.as_bytes().to_vec()));
+    *resp.status_mut() =
+        StatusCode::from_u16(r.status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+    let h = resp.headers_mut();
+    h.insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/json"),
+    );
+    h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    for (k, v) in r.headers {
+        if let Ok(v) = HeaderValue::from_str(&v) {
+            h.insert(k, v);
+        }
+    }
+    resp
+}
+
+fn bearer(h: &HeaderMap) -> Option<String> {
+    let v = h.get(header::AUTHORIZATION)?.to_str().ok()?;
+    let (scheme, token) = v.split_once(' ')?;
+    scheme
+        .eq_ignore_ascii_case("bearer")
+        .then(|| token.trim().to_string())
+}
+
+fn query(q: Option<String>) -> Vec<(String, String)> {
+    let Some(q) = q else { return Vec::new() };
+    q.split('&')
+        .filter(|p| !p.is_empty())
+        .map(|p| {
+            let (k, v) = p.split_once('=').unwrap_or((p, ""));
+            (decode(k), decode(v))
+        })
+        .collect()
+}
+
+/// Percent-decoding of a query component (`+` is a space).
+fn decode(s: &str) -> String {
+    let b = s.as_bytes();
+    let mut out = Vec::with_capacity(b.len());
+    let mut i = 0;
+    while i < b.len() {
+        match b[i] {
+            b'+' => out.push(b' '),
+            b'%' if i + 2 < b.len() => {
+                match u8::from_str_radix(std::str::from_utf8(&b[i + 1..i + 3]).unwrap_or("zz"), 16)
+                {
+                    Ok(v) => {
+                        out.push(v);
+                        i += 2;
+                    }
+                    Err(_) => out.push(b'%'),
+                }
+            }
+            c => out.push(c),
+        }
+        i += 1;
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+/// Read a JSON object body: `application/json` only (415), at most `limit` bytes (413).
+async fn json_body(headers: &HeaderMap, body: Body, limit: usize) -> Result<Value, Reply> {
+    let ct = headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("");
+    let media = ct
+        .split(';')
+        .next()
+        .unwrap_or("")
+        .trim()
+        .to_ascii_lowercase();
+    if media != "application/json"
+        && !(media.starts_with("application/") && media.ends_with("+json"))
+    {
+        return Err(Reply::error(
+            415,
+            "send the body as Content-Type: application/json",
+            "unsupported_media_type",
+        ));
+    }
+    let bytes = axum::body::to_bytes(body, limit).await.map_err(|_| {
+        Reply::error(
+            413,
+            &format!("the body is larger than {limit} bytes"),
+            "payload_too_large",
+        )
+    })?;
+    let v: Value = serde_json::from_slice(&bytes).map_err(|e| {
+        Reply::error(
+            400,
+            &format!("the body is not valid JSON: {}", e.classify_text()),
+            "invalid_request",
+        )
+    })?;
+    if !v.is_object() {
+        return Err(Reply::error(
+            400,
+            "the body must be a JSON object",
+            "invalid_request",
+        ));
+    }
+    Ok(v)
+}
+
+trait Classify {
+    fn classify_text(&self) -> String;
+}
+
+impl Classify for serde_json::Error {
+    /// Line and column only: a parse error never quotes the body.
+    fn classify_text(&self) -> String {
+        format!(
+            "{:?} error at line {} column {}",
+            self.classify(),
+            self.line(),
+            self.column()
+        )
+        .to_lowercase()
+    }
+}
+
+/// Run one facade call off the async threads.
+async fn call(f: impl FnOnce() -> Reply + Send + 'static) -> Response {
+    match tokio::task::spawn_blocking(f).await {
+        Ok(r) => render(r),
+        Err(_) => render(Reply::error(500, "internal error", "unavailable")),
+    }
+}
+
+async fn with_body(
+    app: App,
+    headers: HeaderMap,
+    body: Body,
+    limit: usize,
+    f: impl FnOnce(&Svc, Option<&str>, &Value) -> Reply + Send + 'static,
+) -> Response {
+    let v = match json_body(&headers, body, limit).await {
+        Ok(v) => v,
+        Err(r) => return render(r),
+    };
+    let b = bearer(&headers);
+    call(move || f(&app.svc, b.as_deref(), &v)).await
+}
+
+macro_rules! plain {
+    ($name:ident, $f:expr) => {
+        async fn $name(State(app): State<App>, headers: HeaderMap) -> Response {
+            let b = bearer(&headers);
+            call(move || $f(&app.svc, b.as_deref())).await
+        }
+    };
+}
+
+plain!(lock, f::lock);
+plain!(list_fields, f::list_fields);
+plain!(list_tokens, f::list_tokens);
+plain!(consumers, f::consumers);
+plain!(approvals, f::approvals);
+
+async fn status(State(app): State<App>) -> Response {
+    call(move || f::status(&app.svc)).await
+}
+
+async fn unlock(State(app): State<App>, headers: HeaderMap, body: Body) -> Response {
+    with_body(app, headers, body, MAX_SMALL_BODY, |s, _, v| {
+        f::unlock(s, v)
+    })
+    .await
+}
+
+async fn get_field(State(app): State<App>, headers: HeaderMap, Path(id): Path<String>) -> Response {
+    let b = bearer(&headers);
+    call(move || f::get_field(&app.svc, b.as_deref(), &id)).await
+}
+
+async fn put_field(
+    State(app): State<App>,
+    headers: HeaderMap,
+    Path(id): Path<String>,
+    body: Body,
+) -> Response {
+    with_body(app, headers, body, MAX_SMALL_BODY, move |s, b, v| {
+        f::put_field(s, b, &id, v)
+    })
+    .await
+}
+
+async fn delete_field(
+    State(app): State<App>,
+    headers: HeaderMap,
+    Path(id): Path<String>,
+) -> Response {
+    let b = bearer(&headers);
+    call(move || f::delete_field(&app.svc, b.as_deref(), &id)).await
+}
+
+async fn category(
+    State(app): State<App>,
+    headers: HeaderMap,
+    Path(name): Path<String>,
+) -> Response {
+    let b = bearer(&headers);
+    call(move || f::category(&app.svc, b.as_deref(), &name)).await
+}
+
+async fn context(State(app): State<App>, headers: HeaderMap, RawQuery(q): RawQuery) -> Response {
+    let b = bearer(&headers);
+    let q = query(q);
+    call(move || f::context(&app.svc, b.as_deref(), &q)).await
+}
+
+async fn sensitivity(
+    State(app): State<App>,
+    headers: HeaderMap,
+    Path(id): Path<String>,
+    body: Body,
+) -> Response {
+    with_body(app, headers, body, MAX_SMALL_BODY, move |s, b, v| {
+        f::sensitivity(s, b, &id, v)
+    })
+    .await
+}
+
+async fn create_token(State(app): State<App>, headers: HeaderMap, body: Body) -> Response {
+    with_body(app, headers, body, MAX_SMALL_BODY, f::create_token).await
+}
+
+async fn revoke_token(
+    State(app): State<App>,
+    headers: HeaderMap,
+    Path(prefix): Path<String>,
+) -> Response {
+    let b = bearer(&headers);
+    call(move || f::revoke_token(&app.svc, b.as_deref(), &prefix)).await
+}
+
+async fn register(State(app): State<App>, headers: HeaderMap, body: Body) -> Response {
+    with_body(app, headers, body, MAX_SMALL_BODY, f::register).await
+}
+
+async fn deregister(
+    State(app): State<App>,
+    headers: HeaderMap,
+    Path(name): Path<String>,
+) -> Response {
+    let b = bearer(&headers);
+    call(move || f::deregister(&app.svc, b.as_deref(), &name)).await
+}
+
+async fn audit(State(app): State<App>, headers: HeaderMap, RawQuery(q): RawQuery) -> Response {
+    let b = bearer(&headers);
+    let q = query(q);
+    call(move || f::audit(&app.svc, b.as_deref(), &q)).await
+}
+
+async fn export(State(app): State<App>, headers: HeaderMap, RawQuery(q): RawQuery) -> Response {
+    let b = bearer(&headers);
+    let q = query(q);
+    call(move || f::export(&app.svc, b.as_deref(), &q)).await
+}
+
+async fn import(State(app): State<App>, headers: HeaderMap, body: Body) -> Response {
+    with_body(app, headers, body, MAX_BODY, f::import).await
+}
+
+async fn approval(State(app): State<App>, headers: HeaderMap, Path(id): Path<String>) -> Response {
+    let b = bearer(&headers);
+    call(move || f::approval(&app.svc, b.as_deref(), &id)).await
+}
+
+async fn decide(
+    State(app): State<App>,
+    headers: HeaderMap,
+    Path(id): Path<String>,
+    body: Body,
+) -> Response {
+    with_body(app, headers, body, MAX_SMALL_BODY, move |s, b, v| {
+        f::decide(s, b, &id, v)
+    })
+    .await
+}
+
+async fn not_found() -> Response {
+    render(Reply::error(404, "no such endpoint", "not_found"))
+}
+
+async fn not_allowed() -> Response {
+    render(Reply::error(
+        405,
+        "method not allowed on this endpoint",
+        "invalid_request",
+    ))
+}
+
+/// DNS-rebinding defence: a loopback server answers only requests addressed to it
+/// by a loopback name.
+async fn host_check(State(app): State<App>, req: Request, next: Next) -> Response {
+    if !app.hosts.is_empty() {
+        let host = req
+            .headers()
+            .get(header::HOST)
+            .and_then(|h| h.to_str().ok())
+            .unwrap_or("");
+        if !app.hosts.iter().any(|h| h == host) {
+            return render(Reply::error(
+                421,
+                "this server answers only requests addressed to its loopback address",
+                "invalid_request",
+            ));
+        }
+    }
+    next.run(req).await.into_response()
+}
+
+pub fn router(app: App) -> Router {
+    Router::new()
+        .route("/context/unlock", post(unlock))
+        .route("/context/lock", post(lock))
+        .route("/context/status", get(status))
+        .route("/context/fields", get(list_fields))
+        .route(
+            "/context/fields/{id}",
+            get(get_field).put(put_field).delete(delete_field),
+        )
+        .route("/context/fields/category/{name}", get(category))
+        .route("/context/context", get(context))
+        .route("/context/sensitivity/{id}", put(sensitivity))
+        .route(
+            "/context/tokens/service",
+            post(create_token).get(list_tokens),
+        )
+        .route(
+            "/context/tokens/service/{prefix}",
+            axum::routing::delete(revoke_token),
+        )
+        .route("/context/consumers/register", post(register))
+        .route("/context/consumers", get(consumers))
+        .route(
+            "/context/consumers/{name}",
+            axum::routing::delete(deregister),
+        )
+        .route("/context/audit", get(audit))
+        .route("/context/export", get(export))
+        .route("/context/import", post(import))
+        .route("/context/approvals", get(approvals))
+        .route("/context/approvals/{id}", get(approval).post(decide))
+        .fallback(not_found)
+        .method_not_allowed_fallback(not_allowed)
+        .layer(middleware::from_fn_with_state(app.clone(), host_check))
+        .with_state(app)
+}

@@ -1,0 +1,174 @@
+//! `ctx serve`: seed 004's loopback HTTP API over a personal vault.
+//!
+//! - [`service`]: the facade, the one module that calls the library;
+//! - [`http`]: axum routes, bodies, bearer tokens;
+//! - [`sandbox`]: process hardening;
+//! - [`terminal`]: approval prompts on the serving terminal;
+//! - [`control`]: the per-launch control file `ctx approvals` reads.
+//!
+//! Order matters: bind, then confine (before any worker thread exists), then open
+//! the vault and start the runtime.
+
+pub mod control;
+pub mod http;
+pub mod sandbox;
+pub mod service;
+pub mod terminal;
+
+use std::io::Write;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use ctx_core::error::{Error, Result};
+use ctx_core::manifest::Manifest;
+
+/// How to run.
+pub struct Config {
+    pub manifest: Manifest,
+    pub listen: SocketAddr,
+    pub allow_remote: bool,
+    pub idle_timeout: Option<Duration>,
+    pub approval_ttl: Option<Duration>,
+    /// Prompt for approvals on this terminal (stdin and stderr are terminals).
+    pub prompt: bool,
+}
+
+/// The report of `--explain-sandbox`, and of a server's start.
+pub fn harden(paths: &[PathBuf]) -> Vec<sandbox::Step> {
+    let mut steps = sandbox::no_dumps();
+    steps.extend(sandbox::confine(paths));
+    steps
+}
+
+pub fn describe(steps: &[sandbox::Step]) -> String {
+    let mut s = String::new();
+    for st in steps {
+        s.push_str(&format!(
+            "  {} {:<19} {}\n",
+            if st.in_effect { "on " } else { "off" },
+            st.name,
+            st.detail
+        ));
+    }
+    for l in sandbox::limitations() {
+        s.push_str(&format!("  --  {l}\n"));
+    }
+    s
+}
+
+/// The folders a confined server may touch: the repository and ctx's config folder.
+pub fn allowed_paths(m: &Manifest) -> Vec<PathBuf> {
+    let mut v = vec![m.root.clone()];
+    if let Some(c) = ctx_core::personal::keys::config_dir() {
+        let _ = std::fs::create_dir_all(&c);
+        v.push(c);
+    }
+    v
+}
+
+pub fn run(c: Config) -> Result<()> {
+    if !c.listen.ip().is_loopback() && !c.allow_remote {
+        return Err(Error::Usage(format!(
+            "{} is not a loopback address: ctx serve listens on 127.0.0.1 (or ::1) unless --allow-remote is given (and then put TLS in front of it)",
+            c.listen
+        )));
+    }
+    ctx_core::personal::config::PersonalConfig::require(&c.manifest)?;
+    // A broken role set means ctx cannot tell what a consumer may see: serve nothing.
+    ctx_core::manifest::roles::require_sound(&c.manifest)?;
+    // The repository's write lock file is found now: a confined process cannot look for it.
+    let write_lock = ctx_core::fs::RepoLock::acquire(&c.manifest.root)
+        .map(|l| l.path().to_path_buf())
+        .map_err(|e| Error::io(&c.manifest.root, &e))?;
+    let std_listener = std::net::TcpListener::bind(c.listen)
+        .map_err(|e| Error::Usage(format!("cannot listen on {}: {e}", c.listen)))?;
+    std_listener
+        .set_nonblocking(true)
+        .map_err(|e| Error::io("listener", &e))?;
+    let addr = std_listener
+        .local_addr()
+        .map_err(|e| Error::io("listener", &e))?;
+    let mut err = std::io::stderr().lock();
+    let _ = writeln!(err, "listening on http://{addr}");
+    let mut paths = allowed_paths(&c.manifest);
+    if !write_lock.starts_with(&c.manifest.root) {
+        paths.push(write_lock.clone());
+    }
+    let steps = harden(&paths);
+    let _ = write!(err, "sandbox:\n{}", describe(&steps));
+    drop(err);
+
+    let options = service::Options {
+        idle_timeout: c.idle_timeout,
+        approval_ttl: c
+            .approval_ttl
+            .and_then(|d| chrono::Duration::from_std(d).ok())
+            .unwrap_or_else(|| chrono::Duration::minutes(5)),
+        write_lock: Some(write_lock),
+        ..service::Options::default()
+    };
+    let (svc, control_token) = service::Service::open(c.manifest.clone(), options)?;
+    let svc = Arc::new(svc);
+    let control = control::ControlFile::write(svc.vault_id(), &addr, &control_token)?;
+    drop(control_token);
+
+    let hosts = if c.allow_remote {
+        Vec::new()
+    } else {
+        let p = addr.port();
+        vec![
+            format!("127.0.0.1:{p}"),
+            format!("localhost:{p}"),
+            format!("[::1]:{p}"),
+        ]
+    };
+    let app = http::App {
+        svc: svc.clone(),
+        hosts: Arc::new(hosts),
+    };
+    if c.prompt {
+        terminal::spawn(svc.clone());
+    }
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .max_blocking_threads(32)
+        .enable_io()
+        .enable_time()
+        .build()
+        .map_err(|e| Error::io("tokio runtime", &e))?;
+    let result = rt.block_on(async move {
+        let listener = tokio::net::TcpListener::from_std(std_listener)?;
+        let ticker = svc.clone();
+        tokio::spawn(async move {
+            let mut t = tokio::time::interval(Duration::from_millis(500));
+            loop {
+                t.tick().await;
+                let s = ticker.clone();
+                if let Ok(true) = tokio::task::spawn_blocking(move || s.tick()).await {
+                    eprintln!(
+                        "vault locked after {} s without requests",
+                        ticker.idle_timeout().as_secs()
+                    );
+                }
+            }
+        });
+        axum::serve(listener, http::router(app))
+            .with_graceful_shutdown(shutdown())
+            .await
+    });
+    drop(control);
+    result.map_err(|e| Error::io("server", &e))
+}
+
+/// SIGINT or SIGTERM stops the server (the vault's keys go with the process).
+async fn shutdown() {
+    let flag = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+        let _ = signal_hook::flag::register(sig, flag.clone());
+    }
+    while !flag.load(std::sync::atomic::Ordering::Relaxed) {
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
