@@ -3,8 +3,8 @@
 //!
 //! - this module: lock state, authentication of bearer tokens, rate limits, idle
 //!   auto-lock, status, unlock and lock;
-//! - [`fields`]: field reads and writes, the context endpoint, approvals gating;
-//! - [`admin`]: tokens, consumers, audit, sensitivity, export/import, approvals.
+//! - `fields`: field reads and writes, the context endpoint, approvals gating;
+//! - `admin`: tokens, consumers, audit, sensitivity, export/import, approvals.
 //!
 //! Lock order (never reversed): `state` → `access` → `audit`.
 
