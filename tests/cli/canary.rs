@@ -99,6 +99,15 @@ const MATRIX: &[Row] = &[
         "--explain",
     ]),
     ok(&["resolve", "{who}", "-o", "{out}"]),
+    ok(&[
+        "resolve",
+        "{who}",
+        "--max-tokens",
+        "40",
+        "--format",
+        "markdown",
+    ]),
+    any(&["resolve", "{who}", "--allow-findings", "--format", "yaml"]),
     ok(&["resolve", "{who}", "--format", "markdown", "-o", "{in}"]),
     ok(&["resolve", "{who}", "--sign", "--format", "yaml"]),
     ok(&["bundle", "{who}"]),
@@ -160,6 +169,26 @@ const MATRIX: &[Row] = &[
     ok(&["diff", "--rev", "HEAD~1..HEAD", "{who}"]),
     ok(&["diff", "--rev", "HEAD~1..HEAD", "{who}", "--format", "json"]),
     ok(&["diff", "--rev", "HEAD~1", "{who}"]),
+    // access diff: ids, field paths and reasons only, in every format
+    ok(&["diff", "--rev", "HEAD~1..HEAD", "--access", "{who}"]),
+    ok(&[
+        "diff",
+        "--rev",
+        "HEAD~1..HEAD",
+        "--access",
+        "{who}",
+        "--format",
+        "json",
+    ]),
+    ok(&[
+        "diff",
+        "--rev",
+        "HEAD~1..HEAD",
+        "--access",
+        "{who}",
+        "--format",
+        "github",
+    ]),
     // history
     ok(&["history", "c.visible", "{who}"]),
     ok(&["history", "c.visible", "{who}", "--format", "json"]),
@@ -176,6 +205,16 @@ const MATRIX: &[Row] = &[
         "--dry-run",
     ]),
     ok(&["add", "c.fresh", "--type", "note", "{who}", "--dry-run"]),
+    ok(&[
+        "add",
+        "c.tagged",
+        "--type",
+        "note",
+        "--tags",
+        "a,b",
+        "{who}",
+        "--dry-run",
+    ]),
 ];
 
 /// The consumers every row runs as.
@@ -561,5 +600,34 @@ fn private_plaintext_reaches_stdout_only_for_its_reader() {
             "{} holds private plaintext",
             path.display()
         );
+    }
+}
+
+/// `--explain --show-out-of-scope` is the repository owner's diagnostic: it names
+/// out-of-scope ids by design (issue 15 §5), so it stands outside the matrix. It
+/// still never carries content, titles or redacted values.
+#[test]
+fn show_out_of_scope_lists_ids_but_no_content() {
+    let p = PrivateRepo::new().expect("fixture");
+    let content: Vec<&str> = CANARIES
+        .iter()
+        .copied()
+        .filter(|c| c.chars().any(|ch| ch.is_ascii_uppercase()))
+        .collect();
+    let base = [
+        "resolve",
+        "--role",
+        "support",
+        "--explain",
+        "--show-out-of-scope",
+    ];
+    for format in [None, Some("json")] {
+        let mut args = base.to_vec();
+        args.extend(format.iter().flat_map(|f| ["--format", f]));
+        let r = p.run(&args);
+        assert_eq!(r.code, 0, "{}", r.stderr);
+        assert!(r.stdout.contains("cnry-out-of-scope"), "the ids are listed");
+        let found = leaks(&format!("{}{}", r.stdout, r.stderr), &content);
+        assert!(found.is_empty(), "{format:?}: {found:?}");
     }
 }
