@@ -74,6 +74,7 @@ mod manual;
 mod mcp;
 mod mcp_approval;
 mod mcp_canary;
+mod mcp_live;
 mod mcp_python;
 mod mcp_wire;
 mod personal;
