@@ -40,6 +40,7 @@ mod support;
 mod access_diff;
 mod adapters;
 mod add_supersede;
+mod approvals_tiers;
 mod bad_input;
 mod cache;
 mod cache_faults;
