@@ -270,8 +270,10 @@ pub async fn tool(
                         id: a.id.clone(),
                         title: Some(format!("new object in {rel}")),
                         tier,
+                        proposed: None,
                     }],
                     binding,
+                    second_factor: super::approval::SecondFactor::Phrase,
                 };
                 match s.gate.check(ctx, &ask, state, responses).await {
                     super::approval::Verdict::Ask(r) => return Ok(r.into()),

@@ -320,6 +320,7 @@ impl Service {
                     id: o.id.clone(),
                     title: o.meta.title.clone(),
                     tier,
+                    proposed: None,
                 });
             }
             if let Some(w) = written_by(o).filter(|w| *w != self.who.id) {

@@ -76,6 +76,7 @@ mod mcp;
 mod mcp_approval;
 mod mcp_canary;
 mod mcp_live;
+mod mcp_personal;
 mod mcp_python;
 mod mcp_wire;
 mod personal;
