@@ -167,10 +167,11 @@ impl Ask {
     /// The prompt text: who, what, why, for how long, which values. Every
     /// untrusted string is quoted and escaped; no content is included.
     pub fn message(&self, client: Option<&str>) -> String {
-        let mut m = format!(
-            "ctx asks for your approval to {} confidential or restricted context.\n\n",
-            self.verb
-        );
+        let what = match self.second_factor {
+            SecondFactor::Phrase => "confidential or restricted context",
+            SecondFactor::RetypeIds => "sensitive or critical fields of your personal vault",
+        };
+        let mut m = format!("ctx asks for your approval to {} {what}.\n\n", self.verb);
         m.push_str(&format!("Who asks: {}", self.consumer));
         if let Some(c) = client {
             m.push_str(&format!(" through client {}", quoted(c)));
