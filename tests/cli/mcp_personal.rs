@@ -382,3 +382,29 @@ fn the_password_comes_from_a_file_never_from_the_transport() {
     assert_eq!(r.code, 2, "{}", r.stderr);
     assert!(r.stderr.contains("--agent NAME"), "{}", r.stderr);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_idle_vault_locks_itself() {
+    let v = standard_vault();
+    let s = connect(
+        &v,
+        &["--idle-timeout", "2s"],
+        Era::Modern,
+        true,
+        Answer::Approve,
+    )
+    .await;
+    let r = call(&s, "context_get", json!({"id": "identity.full_name"})).await;
+    assert!(!is_error(&r), "{}", text(&r));
+    tokio::time::sleep(std::time::Duration::from_secs(4)).await;
+    let r = call(&s, "context_get", json!({"id": "identity.full_name"})).await;
+    let t = text(&r);
+    assert!(
+        is_error(&r) && t.contains("vault_locked") && t.contains("restart ctx mcp"),
+        "{t}"
+    );
+    assert!(!t.contains(NAME));
+    let st = call(&s, "context_status", json!({})).await;
+    assert_eq!(st.structured_content.expect("status")["locked"], true);
+    s.cancel().await.expect("close");
+}

@@ -185,12 +185,19 @@ impl PersonalServer {
 
 /// A vault refusal as a tool error: `{constraint}: {message}` (ids and codes only).
 fn refused(r: &Refusal) -> CallToolResult {
+    let message = match r {
+        // The HTTP API's advice (POST /context/unlock) does not apply here.
+        Refusal::VaultLocked => {
+            "the vault locked (idle timeout); ask the user to restart ctx mcp, which unlocks it"
+                .to_string()
+        }
+        other => other.message(),
+    };
     let mut out = CallToolResult::error(vec![ContentBlock::text(format!(
-        "{}: {}",
-        r.constraint(),
-        r.message()
+        "{}: {message}",
+        r.constraint()
     ))]);
-    out.structured_content = Some(json!({"error": r.message(), "constraint": r.constraint()}));
+    out.structured_content = Some(json!({"error": message, "constraint": r.constraint()}));
     out
 }
 
