@@ -25,6 +25,7 @@ pub mod graph;
 pub mod history;
 pub mod hook;
 pub mod init;
+pub mod input;
 pub mod keys;
 pub mod list;
 mod manual;
