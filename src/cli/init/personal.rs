@@ -26,7 +26,7 @@ pub fn run(
         name_yaml,
         password: password.as_bytes(),
         recovery: args.recovery.clone(),
-        now: &ctx_core::evidence::now(),
+        now: &ctx_core::time::format(&g.clock.now()),
         secret_key_file: None,
     })?;
     let shown = display(dir, &g.cwd);

@@ -88,9 +88,9 @@ pub fn digest(v: &Value) -> String {
     }
 }
 
-/// H(bytes).
+/// H(bytes): the one digest function ([`crate::canonical::digest`]).
 pub fn digest_bytes(bytes: &[u8]) -> String {
-    format!("sha256:{}", hex::encode(Sha256::digest(bytes)))
+    crate::canonical::digest(bytes)
 }
 
 /// The 64 hex characters of a `sha256:` digest.
