@@ -9,7 +9,6 @@
 
 use chrono::{DateTime, SecondsFormat, Utc};
 use serde_json::{Map, Number, Value};
-use sha2::{Digest, Sha256};
 
 use super::error::{fail, ClResult};
 use crate::time::Instant;

@@ -48,11 +48,7 @@ pub fn slug(s: &str) -> String {
 }
 
 /// A namespace id: lowercase letters, digits and dashes, not starting with a dash.
-pub fn valid_namespace(s: &str) -> bool {
-    let mut c = s.chars();
-    matches!(c.next(), Some(x) if x.is_ascii_lowercase() || x.is_ascii_digit())
-        && c.all(|x| x.is_ascii_lowercase() || x.is_ascii_digit() || x == '-')
-}
+pub use crate::pattern::valid_namespace;
 
 /// What `apply` writes.
 #[derive(Debug, Clone)]

@@ -49,16 +49,6 @@ pub struct Committed {
     pub dry_run: bool,
 }
 
-fn valid_id(id: &str) -> bool {
-    !id.is_empty()
-        && id.split('.').all(|s| {
-            let mut c = s.chars();
-            c.next()
-                .is_some_and(|f| f.is_ascii_lowercase() || f.is_ascii_digit())
-                && c.all(|x| x.is_ascii_lowercase() || x.is_ascii_digit() || x == '-' || x == '_')
-        })
-}
-
 /// `context/p/x.md` → `context/p/x.v3.md`.
 fn sibling(rel: &str, version: u64) -> String {
     let (dir, name) = rel.rsplit_once('/').map_or(("", rel), |(d, n)| (d, n));
@@ -193,7 +183,7 @@ pub fn commit(ex: &Exchange<'_>, o: &CommitOptions) -> ClResult<Committed> {
     });
     for claim in p["proposed_claims"].as_array().into_iter().flatten() {
         let id = claim["predicate"].as_str().unwrap_or("");
-        if !valid_id(id) {
+        if !crate::pattern::valid_id(id) {
             return fail(
                 "PROPOSAL_TARGET_INVALID",
                 format!("predicate {id:?} does not name an object id"),
