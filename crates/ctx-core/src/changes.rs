@@ -468,21 +468,13 @@ mod tests {
 
     #[test]
     fn two_versions_compare_as_the_consumer_sees_them() {
-        use crate::load::{self, LoadOptions};
         use crate::view::{View, Who};
-        let dir = tempfile::tempdir().unwrap();
         let files = [
             ("opencontext.yaml", "opencontext: \"1.0\"\nid: acme\nname: ACME\ncollections:\n  policies: ./context/policies/**\nroles:\n  support:\n    include: [policies.*]\n"),
             ("context/policies/refunds.md", "---\nid: policies.refunds\ntype: policy\nowner: support\nversion: 1\n---\nThirty days.\n"),
             ("context/policies/refunds-2.md", "---\nid: policies.refunds\ntype: policy\nowner: billing\nversion: 2\nsupersedes: [policies.refunds@1]\n---\nSixty days.\n"),
         ];
-        for (rel, text) in files {
-            let p = dir.path().join(rel);
-            std::fs::create_dir_all(p.parent().unwrap()).unwrap();
-            std::fs::write(p, text).unwrap();
-        }
-        let (m, diags) = crate::manifest::Manifest::discover(Some(dir.path()), dir.path()).unwrap();
-        let repo = load::load(m, diags, &LoadOptions::default());
+        let (_dir, repo) = crate::testutil::repo_from(&files);
         let at = crate::time::parse_at("2026-09-01").unwrap();
         let who = Who {
             agent: None,

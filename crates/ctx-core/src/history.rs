@@ -158,24 +158,16 @@ impl History {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::load::{self, LoadOptions};
     use crate::view::Who;
 
     #[test]
     fn versions_oldest_first_without_git() {
-        let dir = tempfile::tempdir().unwrap();
         let files = [
             ("opencontext.yaml", "opencontext: \"1.0\"\nid: acme\nname: ACME\ncollections:\n  policies: ./context/policies/**\n"),
             ("context/policies/a1.md", "---\nid: policies.a\ntype: policy\nowner: x\nversion: 1\n---\nOne.\n"),
             ("context/policies/a2.md", "---\nid: policies.a\ntype: policy\nowner: x\nversion: 2\nsupersedes: [policies.a@1]\n---\nTwo.\n"),
         ];
-        for (rel, text) in files {
-            let p = dir.path().join(rel);
-            std::fs::create_dir_all(p.parent().unwrap()).unwrap();
-            std::fs::write(p, text).unwrap();
-        }
-        let (m, diags) = crate::manifest::Manifest::discover(Some(dir.path()), dir.path()).unwrap();
-        let repo = load::load(m, diags, &LoadOptions::default());
+        let (_dir, repo) = crate::testutil::repo_from(&files);
         let at = crate::time::parse_at("2026-09-01").unwrap();
         let v = View::open(&repo, &Who::default(), at).unwrap();
         let h = query(&v, "policies.a").unwrap();

@@ -298,8 +298,9 @@ const NOT_INHERITED: [&str; 6] = [
     "content",
 ];
 
-/// `context/pricing/enterprise.v2.md` beside `context/pricing/enterprise.md`.
-fn sibling(rel: &str, version: u64) -> String {
+/// `context/pricing/enterprise.v2.md` beside `context/pricing/enterprise.md`: where
+/// a new version's file goes (also for committed proposals).
+pub(crate) fn sibling(rel: &str, version: u64) -> String {
     let (dir, name) = rel.rsplit_once('/').map_or(("", rel), |(d, n)| (d, n));
     let (stem, ext) = name.rsplit_once('.').unwrap_or((name, "md"));
     let stem = match stem.rsplit_once(".v") {
