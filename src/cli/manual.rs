@@ -240,6 +240,10 @@ pub fn examples(path: &[&str]) -> &'static [Example] {
                 "ctx serve --listen 127.0.0.1:0 --idle-timeout 10m --no-prompt",
                 "A free port (printed first on stderr), auto-lock after ten idle minutes, approvals only via ctx approvals.",
             ),
+            (
+                "ctx serve --listen 127.0.0.1:7300 --no-prompt",
+                "With extensions.ctx.exchange: the Context Layer binding (GET /.well-known/context-layer, /context/v1/requests, bundles, receipts, memory-proposals); per-launch tokens in ~/.config/ctx/serve/context-layer-7300.json.",
+            ),
             ("ctx serve --explain-sandbox", "What process hardening is, and is not, in effect here."),
         ],
         ["approvals"] | ["approvals", "list"] => &[(
@@ -429,6 +433,15 @@ pub fn files(path: &[&str]) -> Vec<File> {
                 "The encrypted token store and the sealed, hash-chained audit log of the vault.",
             ),
             SERVE_CONTROL,
+            (
+                "~/.config/ctx/serve/context-layer-PORT.json",
+                "Written by ctx serve when the manifest has extensions.ctx.exchange (0600, removed on exit): one ctxcl_ bearer token per requester and one for the operator.",
+            ),
+            EXCHANGE_STATE,
+            (
+                ".ctx/exchange/idempotency/",
+                "The first answer to each Idempotency-Key of the Context Layer binding, written atomically and never replaced.",
+            ),
             LOCK,
         ]),
         ["approvals", ..] => vec![MANIFEST, SERVE_CONTROL],
