@@ -94,6 +94,8 @@ pub struct Gateway {
     live: Mutex<LiveRepo>,
     credentials: Credentials,
     state: StateDir,
+    /// The repository's write-lock file, found before confinement.
+    write_lock: PathBuf,
     /// Serializes calls that carry an `Idempotency-Key`, so two concurrent
     /// calls with one key cannot both run.
     keyed: Mutex<()>,
@@ -111,6 +113,7 @@ impl Gateway {
         dir: Option<&Path>,
         cwd: &Path,
         opts: ctx_core::load::LoadOptions,
+        write_lock: PathBuf,
     ) -> Result<(Gateway, IssuedTokens)> {
         let live = LiveRepo::open(dir, cwd, opts)?;
         let repo = live.repo();
@@ -122,6 +125,7 @@ impl Gateway {
             Gateway {
                 state: StateDir::new(&repo.manifest.root),
                 live: Mutex::new(live),
+                write_lock,
                 credentials,
                 keyed: Mutex::new(()),
             },
@@ -140,7 +144,8 @@ impl Gateway {
                 )
             })?
         };
-        let ex = Exchange::new(&repo, ViewOptions { offline: true })?;
+        let mut ex = Exchange::new(&repo, ViewOptions { offline: true })?;
+        ex.state.lock_at = Some(self.write_lock.clone());
         f(&ex)
     }
 

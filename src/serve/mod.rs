@@ -111,7 +111,8 @@ pub fn run(c: Config) -> Result<()> {
     let _ = writeln!(err, "listening on http://{addr}");
     // The binding's repository and this launch's tokens, before confinement.
     let cl = if exchange {
-        let (gw, tokens) = gateway::Gateway::open(c.dir.as_deref(), &c.cwd, c.load)?;
+        let (gw, tokens) =
+            gateway::Gateway::open(c.dir.as_deref(), &c.cwd, c.load, write_lock.clone())?;
         let file =
             gateway::CredentialsFile::write(addr.port(), &format!("http://{addr}"), &tokens)?;
         let _ = writeln!(

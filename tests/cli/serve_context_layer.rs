@@ -281,6 +281,11 @@ fn escalation_text(repo: &ClRepo) -> String {
 #[test]
 fn context_layer_journey_over_http() {
     let repo = ClRepo::init();
+    // In a git work tree the write lock lives in .git, which a confined server
+    // cannot find by running git: the lock path found at start must be used.
+    if crate::support::git::have_git() {
+        crate::support::git::init_git(repo.path(), "init");
+    }
     let secret_line = escalation_text(&repo);
     assert!(
         !secret_line.is_empty(),
