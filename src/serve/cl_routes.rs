@@ -76,6 +76,10 @@ fn fail(code: &'static str, msg: &str, v: SpecVersion) -> Response {
     render(refusal(&ClError::new(code, msg), v), v)
 }
 
+fn refuse(code: &'static str, msg: &str, v: SpecVersion) -> Refused {
+    Box::new(fail(code, msg, v))
+}
+
 pub fn unknown_endpoint() -> Response {
     fail(
         "ENDPOINT_NOT_FOUND",
@@ -93,7 +97,10 @@ pub fn method_not_allowed() -> Response {
 }
 
 /// The negotiated version: the header's (0.2-draft or 0.1-draft), else 0.2-draft.
-fn version(h: &HeaderMap) -> Result<SpecVersion, Response> {
+/// A response that ends a call early (boxed: it is large next to the Ok values).
+type Refused = Box<Response>;
+
+fn version(h: &HeaderMap) -> Result<SpecVersion, Refused> {
     let Some(raw) = h.get(VERSION_HEADER) else {
         return Ok(SpecVersion::V02);
     };
@@ -101,11 +108,11 @@ fn version(h: &HeaderMap) -> Result<SpecVersion, Response> {
         .ok()
         .and_then(|s| SpecVersion::parse(s.trim()))
         .ok_or_else(|| {
-            fail(
+            Box::new(fail(
                 "UNSUPPORTED_SPEC_VERSION",
                 "Context-Layer-Version must be 0.2-draft (the default) or 0.1-draft",
                 SpecVersion::V02,
-            )
+            ))
         })
 }
 
@@ -118,21 +125,17 @@ fn bearer(h: &HeaderMap) -> Option<String> {
 }
 
 /// Version and caller of a call, or the refusal to send.
-fn admit(gw: &Gateway, h: &HeaderMap) -> Result<(SpecVersion, Caller), Response> {
+fn admit(gw: &Gateway, h: &HeaderMap) -> Result<(SpecVersion, Caller), Refused> {
     let v = version(h)?;
     let caller = gw
         .authenticate(bearer(h).as_deref())
-        .map_err(|e| render(refusal(&e, v), v))?;
+        .map_err(|e| Box::new(render(refusal(&e, v), v)))?;
     Ok((v, caller))
 }
 
 /// A body in the binding's media type, at most [`MAX_BODY`] bytes, one strict
 /// JSON object (duplicate members refused; errors give line and column, never the text).
-async fn read_body(
-    h: &HeaderMap,
-    body: Body,
-    v: SpecVersion,
-) -> Result<(Vec<u8>, Value), Response> {
+async fn read_body(h: &HeaderMap, body: Body, v: SpecVersion) -> Result<(Vec<u8>, Value), Refused> {
     let media = h
         .get(header::CONTENT_TYPE)
         .and_then(|c| c.to_str().ok())
@@ -141,23 +144,23 @@ async fn read_body(
         .trim()
         .to_ascii_lowercase();
     if media != MEDIA_TYPE {
-        return Err(fail(
+        return Err(refuse(
             "UNSUPPORTED_MEDIA_TYPE",
             &format!("send the body as Content-Type: {MEDIA_TYPE}"),
             v,
         ));
     }
     let bytes = axum::body::to_bytes(body, MAX_BODY).await.map_err(|_| {
-        fail(
+        refuse(
             "PAYLOAD_TOO_LARGE",
             &format!("the body is larger than {MAX_BODY} bytes"),
             v,
         )
     })?;
     let text = std::str::from_utf8(&bytes)
-        .map_err(|_| fail("INVALID_JSON", "the body is not UTF-8 text", v))?;
+        .map_err(|_| refuse("INVALID_JSON", "the body is not UTF-8 text", v))?;
     let value = ctx_core::json::parse(text).map_err(|e| {
-        fail(
+        refuse(
             "INVALID_JSON",
             &format!(
                 "the body is not one JSON document: line {}, column {}",
@@ -167,7 +170,7 @@ async fn read_body(
         )
     })?;
     if !value.is_object() {
-        return Err(fail("INVALID_BODY", "the body must be a JSON object", v));
+        return Err(refuse("INVALID_BODY", "the body must be a JSON object", v));
     }
     Ok((bytes.to_vec(), value))
 }
@@ -188,7 +191,7 @@ async fn call(v: SpecVersion, f: impl FnOnce() -> ClReply + Send + 'static) -> R
 async fn well_known(State(gw): State<Gw>, h: HeaderMap) -> Response {
     let v = match version(&h) {
         Ok(v) => v,
-        Err(r) => return r,
+        Err(r) => return *r,
     };
     call(v, move || {
         gw.capabilities().unwrap_or_else(|e| refusal(&e, v))
@@ -206,11 +209,11 @@ async fn mutation(
 ) -> Response {
     let (v, caller) = match admit(&gw, &h) {
         Ok(x) => x,
-        Err(r) => return r,
+        Err(r) => return *r,
     };
     let (bytes, value) = match read_body(&h, body, v).await {
         Ok(x) => x,
-        Err(r) => return r,
+        Err(r) => return *r,
     };
     let key = idempotency_key(&h);
     call(v, move || {
@@ -234,7 +237,7 @@ async fn read(
 ) -> Response {
     let (v, caller) = match admit(&gw, &h) {
         Ok(x) => x,
-        Err(r) => return r,
+        Err(r) => return *r,
     };
     call(v, move || {
         f(&gw, &caller).unwrap_or_else(|e| refusal(&e, v))
