@@ -15,6 +15,7 @@ import argparse
 import http.client
 import json
 import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -161,6 +162,7 @@ def bench_cl(ctx, rounds):
     finally:
         srv.terminate()
         srv.wait()
+        shutil.rmtree(tmp, ignore_errors=True)
 
 
 def main():
@@ -232,6 +234,7 @@ def main():
     finally:
         srv.terminate()
         srv.wait()
+        shutil.rmtree(tmp, ignore_errors=True)
     if a.cl:
         bench_cl(ctx, a.cl)
 
