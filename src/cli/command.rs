@@ -94,7 +94,7 @@ pub enum Command {
     Proposals(proposals::ProposalsArgs),
     /// Minimum-reveal discovery: does the repository hold something like QUERY?
     Discover(discover::DiscoverArgs),
-    /// Serve a personal vault's HTTP API on loopback (seed 004; docs/personal.md).
+    /// Serve a personal vault's HTTP API (seed 004) and/or the Context Layer HTTP binding (seed 000) on loopback.
     #[cfg(feature = "serve")]
     Serve(serve::ServeArgs),
     /// Answer a running `ctx serve`'s approval questions from another terminal.

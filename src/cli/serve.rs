@@ -1,4 +1,5 @@
-//! `ctx serve`: the personal vault's HTTP API on loopback (seed 004 §7; docs/personal.md).
+//! `ctx serve`: the personal vault's HTTP API on loopback (seed 004 §7; docs/personal.md)
+//! and the Context Layer HTTP binding (seed 000 §10; docs/exchange.md).
 
 use std::net::SocketAddr;
 use std::time::Duration;
@@ -66,6 +67,9 @@ pub fn run(g: &Global, p: &Printer, a: &ServeArgs) -> Result<Exit> {
     use std::io::IsTerminal;
     crate::serve::run(crate::serve::Config {
         manifest,
+        dir: g.dir.clone(),
+        cwd: g.cwd.clone(),
+        load: g.load_options(ctx_core::load::DEFAULT_MAX_FILE_SIZE),
         listen,
         allow_remote: a.allow_remote,
         idle_timeout: duration("--idle-timeout", &a.idle_timeout)?,

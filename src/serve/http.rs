@@ -22,9 +22,10 @@ const MAX_SMALL_BODY: usize = 256 * 1024;
 #[derive(Clone)]
 pub struct App {
     pub svc: Svc,
-    /// Accepted `Host` header values (loopback names with the bound port); empty: any.
-    pub hosts: Arc<Vec<String>>,
 }
+
+/// Accepted `Host` header values (loopback names with the bound port); empty: any.
+pub type Hosts = Arc<Vec<String>>;
 
 fn render(r: Reply) -> Response {
     let mut resp = Response::new(Body::from(r.body.as_bytes().to_vec()));
@@ -311,11 +312,17 @@ async fn decide(
     .await
 }
 
-async fn not_found() -> Response {
+async fn not_found(uri: axum::http::Uri) -> Response {
+    if super::cl_routes::is_cl_path(uri.path()) {
+        return super::cl_routes::unknown_endpoint();
+    }
     render(Reply::error(404, "no such endpoint", "not_found"))
 }
 
-async fn not_allowed() -> Response {
+async fn not_allowed(uri: axum::http::Uri) -> Response {
+    if super::cl_routes::is_cl_path(uri.path()) {
+        return super::cl_routes::method_not_allowed();
+    }
     render(Reply::error(
         405,
         "method not allowed on this endpoint",
@@ -325,14 +332,14 @@ async fn not_allowed() -> Response {
 
 /// DNS-rebinding defence: a loopback server answers only requests addressed to it
 /// by a loopback name.
-async fn host_check(State(app): State<App>, req: Request, next: Next) -> Response {
-    if !app.hosts.is_empty() {
+async fn host_check(State(hosts): State<Hosts>, req: Request, next: Next) -> Response {
+    if !hosts.is_empty() {
         let host = req
             .headers()
             .get(header::HOST)
             .and_then(|h| h.to_str().ok())
             .unwrap_or("");
-        if !app.hosts.iter().any(|h| h == host) {
+        if !hosts.iter().any(|h| h == host) {
             return render(Reply::error(
                 421,
                 "this server answers only requests addressed to its loopback address",
@@ -343,7 +350,22 @@ async fn host_check(State(app): State<App>, req: Request, next: Next) -> Respons
     next.run(req).await.into_response()
 }
 
-pub fn router(app: App) -> Router {
+/// The whole server: seed 004's routes when `app` (a personal vault) is given,
+/// the Context Layer binding's when `cl` is, behind one Host check.
+pub fn router(app: Option<App>, cl: Option<Router>, hosts: Hosts) -> Router {
+    let mut r = Router::new();
+    if let Some(app) = app {
+        r = r.merge(personal(app));
+    }
+    if let Some(cl) = cl {
+        r = r.merge(cl);
+    }
+    r.fallback(not_found)
+        .method_not_allowed_fallback(not_allowed)
+        .layer(middleware::from_fn_with_state(hosts, host_check))
+}
+
+fn personal(app: App) -> Router {
     Router::new()
         .route("/context/unlock", post(unlock))
         .route("/context/lock", post(lock))
@@ -375,8 +397,5 @@ pub fn router(app: App) -> Router {
         .route("/context/import", post(import))
         .route("/context/approvals", get(approvals))
         .route("/context/approvals/{id}", get(approval).post(decide))
-        .fallback(not_found)
-        .method_not_allowed_fallback(not_allowed)
-        .layer(middleware::from_fn_with_state(app.clone(), host_check))
         .with_state(app)
 }

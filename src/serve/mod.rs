@@ -4,12 +4,17 @@
 //! - [`http`]: axum routes, bodies, bearer tokens;
 //! - [`sandbox`]: process hardening;
 //! - [`terminal`]: approval prompts on the serving terminal;
-//! - [`control`]: the per-launch control file `ctx approvals` reads.
+//! - [`control`]: the per-launch control file `ctx approvals` reads;
+//! - [`gateway`], [`cl_routes`]: the Context Layer HTTP binding (seed 000 §10),
+//!   served when the manifest has an exchange policy, on a personal vault or
+//!   on any other repository.
 //!
 //! Order matters: bind, then confine (before any worker thread exists), then open
 //! the vault and start the runtime.
 
+pub mod cl_routes;
 pub mod control;
+pub mod gateway;
 pub mod http;
 pub mod sandbox;
 pub mod service;
@@ -27,6 +32,10 @@ use ctx_core::manifest::Manifest;
 /// How to run.
 pub struct Config {
     pub manifest: Manifest,
+    /// How the manifest was found (`-C`) and loaded, for the live repository of the binding.
+    pub dir: Option<PathBuf>,
+    pub cwd: PathBuf,
+    pub load: ctx_core::load::LoadOptions,
     pub listen: SocketAddr,
     pub allow_remote: bool,
     pub idle_timeout: Option<Duration>,
@@ -75,7 +84,15 @@ pub fn run(c: Config) -> Result<()> {
             c.listen
         )));
     }
-    ctx_core::personal::config::PersonalConfig::require(&c.manifest)?;
+    let personal =
+        ctx_core::personal::config::PersonalConfig::from_manifest(&c.manifest)?.is_some();
+    let exchange = gateway::wanted(&c.manifest);
+    if !personal && !exchange {
+        return Err(Error::Usage(format!(
+            "{} has nothing to serve: it is not a personal repository (create one with `ctx init --template personal DIR`) and has no Context Layer exchange policy (extensions.ctx.exchange; see docs/exchange.md)",
+            c.manifest.file
+        )));
+    }
     // A broken role set means ctx cannot tell what a consumer may see: serve nothing.
     ctx_core::manifest::roles::require_sound(&c.manifest)?;
     // The repository's write lock file is found now: a confined process cannot look for it.
@@ -92,6 +109,22 @@ pub fn run(c: Config) -> Result<()> {
         .map_err(|e| Error::io("listener", &e))?;
     let mut err = std::io::stderr().lock();
     let _ = writeln!(err, "listening on http://{addr}");
+    // The binding's repository and this launch's tokens, before confinement.
+    let cl = if exchange {
+        let (gw, tokens) =
+            gateway::Gateway::open(c.dir.as_deref(), &c.cwd, c.load, write_lock.clone())?;
+        let file =
+            gateway::CredentialsFile::write(addr.port(), &format!("http://{addr}"), &tokens)?;
+        let _ = writeln!(
+            err,
+            "context layer: /.well-known/context-layer; tokens for {} requester(s) and the operator in {}",
+            tokens.requesters.len(),
+            file.path.display()
+        );
+        Some((Arc::new(gw), file))
+    } else {
+        None
+    };
     let mut paths = allowed_paths(&c.manifest);
     if !write_lock.starts_with(&c.manifest.root) {
         paths.push(write_lock.clone());
@@ -99,20 +132,6 @@ pub fn run(c: Config) -> Result<()> {
     let steps = harden(&paths);
     let _ = write!(err, "sandbox:\n{}", describe(&steps));
     drop(err);
-
-    let options = service::Options {
-        idle_timeout: c.idle_timeout,
-        approval_ttl: c
-            .approval_ttl
-            .and_then(|d| chrono::Duration::from_std(d).ok())
-            .unwrap_or_else(|| chrono::Duration::minutes(5)),
-        write_lock: Some(write_lock),
-        ..service::Options::default()
-    };
-    let (svc, control_token) = service::Service::open(c.manifest.clone(), options)?;
-    let svc = Arc::new(svc);
-    let control = control::ControlFile::write(svc.vault_id(), &addr, &control_token)?;
-    drop(control_token);
 
     let hosts = if c.allow_remote {
         Vec::new()
@@ -124,13 +143,34 @@ pub fn run(c: Config) -> Result<()> {
             format!("[::1]:{p}"),
         ]
     };
-    let app = http::App {
-        svc: svc.clone(),
-        hosts: Arc::new(hosts),
-    };
-    if c.prompt {
-        terminal::spawn(svc.clone());
+    let mut control = None;
+    let mut svc = None;
+    if personal {
+        let options = service::Options {
+            idle_timeout: c.idle_timeout,
+            approval_ttl: c
+                .approval_ttl
+                .and_then(|d| chrono::Duration::from_std(d).ok())
+                .unwrap_or_else(|| chrono::Duration::minutes(5)),
+            write_lock: Some(write_lock),
+            ..service::Options::default()
+        };
+        let (s, control_token) = service::Service::open(c.manifest.clone(), options)?;
+        let s = Arc::new(s);
+        control = Some(control::ControlFile::write(
+            s.vault_id(),
+            &addr,
+            &control_token,
+        )?);
+        drop(control_token);
+        if c.prompt {
+            terminal::spawn(s.clone());
+        }
+        svc = Some(s);
     }
+    let app = svc.clone().map(|svc| http::App { svc });
+    let cl_router = cl.as_ref().map(|(gw, _)| cl_routes::router(gw.clone()));
+    let router = http::router(app, cl_router, Arc::new(hosts));
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .max_blocking_threads(32)
@@ -140,25 +180,27 @@ pub fn run(c: Config) -> Result<()> {
         .map_err(|e| Error::io("tokio runtime", &e))?;
     let result = rt.block_on(async move {
         let listener = tokio::net::TcpListener::from_std(std_listener)?;
-        let ticker = svc.clone();
-        tokio::spawn(async move {
-            let mut t = tokio::time::interval(Duration::from_millis(500));
-            loop {
-                t.tick().await;
-                let s = ticker.clone();
-                if let Ok(true) = tokio::task::spawn_blocking(move || s.tick()).await {
-                    eprintln!(
-                        "vault locked after {} s without requests",
-                        ticker.idle_timeout().as_secs()
-                    );
+        if let Some(ticker) = svc {
+            tokio::spawn(async move {
+                let mut t = tokio::time::interval(Duration::from_millis(500));
+                loop {
+                    t.tick().await;
+                    let s = ticker.clone();
+                    if let Ok(true) = tokio::task::spawn_blocking(move || s.tick()).await {
+                        eprintln!(
+                            "vault locked after {} s without requests",
+                            ticker.idle_timeout().as_secs()
+                        );
+                    }
                 }
-            }
-        });
-        axum::serve(listener, http::router(app))
+            });
+        }
+        axum::serve(listener, router)
             .with_graceful_shutdown(shutdown())
             .await
     });
     drop(control);
+    drop(cl);
     result.map_err(|e| Error::io("server", &e))
 }
 

@@ -94,6 +94,7 @@ mod release;
 mod resolve;
 mod resolve_budget;
 mod serve_canary;
+mod serve_context_layer;
 mod serve_journey;
 mod serve_load;
 #[allow(dead_code)]

@@ -259,3 +259,193 @@ fn a_broken_role_set_is_refused_before_listening() {
         .assert_stderr_contains("refusing to serve context");
     assert!(!r.stderr.contains("listening on"), "{}", r.stderr);
 }
+
+/// The Context Layer binding's row: on the canary repository, with a policy
+/// that would grant `bot` everything it can name, the whole HTTP flow —
+/// discovery, request (needs approval), decision, bundle, receipts, status,
+/// refusals — runs as `bot` and the operator; no canary may appear in any
+/// response body or header, or in the server's log. The bundle must carry what
+/// `bot` may see, so the row cannot pass by disclosing nothing.
+#[test]
+fn no_canary_reaches_any_context_layer_response() {
+    use crate::canary::{PrivateRepo, CANARIES};
+    use crate::serve_context_layer::ClServer;
+
+    let p = PrivateRepo::new().expect("fixture");
+    let mut keys = Vec::new();
+    for id in ["cl-bundle", "cl-anchor"] {
+        let r = p.run(&["keys", "generate", "--id", id]);
+        assert_eq!(r.code, 0, "{}", r.stderr);
+        keys.push(r.stdout.lines().next().unwrap().trim().to_string());
+    }
+    let manifest = p.repo.path().join("opencontext.yaml");
+    let text = std::fs::read_to_string(&manifest).unwrap();
+    let block = format!(
+        "  ctx.exchange:\n    issuer_key: cl-bundle\n    keys:\n      cl-bundle: {{ ed25519: \"{}\", purpose: bundle }}\n      cl-anchor: {{ ed25519: \"{}\", purpose: anchor }}\n    receipts:\n      anchor_key: cl-anchor\n    predicates:\n      everything: {{ ids: [\"*\"] }}\n      customers: {{ collections: [c] }}\n      outside: {{ collections: [outside] }}\n      vault: {{ collections: [vault] }}\n    requesters:\n      bot:\n        purpose_codes: [draft.response]\n        tasks: [draft_only]\n        selectors: [\"*\", everything, customers, outside, vault]\n        wildcards: {{ selectors: true }}\n        actions: [model.generate_text, email.send]\n        approval_actions: [email.send]\n",
+        keys[0], keys[1]
+    );
+    let i = text.find("\nextensions:\n").expect("extensions") + "\nextensions:\n".len();
+    std::fs::write(&manifest, format!("{}{block}{}", &text[..i], &text[i..])).unwrap();
+
+    let req_path = p.repo.path().join("x.req.json");
+    let mut args = vec![
+        "request",
+        "new",
+        "--as",
+        "bot",
+        "--purpose-code",
+        "draft.response",
+        "--task",
+        "draft_only",
+        "--purpose",
+        "Answer a customer",
+        "--action",
+        "model.generate_text",
+        "--action",
+        "email.send",
+    ];
+    for s in [
+        "everything",
+        "customers",
+        "outside",
+        "vault",
+        "c.denied",
+        "c.noread",
+        "c.excluded.x",
+        "c.restricted",
+        "c.invalid",
+        "c.broken",
+        "vault.passport",
+    ] {
+        args.extend(["--select", s]);
+    }
+    args.extend(["-o", req_path.to_str().unwrap()]);
+    let r = p.run(&args);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let req: Value = serde_json::from_str(&std::fs::read_to_string(&req_path).unwrap()).unwrap();
+    let rid = req["id"].as_str().unwrap().to_string();
+
+    let mut s = ClServer::start(p.repo.path(), p.config.path());
+    let bot = s.token("bot");
+    let op = s.operator.clone();
+    let mut seen = Vec::new();
+    let mut keep = |what: &str, r: crate::serve_context_layer::Resp| {
+        let headers: Vec<String> = r.headers.iter().map(|(k, v)| format!("{k}: {v}")).collect();
+        seen.push((
+            what.to_string(),
+            format!("{}\n{}", headers.join("\n"), r.text),
+        ));
+        r
+    };
+    keep(
+        "discovery",
+        s.call("GET", "/.well-known/context-layer", &[], None),
+    )
+    .expect(200);
+    let pending = keep(
+        "submit",
+        s.post(
+            "/context/v1/requests",
+            &bot,
+            &req,
+            &[("Idempotency-Key", "c1")],
+        ),
+    );
+    pending.expect(202);
+    keep(
+        "replay",
+        s.post(
+            "/context/v1/requests",
+            &bot,
+            &req,
+            &[("Idempotency-Key", "c1")],
+        ),
+    );
+    keep(
+        "status",
+        s.get(&format!("/context/v1/requests/{rid}"), &bot),
+    );
+    let decided = keep(
+        "approve",
+        s.post(
+            &format!("/context/v1/requests/{rid}/decisions"),
+            &op,
+            &json!({"decision": "approve"}),
+            &[],
+        ),
+    );
+    decided.expect(200);
+    let bid = decided.body["bundle_ref"]
+        .as_str()
+        .expect("bundle")
+        .to_string();
+    let bundle = keep("bundle", s.get(&format!("/context/v1/bundles/{bid}"), &bot));
+    bundle.expect(200);
+    assert!(bundle.text.contains("ACME visible v2"), "{}", bundle.text);
+    keep(
+        "replay bundle",
+        s.get(&format!("/context/v1/bundles/{bid}"), &bot),
+    );
+    let digest = format!("sha256:{}", "cd".repeat(32));
+    let rec = keep(
+        "receipt",
+        s.post(
+            &format!("/context/v1/bundles/{bid}/receipts"),
+            &bot,
+            &json!({"operation": "model.generate_text", "outcome": "success", "output_digest": digest}),
+            &[],
+        ),
+    );
+    let rec_id = rec.body["receipt"]["id"]
+        .as_str()
+        .unwrap_or("none")
+        .to_string();
+    keep(
+        "receipt get",
+        s.get(&format!("/context/v1/receipts/{rec_id}"), &bot),
+    );
+    keep(
+        "receipt get (operator)",
+        s.get(&format!("/context/v1/receipts/{rec_id}"), &op),
+    );
+    keep(
+        "status (operator)",
+        s.get(&format!("/context/v1/requests/{rid}"), &op),
+    );
+    keep(
+        "proposal",
+        s.post(
+            "/context/v1/memory-proposals",
+            &bot,
+            &json!({"bundle_ref": bid, "proposal": {"operation": "add", "proposed_claims": [], "provenance_handles": [], "rationale": "x"}}),
+            &[],
+        ),
+    );
+    for id in [
+        "c.denied",
+        "vault.passport",
+        "urn:cl:bundle:0123456789abcdef",
+    ] {
+        keep(
+            "unknown bundle",
+            s.get(&format!("/context/v1/bundles/{id}"), &bot),
+        );
+        keep(
+            "unknown request",
+            s.get(&format!("/context/v1/requests/{id}"), &bot),
+        );
+    }
+    let log = s.stderr();
+    seen.push(("server log".into(), log));
+    let mut failures = Vec::new();
+    for (what, text) in &seen {
+        let found: Vec<&&str> = CANARIES
+            .iter()
+            .filter(|c| !c.is_empty() && text.contains(**c))
+            .collect();
+        if !found.is_empty() {
+            failures.push(format!("{what} leaks {found:?}"));
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}

@@ -11,6 +11,10 @@ pub(super) fn examples(path: &[&str]) -> Option<&'static [Example]> {
                 "ctx serve --listen 127.0.0.1:0 --idle-timeout 10m --no-prompt",
                 "A free port (printed first on stderr), auto-lock after ten idle minutes, approvals only via ctx approvals.",
             ),
+            (
+                "ctx serve --listen 127.0.0.1:7300 --no-prompt",
+                "With extensions.ctx.exchange: the Context Layer binding (GET /.well-known/context-layer, /context/v1/requests, bundles, receipts, memory-proposals); per-launch tokens in ~/.config/ctx/serve/context-layer-7300.json.",
+            ),
             ("ctx serve --explain-sandbox", "What process hardening is, and is not, in effect here."),
         ],
         ["approvals"] | ["approvals", "list"] => &[(

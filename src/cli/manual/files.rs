@@ -157,6 +157,15 @@ pub(super) fn files(path: &[&str]) -> Vec<File> {
                 "The encrypted token store and the sealed, hash-chained audit log of the vault.",
             ),
             SERVE_CONTROL,
+            (
+                "~/.config/ctx/serve/context-layer-PORT.json",
+                "Written by ctx serve when the manifest has extensions.ctx.exchange (0600, removed on exit): one ctxcl_ bearer token per requester and one for the operator.",
+            ),
+            EXCHANGE_STATE,
+            (
+                ".ctx/exchange/idempotency/",
+                "The first answer to each Idempotency-Key of the Context Layer binding, written atomically and never replaced.",
+            ),
             LOCK,
         ]),
         ["approvals", ..] => vec![MANIFEST, SERVE_CONTROL],

@@ -24,6 +24,7 @@ pub mod consumer;
 pub mod envelope;
 pub mod error;
 pub mod evaluate;
+pub mod idempotency;
 pub mod kit;
 pub mod local;
 pub mod ops;

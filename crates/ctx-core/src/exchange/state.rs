@@ -46,6 +46,9 @@ impl Kind {
 pub struct StateDir {
     pub root: PathBuf,
     pub dir: PathBuf,
+    /// The repository's write-lock file when the caller already knows it (a
+    /// confined server cannot run git to find it); None: found per lock.
+    pub lock_at: Option<PathBuf>,
 }
 
 impl StateDir {
@@ -53,6 +56,7 @@ impl StateDir {
         StateDir {
             root: repo_root.to_path_buf(),
             dir: repo_root.join(".ctx").join("exchange"),
+            lock_at: None,
         }
     }
 
@@ -76,7 +80,11 @@ impl StateDir {
 
     /// Take the repository write lock (held until the guard drops).
     pub fn lock(&self) -> ClResult<crate::fs::RepoLock> {
-        crate::fs::RepoLock::acquire(&self.root).map_err(|e| {
+        match &self.lock_at {
+            Some(p) => crate::fs::RepoLock::acquire_at(p),
+            None => crate::fs::RepoLock::acquire(&self.root),
+        }
+        .map_err(|e| {
             ClError::new(
                 "STATE_UNAVAILABLE",
                 format!(

@@ -31,6 +31,16 @@ impl RepoLock {
         Ok(RepoLock { _file: file, path })
     }
 
+    /// Take the lock at a path found earlier by [`RepoLock::acquire`]: a
+    /// confined server (which may not run git to find it) keeps the path.
+    pub fn acquire_at(path: &Path) -> io::Result<RepoLock> {
+        let file = lock_file(path, Mode::RepositoryDefault)?;
+        Ok(RepoLock {
+            _file: file,
+            path: path.to_path_buf(),
+        })
+    }
+
     /// Where the lock file is.
     pub fn path(&self) -> &Path {
         &self.path

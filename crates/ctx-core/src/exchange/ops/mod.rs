@@ -9,6 +9,7 @@ pub mod bundles;
 pub mod commit;
 pub mod decide;
 pub mod discover;
+pub mod gateway;
 pub mod ledger;
 pub mod proposals;
 pub mod request;

@@ -1,0 +1,566 @@
+//! The exchange as a network gateway sees it (seed 000 §10): an authenticated
+//! principal submits a request, a trusted decision role approves or refuses
+//! it, the recipient retrieves its bundle once, reports what it did, and
+//! proposes memory. Each function composes the operations the CLI runs
+//! (`request`, `decide`, `bundles`, `proposals`, `ledger`) and adds only what
+//! a remote caller needs on top: that the caller is who the object names, and
+//! that it may read what it asks for. Transports (HTTP now) map the
+//! [`ClError`] codes to their statuses and render; they decide nothing.
+
+use std::collections::BTreeMap;
+
+use chrono::Duration;
+use serde_json::{json, Map, Value};
+
+use super::bundles::{self, ConsumerOptions, IssueOptions, IssuedBundle};
+use super::decide::{self, Decided, EvaluateOptions};
+use super::{ledger, meta, proposals, request, Exchange};
+use crate::exchange::canon;
+use crate::exchange::config::{self, KeyPurpose, LOCAL_AUTH};
+use crate::exchange::consumer::{ActionResult, ExecOutcome};
+use crate::exchange::error::{fail, ClError, ClResult};
+use crate::exchange::receipts::ReceiptDraft;
+use crate::exchange::state::Kind;
+use crate::exchange::wire::{self, SpecVersion, V01_EXTENSION};
+use crate::time::Instant;
+
+/// The experimental media type of seed 000 §6.2 (not IANA registered).
+pub const MEDIA_TYPE: &str = "application/vnd.context-layer+json";
+
+/// Who a caller proved to be.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Caller {
+    /// A requester of the policy (`urn:ctx:agent:x` or `urn:ctx:role:x`).
+    Principal(String),
+    /// The trusted decision role: the person running the gateway.
+    Operator,
+}
+
+/// Per-launch bearer credentials (seed 000 §11.1: a local server requires a
+/// per-launch authorization token). One token per configured requester and
+/// one for the operator; only their SHA-256 digests are kept in memory, so a
+/// leaked process image does not hand out a usable token.
+#[derive(Debug, Clone, Default)]
+pub struct Credentials {
+    by_digest: BTreeMap<String, Caller>,
+}
+
+/// The tokens as handed to the user once (written to a 0600 file by the server).
+#[derive(Debug, Clone, Default)]
+pub struct IssuedTokens {
+    pub operator: String,
+    /// Principal → token.
+    pub requesters: BTreeMap<String, String>,
+}
+
+/// Prefix of Context Layer gateway tokens (distinct from vault tokens `ctx_`/`ctxs_`).
+pub const TOKEN_PREFIX: &str = "ctxcl_";
+
+fn new_token() -> ClResult<String> {
+    let mut b = [0u8; 32];
+    getrandom::fill(&mut b).map_err(|e| {
+        ClError::new(
+            "CREDENTIALS_UNAVAILABLE",
+            format!("no randomness available for a gateway token: {e}"),
+        )
+    })?;
+    Ok(format!("{TOKEN_PREFIX}{}", hex::encode(b)))
+}
+
+impl Credentials {
+    /// Fresh tokens for every requester of `cfg` and the operator.
+    pub fn generate(cfg: &config::ExchangeConfig) -> ClResult<(Credentials, IssuedTokens)> {
+        let mut c = Credentials::default();
+        let mut t = IssuedTokens {
+            operator: new_token()?,
+            ..Default::default()
+        };
+        c.by_digest
+            .insert(canon::digest_bytes(t.operator.as_bytes()), Caller::Operator);
+        for name in cfg.requesters.keys() {
+            let p = config::principal(name);
+            let tok = new_token()?;
+            c.by_digest.insert(
+                canon::digest_bytes(tok.as_bytes()),
+                Caller::Principal(p.clone()),
+            );
+            t.requesters.insert(p, tok);
+        }
+        Ok((c, t))
+    }
+
+    /// The caller a bearer token proves; `UNAUTHENTICATED` when absent or unknown.
+    pub fn authenticate(&self, bearer: Option<&str>) -> ClResult<Caller> {
+        let Some(b) = bearer.filter(|b| b.starts_with(TOKEN_PREFIX)) else {
+            return fail(
+                "UNAUTHENTICATED",
+                "send `Authorization: Bearer ctxcl_…`, the per-launch token `ctx serve` wrote for your requester",
+            );
+        };
+        match self.by_digest.get(&canon::digest_bytes(b.as_bytes())) {
+            Some(c) => Ok(c.clone()),
+            None => fail(
+                "UNAUTHENTICATED",
+                "the bearer token is not one this server issued (tokens last one launch)",
+            ),
+        }
+    }
+}
+
+/// A submitted or decided request and what followed from it.
+pub struct Outcome {
+    pub decided: Decided,
+    /// The bundle issued when the decision grants.
+    pub bundle: Option<IssuedBundle>,
+}
+
+impl Outcome {
+    /// The response body: the decision, and where the bundle is when there is one.
+    pub fn body(&self, request_id: &str) -> Value {
+        let d = &self.decided.evaluation.decision;
+        json!({
+            "request_ref": request_id,
+            "state": self.decided.evaluation.state.as_str(),
+            "decision": d,
+            "bundle_ref": self.bundle.as_ref().map(|b| b.bundle_id.clone()),
+        })
+    }
+}
+
+fn requester_of(core: &Value) -> &str {
+    core["requester"]["principal"].as_str().unwrap_or("")
+}
+
+/// Evaluate and, when the decision grants, issue the bundle.
+fn decide_and_issue(
+    ex: &Exchange<'_>,
+    request: &Value,
+    approval: Option<Value>,
+    version: SpecVersion,
+    at: Instant,
+) -> ClResult<Outcome> {
+    let decided = decide::evaluate(
+        ex,
+        &EvaluateOptions {
+            request: request.clone(),
+            approval,
+            at,
+            version: Some(version),
+        },
+    )?;
+    let bundle = if decided.evaluation.state.grants() {
+        Some(bundles::issue(
+            ex,
+            &IssueOptions {
+                decision: decided.evaluation.decision.clone(),
+                key: None,
+                at,
+            },
+        )?)
+    } else {
+        None
+    };
+    Ok(Outcome { decided, bundle })
+}
+
+/// `POST /requests`: the request must name the caller as its requester and
+/// the authentication it came with; it is checked as `ctx request validate`
+/// checks, stored, evaluated, and a granted bundle is issued.
+pub fn submit(
+    ex: &Exchange<'_>,
+    caller: &Caller,
+    request: &Value,
+    version: SpecVersion,
+    at: Instant,
+) -> ClResult<Outcome> {
+    let Caller::Principal(principal) = caller else {
+        return fail(
+            "FORBIDDEN",
+            "the operator token approves requests; a request is submitted with its requester's token",
+        );
+    };
+    decide::check_shape(request)?;
+    let core = wire::to_core(request)?;
+    if requester_of(&core) != principal {
+        return fail(
+            "REQUESTER_MISMATCH",
+            format!("the request names requester {:?}, but the bearer token is {principal}'s; a requester submits only its own requests", requester_of(&core)),
+        );
+    }
+    if core["requester"]["authenticated_by"] != LOCAL_AUTH {
+        return fail(
+            "AUTHENTICATION_MISMATCH",
+            format!("requester.authenticated_by must be {LOCAL_AUTH:?}: the per-launch token is a local-session credential"),
+        );
+    }
+    let report = request::validate(ex, request, at);
+    if let Some(p) = report.problems.first() {
+        let all: Vec<String> = report
+            .problems
+            .iter()
+            .map(|p| format!("{}: {}", p.code, p.message))
+            .collect();
+        return fail(p.code, all.join("; "));
+    }
+    decide_and_issue(ex, request, None, version, at)
+}
+
+/// The current state of a stored request, as its requester or the operator sees it.
+pub struct Status {
+    pub request: Value,
+    /// Decisions on it, oldest first.
+    pub decisions: Vec<Value>,
+    pub bundles: Vec<String>,
+    /// `issued`, `denied` (by a person), or the latest decision's state.
+    pub state: String,
+}
+
+impl Status {
+    pub fn body(&self) -> Value {
+        json!({
+            "request_ref": self.request["id"],
+            "state": self.state,
+            "request": self.request,
+            "decision": self.decisions.last(),
+            "decisions": self.decisions.iter().map(|d| d["id"].clone()).collect::<Vec<_>>(),
+            "bundle_ref": self.bundles.last(),
+        })
+    }
+}
+
+/// A stored request the caller may see (another requester's is "not found").
+fn visible_request(ex: &Exchange<'_>, caller: &Caller, id: &str) -> ClResult<Value> {
+    let not_found = || ClError::new("REQUEST_NOT_FOUND", format!("no request {id} here"));
+    let (_, r) = ex.state.find(Kind::Request, id)?.ok_or_else(not_found)?;
+    if let Caller::Principal(p) = caller {
+        let core = wire::to_core(&r)?;
+        if requester_of(&core) != p && core["recipient"]["principal"] != p.as_str() {
+            return Err(not_found());
+        }
+    }
+    Ok(r)
+}
+
+/// `GET /requests/{id}`.
+pub fn status(ex: &Exchange<'_>, caller: &Caller, id: &str) -> ClResult<Status> {
+    let request = visible_request(ex, caller, id)?;
+    let mut decisions: Vec<Value> = ex
+        .state
+        .all(Kind::Decision)?
+        .into_iter()
+        .map(|(_, d)| d)
+        .filter(|d| d["request_ref"] == id)
+        .collect();
+    decisions.sort_by(|a, b| {
+        (a["created_at"].as_str(), a["id"].as_str())
+            .cmp(&(b["created_at"].as_str(), b["id"].as_str()))
+    });
+    let bundles: Vec<String> = ex
+        .state
+        .all(Kind::Bundle)?
+        .into_iter()
+        .filter(|(_, e)| e["bundle"]["request_ref"] == id)
+        .filter_map(|(_, e)| e["bundle"]["id"].as_str().map(str::to_string))
+        .collect();
+    let refused = match ex.optional_log() {
+        Some(Ok(log)) => log.verify()?.receipts().any(|r| {
+            r["operation"] == "approval.deny" && r["request_ref"] == id && r["outcome"] == "success"
+        }),
+        _ => false,
+    };
+    let state = if !bundles.is_empty() {
+        "issued".to_string()
+    } else if refused {
+        "denied".to_string()
+    } else {
+        decisions
+            .last()
+            .and_then(|d| d["decision"].as_str())
+            .unwrap_or("submitted")
+            .to_string()
+    };
+    Ok(Status {
+        request,
+        decisions,
+        bundles,
+        state,
+    })
+}
+
+/// A person's answer to a `needs_approval` request.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Verdict {
+    Approve,
+    Deny,
+}
+
+/// `POST /requests/{id}/decisions` (operator only). Approve: the single-use
+/// approval `ctx approve` would write, then a new decision that uses it (and
+/// the bundle when it grants). Deny: an `approval.deny` receipt; the request
+/// stays undecided for good (`state: denied`).
+pub fn decide_request(
+    ex: &Exchange<'_>,
+    caller: &Caller,
+    id: &str,
+    verdict: Verdict,
+    reason: &str,
+    version: SpecVersion,
+    at: Instant,
+) -> ClResult<Option<Outcome>> {
+    if *caller != Caller::Operator {
+        return fail(
+            "FORBIDDEN",
+            "decisions are recorded by the trusted decision role (the operator token), never by a requester",
+        );
+    }
+    let st = status(ex, caller, id)?;
+    if st.state == "issued" || st.state == "denied" {
+        return fail(
+            "REQUEST_STATE_CONFLICT",
+            format!("request {id} is already {}; submit a new request", st.state),
+        );
+    }
+    let approver = "urn:ctx:operator:serve";
+    match verdict {
+        Verdict::Approve => {
+            let summary = decide::approval_summary(ex, &st.request, at, Duration::minutes(5))?;
+            let (approval, _) = decide::approve(ex, &summary, approver, at)?;
+            decide_and_issue(ex, &st.request, Some(approval), version, at).map(Some)
+        }
+        Verdict::Deny => {
+            let log = ex.log()?;
+            log.preflight()?;
+            let _lock = ex.state.lock()?;
+            ex.record(
+                Some(&log),
+                &ReceiptDraft {
+                    operation: "approval.deny".into(),
+                    actor: approver.into(),
+                    subject_ref: super::alias_of(&st.request),
+                    request_ref: Some(id.to_string()),
+                    outcome: "success".into(),
+                    input_digest: Some(canon::digest(&st.request)),
+                    user_summary: "A person refused the gated scope of a context request.".into(),
+                    metadata: meta(&[("reason", reason)]),
+                    ..Default::default()
+                },
+                at,
+                version,
+            )?;
+            Ok(None)
+        }
+    }
+}
+
+/// The stored envelope of a bundle, as bytes a consumer would have received.
+fn envelope(ex: &Exchange<'_>, bundle_id: &str) -> ClResult<Value> {
+    ex.state
+        .all(Kind::Bundle)?
+        .into_iter()
+        .find(|(_, e)| e["bundle"]["id"] == bundle_id)
+        .map(|(_, e)| e)
+        .ok_or_else(|| {
+            ClError::new(
+                "BUNDLE_NOT_FOUND",
+                format!("no bundle {bundle_id} was issued here"),
+            )
+        })
+}
+
+fn consumer(
+    ex: &Exchange<'_>,
+    caller: &Caller,
+    bundle_id: &str,
+    at: Instant,
+) -> ClResult<(Value, ConsumerOptions)> {
+    let Caller::Principal(p) = caller else {
+        return fail(
+            "FORBIDDEN",
+            "only a bundle's recipient retrieves it, reports on it or proposes through it",
+        );
+    };
+    let env = envelope(ex, bundle_id)?;
+    if env["bundle"]["recipient"] != p.as_str() {
+        // Concealed: another requester learns nothing about the bundle.
+        return fail(
+            "BUNDLE_NOT_FOUND",
+            format!("no bundle {bundle_id} was issued here"),
+        );
+    }
+    let o = ConsumerOptions {
+        envelope: serde_json::to_vec(&env).expect("JSON"),
+        recipient: p.clone(),
+        at,
+        trust: None,
+    };
+    Ok((env, o))
+}
+
+/// `GET /bundles/{id}`: the recipient retrieves its bundle once. The checks of
+/// `ctx exchange open` run and `bundle.consume` is durable before the
+/// envelope is returned; a second retrieval is `BUNDLE_REPLAY`.
+pub fn retrieve(
+    ex: &Exchange<'_>,
+    caller: &Caller,
+    bundle_id: &str,
+    at: Instant,
+) -> ClResult<Value> {
+    let (env, o) = consumer(ex, caller, bundle_id, at)?;
+    bundles::open(ex, &o)?;
+    Ok(env)
+}
+
+/// `POST /bundles/{id}/receipts`: the recipient reports a granted action it
+/// performed; the gateway checks the capability, expiry and revocation as
+/// `ctx exchange exec` does and records the receipts.
+pub fn report(
+    ex: &Exchange<'_>,
+    caller: &Caller,
+    bundle_id: &str,
+    action: &str,
+    success: bool,
+    output_digest: &str,
+    at: Instant,
+) -> ClResult<(&'static str, Value)> {
+    if !canon::is_digest(output_digest) {
+        return fail(
+            "INVALID_DIGEST",
+            "output_digest must be sha256:<64 lowercase hex> of what the action produced",
+        );
+    }
+    let (_, o) = consumer(ex, caller, bundle_id, at)?;
+    let r = bundles::exec(ex, &o, action, |_| ActionResult {
+        success,
+        output_digest: output_digest.to_string(),
+    })?;
+    Ok(match r.outcome {
+        ExecOutcome::Success { receipt } => ("success", receipt),
+        ExecOutcome::Failure { receipt } => ("failure", receipt),
+        ExecOutcome::Indeterminate { error, .. } => {
+            return Err(ClError::new(
+                "INDETERMINATE_OUTCOME",
+                format!(
+                    "the receipt could not be stored ({}); it waits to be retried",
+                    error.code
+                ),
+            ))
+        }
+    })
+}
+
+/// `POST /memory-proposals`: a candidate through a bundle its recipient opened.
+pub fn propose(
+    ex: &Exchange<'_>,
+    caller: &Caller,
+    bundle_id: &str,
+    candidate: &Value,
+    at: Instant,
+) -> ClResult<Value> {
+    let (_, o) = consumer(ex, caller, bundle_id, at)?;
+    proposals::submit(ex, &o, candidate).map(|(p, _)| p)
+}
+
+/// `GET /receipts/{id}`: the operator reads any receipt; a requester only
+/// those about its own requests and bundles (seed 000 §11.8: receipts are a
+/// sensitive dataset of their own). Ids are matched exactly, never by prefix.
+pub fn receipt(ex: &Exchange<'_>, caller: &Caller, id: &str) -> ClResult<Value> {
+    let not_found = || ClError::new("RECEIPT_NOT_FOUND", format!("no receipt {id} here"));
+    let listed = ledger::show(ex, id).map_err(|_| not_found())?;
+    if listed.receipt["id"] != id {
+        return Err(not_found());
+    }
+    if let Caller::Principal(p) = caller {
+        let r = &listed.receipt;
+        let by_request = r["request_ref"]
+            .as_str()
+            .is_some_and(|q| visible_request(ex, caller, q).is_ok());
+        let by_bundle = r["bundle_ref"]
+            .as_str()
+            .is_some_and(|b| envelope(ex, b).is_ok_and(|e| e["bundle"]["recipient"] == p.as_str()));
+        if !by_request && !by_bundle {
+            return Err(not_found());
+        }
+    }
+    Ok(listed.receipt)
+}
+
+/// The capability document of `GET /.well-known/context-layer` (seed 000
+/// §10.2): versions, roles, endpoints, object types, authentication, the
+/// bundle-signing and anchor keys (public halves with their kids), receipt
+/// capabilities and limits. Policy internals (requesters, selectors) stay out.
+pub fn capabilities(ex: &Exchange<'_>) -> Value {
+    let keys: Vec<Value> = ex
+        .config
+        .keys
+        .iter()
+        .map(|(id, (k, purpose))| {
+            json!({
+                "kid": bundles::kid_of(id),
+                "alg": "Ed25519",
+                "public_key": k.to_base64(),
+                "use": purpose.as_str(),
+            })
+        })
+        .collect();
+    let max_lifetime = ex
+        .config
+        .requesters
+        .values()
+        .map(|r| r.max_retention_seconds)
+        .max()
+        .unwrap_or(0);
+    let p = "/context/v1";
+    json!({
+        "spec_versions": [SpecVersion::V02.id(), SpecVersion::V01.id()],
+        "default_version": SpecVersion::V02.id(),
+        "version_header": "Context-Layer-Version",
+        "media_type": MEDIA_TYPE,
+        "issuer": {"id": crate::exchange::bundle::DEFAULT_ISSUER},
+        "subject": config::subject(&ex.repo.manifest),
+        "roles": ["CL-Core-Issuer", "CL-Memory", "CL-Receipt-Store"],
+        "endpoints": {
+            "requests": format!("{p}/requests"),
+            "request": format!("{p}/requests/{{id}}"),
+            "decisions": format!("{p}/requests/{{id}}/decisions"),
+            "bundle": format!("{p}/bundles/{{id}}"),
+            "bundle_receipts": format!("{p}/bundles/{{id}}/receipts"),
+            "memory_proposals": format!("{p}/memory-proposals"),
+            "receipt": format!("{p}/receipts/{{id}}"),
+        },
+        "object_types": ["context_request", "policy_decision", "scoped_context_bundle", "memory_update_proposal", "receipt", "error"],
+        "authentication": {
+            "scheme": "bearer",
+            "token_prefix": TOKEN_PREFIX,
+            "issued": "per launch, one token per configured requester and one for the decision role, in a 0600 file under the user's config folder",
+            "requester_authenticated_by": LOCAL_AUTH,
+        },
+        "idempotency": {"header": "Idempotency-Key", "methods": ["POST"], "conflict_status": 409},
+        "signing": {
+            "suite": "Ed25519 over the local-core canonical JSON",
+            "keys": keys,
+            "issuer_key": ex.config.issuer_key.as_ref().map(|k| bundles::kid_of(k)),
+        },
+        "receipts": {
+            "store": if ex.config.anchor_key.is_some() { "anchored-hash-chain" } else { "unavailable" },
+            "payload_included": false,
+            "anchor_kid": ex.config.anchor_key.as_ref().map(|k| bundles::kid_of(k)),
+        },
+        "bundles": {"single_use": true, "maximum_lifetime_seconds": max_lifetime, "max_context_items": bundles::MAX_CONTEXT_ITEMS},
+        "extensions": [V01_EXTENSION],
+        "conformance": "ctx conformance conformance/context-layer",
+        "key_purposes": [KeyPurpose::Bundle.as_str(), KeyPurpose::Anchor.as_str()],
+    })
+}
+
+/// A protocol `error` object (seed 000 §10.4) in the negotiated wire form.
+pub fn error_object(e: &ClError, at: Instant, version: SpecVersion) -> Value {
+    let mut m = Map::new();
+    m.insert("spec_version".into(), json!(version.id()));
+    m.insert("type".into(), json!("error"));
+    m.insert("created_at".into(), json!(canon::iso_ms(&canon::to_ms(at))));
+    m.insert("issuer".into(), json!({"id": "urn:cl:gateway:ctx"}));
+    m.insert("code".into(), json!(e.code));
+    m.insert("message".into(), json!(e.message));
+    m.insert("retryable".into(), json!(e.retryable()));
+    canon::finalize(m, "urn:cl:error:")
+}
