@@ -227,6 +227,7 @@ pub fn run(g: &Global, p: &Printer, args: &InitArgs) -> Result<Exit> {
     } else {
         template(&id, &name_yaml, &today)
     };
+    let mut written: Vec<&str> = Vec::new();
     for (rel, text) in files {
         let path = dir.join(rel);
         let exists = path.exists();
@@ -234,6 +235,7 @@ pub fn run(g: &Global, p: &Printer, args: &InitArgs) -> Result<Exit> {
             report.push_str(&format!("  kept     {rel} (exists; --force replaces it)\n"));
             continue;
         }
+        written.push(rel);
         if let Some(parent) = path.parent() {
             std::fs::create_dir_all(parent).map_err(|e| Error::io(parent, &e))?;
         }
@@ -243,6 +245,9 @@ pub fn run(g: &Global, p: &Printer, args: &InitArgs) -> Result<Exit> {
             "  {}  {rel}\n",
             if exists { "replaced" } else { "created " }
         ));
+    }
+    if !written.is_empty() {
+        report.push_str(&sign_starter_objects(g, &dir, &written)?);
     }
     if let Some(CiSystem::Github) = args.ci {
         let (path, text) = ctx_core::ci::github_workflow_file(&dir, env!("CARGO_PKG_VERSION"));
@@ -268,6 +273,22 @@ pub fn run(g: &Global, p: &Printer, args: &InitArgs) -> Result<Exit> {
     ));
     super::io_result(p.out(&report))?;
     Ok(Exit::Ok)
+}
+
+/// Sign off the canonical starter objects init just wrote: the person creating the
+/// repository owns them, and a new repository passes `validate --strict` as created.
+fn sign_starter_objects(g: &Global, dir: &Path, written: &[&str]) -> Result<String> {
+    let repo = ctx_core::load::open(Some(dir), &g.cwd, &ctx_core::load::LoadOptions::default())?;
+    let by = ctx_core::write::signoff::signer(None, &[]);
+    let records =
+        ctx_core::write::promote::sign_files(&repo, written, &by, &g.clock.stamp(), "init")?;
+    Ok(match records.len() {
+        0 => String::new(),
+        n => format!(
+            "  created   {}/ (sign-offs of the {n} canonical starter objects; commit them)\n",
+            ctx_core::write::signoff::DIR
+        ),
+    })
 }
 
 /// What `.gitignore` keeps out of git. Everything else ctx writes under `.ctx/`

@@ -59,6 +59,10 @@ const SERVE_CONTROL: File = (
     "~/.config/ctx/personal/VAULT.serve.json",
     "Written by a running ctx serve (0600, removed on exit): its address and the control token ctx approvals uses.",
 );
+const SIGNOFFS: File = (
+    ".ctx/signoffs/ID.json",
+    "Sign-offs of canonical and approved authority (add --promote, supersede, promote); commit them: validate warns on an object without one.",
+);
 const NO_FILES: File = ("(none)", "This command reads no repository file.");
 
 /// Where a shell looks for the script `ctx completions` prints.
@@ -216,6 +220,10 @@ pub fn examples(path: &[&str]) -> &'static [Example] {
             "ctx supersede policies.refunds --content \"Within 60 days.\" --dry-run",
             "Show the next version that would replace the current one.",
         )],
+        ["promote"] => &[
+            ("ctx promote policies.refunds", "Sign off the canonical or approved authority policies.refunds declares (after a hand edit, or for an object that predates sign-offs)."),
+            ("ctx promote policies.refunds@2 --authority canonical --dry-run", "Check that version 2 declares canonical and show the sign-off that would be recorded."),
+        ],
         ["export"] => &[
             ("ctx export --target agents-md --role support", "Write AGENTS.md from what the support role may see."),
             ("ctx export --target agents-md --role support --check", "Fail in CI when AGENTS.md is out of date."),
@@ -380,7 +388,8 @@ pub fn files(path: &[&str]) -> Vec<File> {
         ["history"] | ["diff"] => {
             with(&[(".git/", "Earlier states of the repository, read with git.")])
         }
-        ["add"] | ["supersede"] | ["fmt"] => with(&[LOCK]),
+        ["add"] | ["supersede"] | ["promote"] => with(&[LOCK, SIGNOFFS]),
+        ["fmt"] => with(&[LOCK]),
         ["export"] => with(&[(
             "AGENTS.md, CLAUDE.md, .cursor/rules/opencontext.mdc",
             "The file --target names, beside the manifest (or --output).",

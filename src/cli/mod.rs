@@ -32,6 +32,7 @@ pub mod personal;
 pub mod printer;
 pub mod private;
 pub mod progress;
+pub mod promote;
 pub mod proposals;
 pub mod propose;
 pub mod provider;
@@ -129,6 +130,8 @@ pub enum Command {
     Add(add::AddArgs),
     /// Write a new version that supersedes the current one; the previous version stays on disk.
     Supersede(supersede::SupersedeArgs),
+    /// Sign off the canonical or approved authority an object declares (recorded in .ctx/signoffs/).
+    Promote(promote::PromoteArgs),
     /// Write the resolved context as AGENTS.md, CLAUDE.md or Cursor rules (with --check for CI).
     Export(export::ExportArgs),
     /// Context Layer requests: write, check and evaluate them against the repository's policy.
@@ -252,6 +255,7 @@ fn dispatch(g: &Global, p: &Printer, command: &Command) -> Result<Exit> {
         Command::Graph(a) => graph::run(g, p, a),
         Command::Add(a) => add::run(g, p, a),
         Command::Supersede(a) => supersede::run(g, p, a),
+        Command::Promote(a) => promote::run(g, p, a),
         Command::Export(a) => export::run(g, p, a),
         Command::Request(a) => request::run(g, p, a),
         Command::Approve(a) => approve::run(g, p, a),
