@@ -293,7 +293,8 @@ fn sign_starter_objects(g: &Global, dir: &Path, written: &[&str]) -> Result<Stri
 
 /// What `.gitignore` keeps out of git. Everything else ctx writes under `.ctx/`
 /// belongs in git: `redaction.key` (every clone must hash alike), `receipts/` and
-/// `bundles/` (evidence others verify), and the audit log with its head.
+/// `bundles/` (evidence others verify), `signoffs/` (who made an object canonical),
+/// and the audit log with its head.
 const GITIGNORE: &[&str] = &[
     "# ctx: per-machine state that must not be committed",
     "/.ctx/provider-state/",

@@ -83,6 +83,7 @@ mod pre_commit;
 mod private;
 mod private_checks;
 mod private_from_init;
+mod promote;
 mod provider_state;
 mod readme;
 mod refusal;
