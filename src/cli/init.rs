@@ -132,6 +132,12 @@ freshness:
 
 provenance:
   required: true
+
+# `ctx doctor --strict` (what `ctx init --ci github` runs in CI) fails on warnings too,
+# as `ctx validate --strict` does: the lints for mistakes that silently change what a
+# consumer sees (a pattern that matches nothing, a redaction that hides nothing) are warnings.
+health:
+  fail_on: warning
 "#
     );
     let obj = |id: &str,
@@ -280,9 +286,12 @@ pub fn run(g: &Global, p: &Printer, args: &InitArgs) -> Result<Exit> {
 fn sign_starter_objects(g: &Global, dir: &Path, written: &[&str]) -> Result<String> {
     let repo = ctx_core::load::open(Some(dir), &g.cwd, &ctx_core::load::LoadOptions::default())?;
     let by = ctx_core::write::signoff::signer(None, &[]);
-    let records =
-        ctx_core::write::promote::sign_files(&repo, written, &by, &g.clock.stamp(), "init")?;
-    Ok(match records.len() {
+    let planned =
+        ctx_core::write::promote::missing(&repo, Some(written), &by, &g.clock.stamp(), "init")?;
+    for p in &planned {
+        ctx_core::write::signoff::write(&repo.manifest.root, p)?;
+    }
+    Ok(match planned.len() {
         0 => String::new(),
         n => format!(
             "  created   {}/ (sign-offs of the {n} canonical starter objects; commit them)\n",

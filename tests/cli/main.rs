@@ -100,6 +100,7 @@ mod sources;
 mod spec_lifecycle;
 mod spec_musts;
 mod spec_outputs;
+mod support_team;
 mod typed_args;
 mod validate;
 mod write_plan;

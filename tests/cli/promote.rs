@@ -1,28 +1,35 @@
 //! Sign-offs of canonical and approved authority: `ctx add` refuses them without
 //! `--promote`, so a hand edit must not reach the same place silently. The
 //! `unapproved` lint flags an active canonical/approved object with no sign-off
-//! in `.ctx/signoffs/` (or one changed since), `ctx promote` records one after the
-//! fact, and `add --promote` / `supersede` record theirs as they write.
+//! in `.ctx/signoffs/` (or one changed since) in a repository that keeps sign-offs,
+//! `ctx promote` records one after the fact, and `add --promote` / `supersede`
+//! record theirs as they write.
 
 use serde_json::Value;
 
 use crate::support::{Repo, Run};
 
-const MANIFEST: &str = "opencontext: \"1.0\"\nid: acme\ncollections:\n  policies: ./context/policies/**\n\
+const MANIFEST: &str =
+    "opencontext: \"1.0\"\nid: acme\ncollections:\n  policies: ./context/policies/**\n\
 roles:\n  support:\n    include: [policies.*]\n";
 
-const HAND_CANONICAL: &str = "---\ntype: policy\ntitle: Refunds\nowner: support\ncanonical_source: true\n\
+const HAND_CANONICAL: &str =
+    "---\ntype: policy\ntitle: Refunds\nowner: support\ncanonical_source: true\n\
 authority: canonical\n---\nWithin 30 days.\n";
 
 const REFERENCE: &str =
     "---\ntype: policy\ntitle: Shipping\nowner: support\ncanonical_source: true\n---\nTwo days.\n";
 
+/// A repository that keeps sign-offs (it has a `.ctx/signoffs/` folder), with one
+/// canonical object written by hand.
 fn repo() -> Repo {
-    Repo::new(&[
+    let repo = Repo::new(&[
         ("opencontext.yaml", MANIFEST),
         ("context/policies/refunds.md", HAND_CANONICAL),
         ("context/policies/shipping.md", REFERENCE),
-    ])
+    ]);
+    std::fs::create_dir_all(repo.path().join(".ctx/signoffs")).unwrap();
+    repo
 }
 
 fn unapproved(r: &Run) -> Vec<Value> {
@@ -83,8 +90,15 @@ fn a_hand_written_canonical_authority_is_a_warning_at_its_line_that_fails_strict
 fn ctx_promote_records_the_sign_off_and_the_repository_is_clean() {
     let repo = repo();
     let dry = repo.ctx(&["promote", "policies.refunds", "--by", "alice", "--dry-run"]);
-    dry.assert_ok().assert_stdout_contains("would sign off policies.refunds");
-    assert!(!repo.path().join(".ctx/signoffs").exists(), "a dry run writes nothing");
+    dry.assert_ok()
+        .assert_stdout_contains("would sign off policies.refunds");
+    assert!(
+        !repo
+            .path()
+            .join(".ctx/signoffs/policies.refunds.json")
+            .exists(),
+        "a dry run writes nothing"
+    );
 
     let r = repo.ctx(&["promote", "policies.refunds", "--by", "alice"]);
     r.assert_ok()
@@ -205,7 +219,10 @@ fn promote_signs_off_what_is_declared_and_never_edits_the_object() {
         .assert_code(1)
         .assert_stderr_contains("only `canonical` and `approved` need a sign-off");
     repo.ctx(&["promote", "policies.nope"]).assert_code(3);
-    assert!(!repo.path().join(".ctx/signoffs").exists());
+    assert!(!repo
+        .path()
+        .join(".ctx/signoffs/policies.refunds.json")
+        .exists());
     let text = std::fs::read_to_string(repo.path().join("context/policies/refunds.md")).unwrap();
     assert_eq!(text, HAND_CANONICAL);
 }
@@ -215,17 +232,27 @@ fn supersede_carries_a_sign_off_that_still_holds_and_no_other() {
     let repo = repo();
     repo.ctx(&["promote", "policies.refunds", "--by", "alice"])
         .assert_ok();
-    repo.ctx(&["supersede", "policies.refunds", "--content", "Within 60 days."])
-        .assert_ok()
-        .assert_stdout_contains("canonical signed off by");
+    repo.ctx(&[
+        "supersede",
+        "policies.refunds",
+        "--content",
+        "Within 60 days.",
+    ])
+    .assert_ok()
+    .assert_stdout_contains("canonical signed off by");
     strict_clean(&repo);
 
     // A hand edit of the signed-off version passes nothing on to its successor.
     let v2 = "context/policies/refunds.v2.md";
     let text = std::fs::read_to_string(repo.path().join(v2)).unwrap();
     repo.write(v2, &text.replace("60 days", "120 days"));
-    repo.ctx(&["supersede", "policies.refunds", "--content", "Within 45 days."])
-        .assert_ok();
+    repo.ctx(&[
+        "supersede",
+        "policies.refunds",
+        "--content",
+        "Within 45 days.",
+    ])
+    .assert_ok();
     let found = unapproved(&validate(&repo));
     assert_eq!(found.len(), 1);
     assert_eq!(found[0]["file"], "context/policies/refunds.v3.md");
@@ -242,9 +269,14 @@ roles:\n  support:\n    include: [policies.*]\n";
         ("opencontext.yaml", manifest),
         ("context/policies/shipping.md", REFERENCE),
     ]);
+    std::fs::create_dir_all(repo.path().join(".ctx/signoffs")).unwrap();
     let found = unapproved(&validate(&repo));
     assert_eq!(found.len(), 1);
-    assert_eq!(found[0]["line"], 1);
+    assert_eq!(
+        found[0]["line"], 2,
+        "the object's first line: {:#}",
+        found[0]
+    );
     assert!(found[0]["message"]
         .as_str()
         .unwrap()
@@ -260,4 +292,45 @@ fn a_new_repository_passes_strict_with_its_starter_objects_signed_off() {
         .assert_ok()
         .assert_stdout_contains(".ctx/signoffs/");
     strict_clean(&repo);
+}
+
+/// A repository that predates sign-offs is not flooded with warnings on upgrade:
+/// `ctx promote --all` signs off what it holds, and from then on it keeps them.
+#[test]
+fn a_repository_that_predates_sign_offs_starts_keeping_them_with_promote_all() {
+    let repo = Repo::new(&[
+        ("opencontext.yaml", MANIFEST),
+        ("context/policies/refunds.md", HAND_CANONICAL),
+        ("context/policies/shipping.md", REFERENCE),
+    ]);
+    assert!(unapproved(&validate(&repo)).is_empty());
+    strict_clean(&repo);
+    repo.ctx(&["promote", "--all", "--by", "alice", "--dry-run"])
+        .assert_ok()
+        .assert_stdout_contains("would sign off policies.refunds as canonical");
+    assert!(!repo.path().join(".ctx/signoffs").exists());
+    repo.ctx(&["promote", "--all", "--by", "alice"])
+        .assert_ok()
+        .assert_stdout_contains("1 sign-off(s) recorded");
+    strict_clean(&repo);
+    // From now on a hand-written canonical authority is reported.
+    repo.write(
+        "context/policies/shipping.md",
+        &REFERENCE.replace("owner: support\n", "owner: support\nauthority: approved\n"),
+    );
+    let found = unapproved(&validate(&repo));
+    assert_eq!(found.len(), 1);
+    assert_eq!(found[0]["id"], "policies.shipping");
+    // --all never re-signs an object edited since its sign-off.
+    repo.write(
+        "context/policies/refunds.md",
+        &HAND_CANONICAL.replace("30 days", "31 days"),
+    );
+    repo.ctx(&["promote", "--all"]).assert_ok();
+    let found = unapproved(&validate(&repo));
+    assert_eq!(found.len(), 1, "{found:#?}");
+    assert!(found[0]["message"]
+        .as_str()
+        .unwrap()
+        .contains("changed since"));
 }

@@ -4,7 +4,8 @@
 //! outranked everything else for every consumer. The record is what `--promote`
 //! and `ctx promote` leave in `.ctx/signoffs/` ([`crate::write::signoff`]).
 //!
-//! Only active versions are checked (a superseded version is served to no one by
+//! Only repositories that keep sign-offs (a `.ctx/signoffs/` folder) and only active
+//! versions are checked (a superseded version is served to no one by
 //! default). A sign-off covers the object's bytes, so an edit after it is reported
 //! too: a typo fix in a canonical policy is still a change to the canonical policy.
 
@@ -15,6 +16,11 @@ use crate::validate::{supersession, Index};
 use crate::write::signoff::{self, Standing};
 
 pub fn check(repo: &Repo, out: &mut Vec<Diagnostic>) {
+    // A repository that predates sign-offs is not checked until it keeps them
+    // (`ctx init`, the first `--promote`, or `ctx promote --all`).
+    if !signoff::kept(&repo.manifest.root) {
+        return;
+    }
     let candidates = |o: &ContextObject| {
         signoff::needed(o.meta.authority) && !o.meta.faults.contains("authority")
     };
@@ -69,7 +75,7 @@ fn finding(repo: &Repo, o: &ContextObject, standing: &Standing) -> Option<Diagno
                 "`{key}` changed since its `{a}` sign-off by {} at {}",
                 s.by, s.at
             ),
-            format!("digest {} at sign-off", s.digest),
+            format!("other bytes than the ones signed off ({})", s.digest),
             format!(
                 "review the change (`git log -p {}`), then sign off the new content with `ctx promote {key}`",
                 o.origin.file
@@ -103,12 +109,16 @@ fn authority_line(repo: &Repo, o: &ContextObject) -> u32 {
     };
     let text = String::from_utf8_lossy(&bytes);
     let start = o.origin.line.max(1) as usize - 1;
-    let hit = text.lines().enumerate().skip(start).find(|(_, l)| match o.origin.format {
-        Format::Json => l.trim_start().starts_with("\"authority\""),
-        // A top-level key: no indentation (nested `authority:` belongs to another map).
-        _ => l
-            .strip_prefix("authority")
-            .is_some_and(|r| r.trim_start().starts_with(':')),
-    });
+    let hit = text
+        .lines()
+        .enumerate()
+        .skip(start)
+        .find(|(_, l)| match o.origin.format {
+            Format::Json => l.trim_start().starts_with("\"authority\""),
+            // A top-level key: no indentation (nested `authority:` belongs to another map).
+            _ => l
+                .strip_prefix("authority")
+                .is_some_and(|r| r.trim_start().starts_with(':')),
+        });
     hit.map_or(o.origin.line, |(n, _)| n as u32 + 1)
 }

@@ -30,17 +30,13 @@ pub struct Request {
 pub enum Outcome {
     /// The sign-off to record, and the object's key and authority.
     Record {
-        pending: Pending,
+        pending: Box<Pending>,
         key: String,
         authority: Authority,
         file: String,
     },
     /// The current bytes are already signed off: nothing to write.
-    AlreadySigned {
-        key: String,
-        by: String,
-        at: String,
-    },
+    AlreadySigned { key: String, by: String, at: String },
 }
 
 /// Plan the sign-off of the active version `req.target` names.
@@ -69,10 +65,10 @@ pub fn plan(repo: &Repo, req: &Request) -> Result<Outcome> {
         [one] => *one,
         [] => {
             return Err(Error::NotFound(format!(
-                "`{}` has no active version{}: superseded versions are history and need no sign-off",
-                req.target,
-                want.version.map(|v| format!(" {v}")).unwrap_or_default()
-            )))
+            "`{}` has no active version{}: superseded versions are history and need no sign-off",
+            req.target,
+            want.version.map(|v| format!(" {v}")).unwrap_or_default()
+        )))
         }
         many => {
             let keys: Vec<String> = many.iter().map(|&i| repo.objects[i].key()).collect();
@@ -119,34 +115,49 @@ pub fn plan(repo: &Repo, req: &Request) -> Result<Outcome> {
     let bytes = signoff::read_object_file(m, o).map_err(Error::Invalid)?;
     let pending = signoff::plan(m, o, &bytes, req.by.clone(), req.at.clone(), "promote")?;
     Ok(Outcome::Record {
-        pending,
+        pending: Box::new(pending),
         key: o.key(),
         authority: declared,
         file: o.origin.file.clone(),
     })
 }
 
-/// Sign off every active `canonical` or `approved` object loaded from one of
-/// `files` that has no valid sign-off yet, and return the records written. For
-/// `ctx init`: whoever creates a repository owns the objects it starts with, and a
-/// new repository must pass `validate --strict` as created.
-pub fn sign_files(repo: &Repo, files: &[&str], by: &str, at: &str, via: &str) -> Result<Vec<String>> {
+/// Sign off every active `canonical` or `approved` object that has no sign-off at
+/// all — of those loaded from `files`, or of the whole repository when `files` is
+/// None — and return the records planned. For `ctx init` (whoever creates a
+/// repository owns the objects it starts with) and `ctx promote --all` (a repository
+/// that predates sign-offs starts keeping them). An object whose record no longer
+/// matches is left alone: an edit since a sign-off needs its own review.
+pub fn missing(
+    repo: &Repo,
+    files: Option<&[&str]>,
+    by: &str,
+    at: &str,
+    via: &str,
+) -> Result<Vec<Pending>> {
     let m = &repo.manifest;
     let idx = Index::new(&repo.objects);
     let sup = supersession::analyse(&idx);
-    let mut written = Vec::new();
+    let mut planned: Vec<Pending> = Vec::new();
     for (i, o) in repo.objects.iter().enumerate() {
         if sup.superseded.contains(&i)
             || !signoff::needed(o.meta.authority)
-            || !files.contains(&o.origin.file.as_str())
-            || matches!(signoff::standing(m, o), Standing::Signed(_))
+            || o.meta.faults.contains("authority")
+            || files.is_some_and(|f| !f.contains(&o.origin.file.as_str()))
+            || signoff::standing(m, o) != Standing::Missing
         {
             continue;
         }
         let bytes = signoff::read_object_file(m, o).map_err(Error::Invalid)?;
-        let p = signoff::plan(m, o, &bytes, by.to_string(), at.to_string(), via)?;
-        signoff::write(&m.root, &p)?;
-        written.push(p.rel);
+        // Two versions of one id share a ledger: plan on top of the one planned already.
+        let base = planned
+            .iter()
+            .position(|p| p.rel == signoff::rel_path(&o.id));
+        let p = match base {
+            Some(n) => signoff::plan_onto(&planned.remove(n), m, o, &bytes, by, at, via)?,
+            None => signoff::plan(m, o, &bytes, by.to_string(), at.to_string(), via)?,
+        };
+        planned.push(p);
     }
-    Ok(written)
+    Ok(planned)
 }

@@ -6,7 +6,10 @@
 //! id, a version, an authority, a digest, who and when.
 //!
 //! Records live in `.ctx/signoffs/<id>.json`, one file per id, committed with the
-//! objects. One file per id keeps two branches that promote different objects from
+//! objects. A repository *keeps* sign-offs once that folder exists (`ctx init`
+//! creates it; so do the first `--promote` and `ctx promote`); only then does the
+//! lint run, so a repository that predates sign-offs is not flooded with warnings
+//! on upgrade — `ctx promote --all` signs off what it holds, and starts keeping them. One file per id keeps two branches that promote different objects from
 //! conflicting, and a separate folder is what a code-owners rule or branch
 //! protection can guard: the record is a governance marker reviewed like code, not
 //! a cryptographic proof (anyone who can push can also write a record, and git
@@ -39,6 +42,11 @@ pub struct SignOff {
     pub authority: String,
     /// What the sign-off covers ([`digest`]).
     pub digest: String,
+    /// The digest of the object's governance header ([`header_digest`]): what an
+    /// encrypted member can still be checked against without a key, so encrypting a
+    /// signed-off object (`ctx private encrypt`) keeps its sign-off.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub header: Option<String>,
     /// `human:alice`, `agent:release-bot`, `role:owner` (the audit log's actor).
     pub by: String,
     /// RFC 3339.
@@ -60,6 +68,11 @@ pub fn rel_path(id: &str) -> String {
     format!("{DIR}/{id}.json")
 }
 
+/// Does the repository keep sign-offs (is there a `.ctx/signoffs/` folder)?
+pub fn kept(root: &Path) -> bool {
+    root.join(DIR).is_dir()
+}
+
 /// Does this authority need a sign-off? The two `ctx add` refuses without `--promote`.
 pub fn needed(a: Authority) -> bool {
     matches!(a, Authority::Canonical | Authority::Approved)
@@ -69,20 +82,41 @@ pub fn needed(a: Authority) -> bool {
 /// sign-off (content, fields, even formatting) needs a new one. Two exceptions, where
 /// the file holds more than the object or changes without its meaning changing:
 /// an encrypted member (its ciphertext changes on every rekey, and CI has no key to
-/// look inside) and an object declared in the manifest; for those it is the JCS
-/// digest of the fields the author declared in the clear.
+/// look inside), checked by its [`header_digest`], and an object declared in the
+/// manifest, by the JCS digest of the fields the manifest declares for it.
 pub fn digest(m: &Manifest, o: &ContextObject, file: &[u8]) -> String {
-    if o.meta.sealed.is_none() && o.origin.file != m.file {
-        return crate::canonical::digest(file);
+    if o.meta.sealed.is_some() {
+        return header_digest(o);
     }
-    let declared: Map<String, Value> = serde_json::from_str::<Map<String, Value>>(&o.doc)
+    if o.origin.file == m.file {
+        return fields_digest(declared(o));
+    }
+    crate::canonical::digest(file)
+}
+
+/// The fields the author declared (loader defaults left out), without the encryption
+/// envelope (`extensions.ctx.private`: its recipients change on rekey).
+fn declared(o: &ContextObject) -> Map<String, Value> {
+    let mut fields: Map<String, Value> = serde_json::from_str::<Map<String, Value>>(&o.doc)
         .unwrap_or_default()
         .into_iter()
         .filter(|(k, _)| !o.supplied(k))
         .collect();
-    let declared = Value::Object(declared);
-    crate::canonical::digest_value(&declared)
-        .unwrap_or_else(|_| crate::canonical::digest(o.doc.as_bytes()))
+    crate::private::format::strip_marker(&mut fields);
+    fields
+}
+
+fn fields_digest(fields: Map<String, Value>) -> String {
+    let v = Value::Object(fields);
+    crate::canonical::digest_value(&v)
+        .unwrap_or_else(|_| crate::canonical::digest(v.to_string().as_bytes()))
+}
+
+/// The JCS digest of the governance fields every encrypted file keeps in clear
+/// (`private::format::CLEAR_FIELDS` and `DEFAULT_CLEAR`), taken from the declared
+/// fields: the same for the plaintext and the sealed form of one object.
+pub fn header_digest(o: &ContextObject) -> String {
+    fields_digest(crate::private::format::clear_header(&declared(o), &[]))
 }
 
 /// The object's file, as a sign-off digests it.
@@ -141,6 +175,14 @@ pub fn standing(m: &Manifest, o: &ContextObject) -> Standing {
     if s.authority != o.meta.authority.as_str() {
         return Standing::OtherAuthority(s.clone());
     }
+    if o.meta.sealed.is_some() {
+        let want = s.header.as_deref().unwrap_or(&s.digest);
+        return if header_digest(o) == want {
+            Standing::Signed(s.clone())
+        } else {
+            Standing::Changed(s.clone())
+        };
+    }
     match read_object_file(m, o) {
         Ok(bytes) if digest(m, o, &bytes) == s.digest => Standing::Signed(s.clone()),
         Ok(_) => Standing::Changed(s.clone()),
@@ -156,6 +198,17 @@ pub struct Pending {
     pub bytes: Vec<u8>,
     replaces: Option<Vec<u8>>,
     pub record: SignOff,
+}
+
+impl Pending {
+    /// The id whose ledger this is (from its file name).
+    pub fn rel_id(&self) -> &str {
+        self.rel
+            .strip_prefix(DIR)
+            .and_then(|r| r.strip_prefix('/'))
+            .and_then(|r| r.strip_suffix(".json"))
+            .unwrap_or(&self.rel)
+    }
 }
 
 /// Who signs: the audit log's actor for these flags (`human:$USER` without any).
@@ -184,26 +237,66 @@ pub fn plan(
             None,
         ),
     };
-    let record = SignOff {
-        version: o.version,
-        authority: o.meta.authority.as_str().to_string(),
-        digest: digest(m, o, file),
-        by,
-        at,
-        via: via.to_string(),
-    };
+    let record = record(m, o, file, by, at, via);
     ledger.signoffs.retain(|s| s.version != o.version);
     ledger.signoffs.push(record.clone());
     ledger.signoffs.sort_by_key(|s| s.version);
-    let mut bytes = serde_json::to_vec_pretty(&ledger)
-        .map_err(|e| Error::Invalid(format!("sign-off record: {e}")))?;
-    bytes.push(b'\n');
     Ok(Pending {
         rel: rel_path(&o.id),
-        bytes,
+        bytes: ledger_bytes(&ledger)?,
         replaces,
         record,
     })
+}
+
+/// [`plan`] on top of an earlier plan for the same id (another version of it).
+pub fn plan_onto(
+    earlier: &Pending,
+    m: &Manifest,
+    o: &ContextObject,
+    file: &[u8],
+    by: &str,
+    at: &str,
+    via: &str,
+) -> Result<Pending> {
+    let mut ledger: Ledger = serde_json::from_slice(&earlier.bytes)
+        .map_err(|e| Error::Invalid(format!("sign-off record: {e}")))?;
+    let record = record(m, o, file, by.to_string(), at.to_string(), via);
+    ledger.signoffs.retain(|s| s.version != o.version);
+    ledger.signoffs.push(record.clone());
+    ledger.signoffs.sort_by_key(|s| s.version);
+    Ok(Pending {
+        rel: earlier.rel.clone(),
+        bytes: ledger_bytes(&ledger)?,
+        replaces: earlier.replaces.clone(),
+        record,
+    })
+}
+
+fn record(
+    m: &Manifest,
+    o: &ContextObject,
+    file: &[u8],
+    by: String,
+    at: String,
+    via: &str,
+) -> SignOff {
+    SignOff {
+        version: o.version,
+        authority: o.meta.authority.as_str().to_string(),
+        digest: digest(m, o, file),
+        header: (o.origin.file != m.file).then(|| header_digest(o)),
+        by,
+        at,
+        via: via.to_string(),
+    }
+}
+
+fn ledger_bytes(ledger: &Ledger) -> Result<Vec<u8>> {
+    let mut bytes = serde_json::to_vec_pretty(ledger)
+        .map_err(|e| Error::Invalid(format!("sign-off record: {e}")))?;
+    bytes.push(b'\n');
+    Ok(bytes)
 }
 
 /// Write a planned sign-off atomically. The caller holds the repository lock; a
@@ -214,15 +307,15 @@ pub fn write(root: &Path, p: &Pending) -> Result<()> {
         std::fs::create_dir_all(parent).map_err(|e| Error::io(parent, &e))?;
     }
     match &p.replaces {
-        Some(old) => fs::replace_if_unchanged(&path, old, &p.bytes, Mode::Preserve).map_err(
-            |e| match e {
+        Some(old) => {
+            fs::replace_if_unchanged(&path, old, &p.bytes, Mode::Preserve).map_err(|e| match e {
                 fs::ReplaceError::Changed => Error::Invalid(format!(
                     "{} changed while ctx was writing; the sign-off was not recorded",
                     p.rel
                 )),
                 fs::ReplaceError::Io(e) => Error::io(&path, &e),
-            },
-        ),
+            })
+        }
         None => fs::write_atomic(&path, &p.bytes, Mode::RepositoryDefault, Existing::Refuse)
             .map_err(|e| Error::io(&path, &e)),
     }
