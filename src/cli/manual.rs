@@ -222,7 +222,7 @@ pub fn examples(path: &[&str]) -> &'static [Example] {
         )],
         ["promote"] => &[
             ("ctx promote policies.refunds", "Sign off the canonical or approved authority policies.refunds declares (after a hand edit, or for an object that predates sign-offs)."),
-            ("ctx promote policies.refunds@2 --authority canonical --dry-run", "Check that version 2 declares canonical and show the sign-off that would be recorded."),
+            ("ctx promote policies.refunds --authority canonical --dry-run", "Check that policies.refunds declares canonical and show the sign-off that would be recorded."),
             ("ctx promote --all", "Sign off every canonical and approved object that has no sign-off yet (a repository that predates sign-offs starts keeping them)."),
         ],
         ["export"] => &[

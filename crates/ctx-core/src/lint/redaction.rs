@@ -1,8 +1,6 @@
 //! Redaction rules that can never apply: a path that names no field of any object
 //! the rule covers (a typo such as `contacts[*].emial` leaves every address in the
-//! bundle), an object's own rules when its content is prose, which has no fields, and
-//! a prose object beside structured ones a manifest or role rule redacts (a customer
-//! written as Markdown keeps the phone number the rule hides in every other customer).
+//! bundle), and an object's own rules when its content is prose, which has no fields.
 
 use std::collections::BTreeSet;
 
@@ -115,98 +113,10 @@ fn unmatched(rule: &Rule, whose: &str, readers: &str, hint: Option<String>) -> D
     })
 }
 
-/// Prose objects among `readable` of a collection or type where `rule` redacts a
-/// structured sibling: the rule was written for objects like them, and cannot reach them.
-fn prose_siblings<'a>(rule: &Rule, readable: &[&'a ContextObject]) -> Vec<&'a ContextObject> {
-    let prose: Vec<&ContextObject> = readable
-        .iter()
-        .copied()
-        .filter(|o| matches!(content(o), Content::Prose))
-        .collect();
-    if prose.is_empty() {
-        return prose;
-    }
-    let mut collections: BTreeSet<&str> = prose
-        .iter()
-        .filter_map(|o| o.origin.collection.as_deref())
-        .collect();
-    let mut kinds: BTreeSet<&str> = prose.iter().map(|o| o.kind()).collect();
-    let (mut hit_collections, mut hit_kinds) = (BTreeSet::new(), BTreeSet::new());
-    for o in readable {
-        if collections.is_empty() && kinds.is_empty() {
-            break;
-        }
-        let c = o.origin.collection.as_deref();
-        let wanted = c.is_some_and(|c| collections.contains(c)) || kinds.contains(o.kind());
-        if !wanted {
-            continue;
-        }
-        if let Content::Fields(v) = content(o) {
-            if applies(rule, v) {
-                if let Some(c) = c.filter(|c| collections.remove(c)) {
-                    hit_collections.insert(c);
-                }
-                if kinds.remove(o.kind()) {
-                    hit_kinds.insert(o.kind());
-                }
-            }
-        }
-    }
-    prose
-        .into_iter()
-        .filter(|o| {
-            o.origin
-                .collection
-                .as_deref()
-                .is_some_and(|c| hit_collections.contains(c))
-                || hit_kinds.contains(o.kind())
-        })
-        .collect()
-}
-
-/// One finding per prose object that rules written for its siblings cannot reach.
-fn unreachable_prose(
-    missed: std::collections::BTreeMap<usize, Vec<String>>,
-    repo: &Repo,
-    out: &mut Vec<Diagnostic>,
-) {
-    for (i, rules) in missed {
-        let o = &repo.objects[i];
-        // Its own rules on prose are reported below, with the same fix.
-        if o.doc.contains("\"redact\"") {
-            continue;
-        }
-        let d = Diagnostic::warning(
-            Code::SchemaInvalid,
-            format!(
-                "`{}` is prose, so {} — written for other objects of its collection or type — cannot redact it: whatever it holds is served as written",
-                o.id,
-                rules.join(", ")
-            ),
-        )
-        .field("content")
-        .expected("structured content (a YAML or JSON `content` mapping) the rules can address")
-        .actual("prose (a Markdown body or text)")
-        .fix("move the values the rules hide into structured content, like the object's siblings, or keep them out of this object");
-        out.push(super::at_field(o, "content", d));
-    }
-}
-
 pub fn check(repo: &Repo, out: &mut Vec<Diagnostic>) {
     let m = &repo.manifest;
     let healthy = |o: &&ContextObject| o.meta.faults.is_empty();
-    let index_of = |o: &ContextObject| repo.objects.iter().position(|x| std::ptr::eq(x, o));
-    let mut missed: std::collections::BTreeMap<usize, Vec<String>> = Default::default();
-    let all: Vec<&ContextObject> = repo.objects.iter().filter(healthy).collect();
     for (i, rule) in m.redact.iter().enumerate() {
-        for o in prose_siblings(rule, &all) {
-            if let Some(n) = index_of(o) {
-                missed
-                    .entry(n)
-                    .or_default()
-                    .push(format!("the manifest's rule `{}`", rule.path));
-            }
-        }
         if any_applies(rule, repo.objects.iter().filter(healthy)) == Some(false) {
             let hint = suggestion(rule, repo.objects.iter().filter(healthy));
             let mut d = unmatched(rule, "the manifest", "has", hint)
@@ -236,14 +146,6 @@ pub fn check(repo: &Repo, out: &mut Vec<Diagnostic>) {
                 .filter(|o| authorize(o, &who).is_ok())
                 .collect();
             for (i, rule) in role.redact.iter().enumerate() {
-                for o in prose_siblings(rule, &readable) {
-                    if let Some(n) = index_of(o) {
-                        missed
-                            .entry(n)
-                            .or_default()
-                            .push(format!("role `{name}`'s rule `{}`", rule.path));
-                    }
-                }
                 if any_applies(rule, readable.iter().copied()) != Some(false) {
                     continue;
                 }
@@ -264,7 +166,6 @@ pub fn check(repo: &Repo, out: &mut Vec<Diagnostic>) {
             }
         }
     }
-    unreachable_prose(missed, repo, out);
     for o in &repo.objects {
         // Cheap test before parsing the document: most objects declare no rules.
         if !o.doc.contains("\"redact\"") {
