@@ -137,11 +137,10 @@ fn sign_starter_objects(g: &Global, dir: &Path, steps: &[init::Step]) -> Result<
     let written: Vec<&str> = steps
         .iter()
         .filter_map(|s| match s {
-            init::Step::Template { rel, outcome }
-                if matches!(outcome, init::Outcome::Created | init::Outcome::Replaced) =>
-            {
-                Some(*rel)
-            }
+            init::Step::Template {
+                rel,
+                outcome: init::Outcome::Created | init::Outcome::Replaced,
+            } => Some(*rel),
             _ => None,
         })
         .collect();
