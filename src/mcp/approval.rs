@@ -88,6 +88,19 @@ pub struct Item {
     pub id: String,
     pub title: Option<String>,
     pub tier: Tier,
+    /// For a write: the value the agent proposes (its own text, shown quoted so the
+    /// user knows what they consent to; never a stored value).
+    pub proposed: Option<String>,
+}
+
+/// What a user types, besides approving, to release critical (restricted) items.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SecondFactor {
+    /// `release <id>` (or `release N restricted items`): a repository's restricted objects.
+    Phrase,
+    /// The critical field ids themselves, retyped: what a personal vault's
+    /// service checks (`ctx_core::personal::service::Service::decide_local`).
+    RetypeIds,
 }
 
 /// What the user is asked to approve.
@@ -104,6 +117,7 @@ pub struct Ask {
     pub items: Vec<Item>,
     /// sha256 binding the approval to this exact request.
     pub binding: String,
+    pub second_factor: SecondFactor,
 }
 
 impl Ask {
@@ -117,20 +131,47 @@ impl Ask {
     /// What a user must type to release critical items: short, specific, not guessable
     /// by a client that never showed the prompt.
     pub fn confirmation(&self) -> Option<String> {
-        match self.critical().as_slice() {
+        let critical = self.critical();
+        if self.second_factor == SecondFactor::RetypeIds && !critical.is_empty() {
+            let ids: Vec<&str> = critical.iter().map(|i| i.id.as_str()).collect();
+            return Some(ids.join(", "));
+        }
+        match critical.as_slice() {
             [] => None,
             [one] => Some(format!("release {}", one.id)),
             many => Some(format!("release {} restricted items", many.len())),
         }
     }
 
+    /// Does `typed` match what [`Ask::confirmation`] asks for? Ids may come in any
+    /// order, separated by commas or spaces.
+    fn confirmed(&self, typed: &str, want: &str) -> bool {
+        match self.second_factor {
+            SecondFactor::Phrase => typed.trim() == want,
+            SecondFactor::RetypeIds => {
+                let set = |s: &str| {
+                    let mut v: Vec<String> = s
+                        .split(|c: char| c == ',' || c.is_whitespace())
+                        .filter(|x| !x.is_empty())
+                        .map(str::to_string)
+                        .collect();
+                    v.sort();
+                    v.dedup();
+                    v
+                };
+                set(typed) == set(want)
+            }
+        }
+    }
+
     /// The prompt text: who, what, why, for how long, which values. Every
     /// untrusted string is quoted and escaped; no content is included.
     pub fn message(&self, client: Option<&str>) -> String {
-        let mut m = format!(
-            "ctx asks for your approval to {} confidential or restricted context.\n\n",
-            self.verb
-        );
+        let what = match self.second_factor {
+            SecondFactor::Phrase => "confidential or restricted context",
+            SecondFactor::RetypeIds => "sensitive or critical fields of your personal vault",
+        };
+        let mut m = format!("ctx asks for your approval to {} {what}.\n\n", self.verb);
         m.push_str(&format!("Who asks: {}", self.consumer));
         if let Some(c) = client {
             m.push_str(&format!(" through client {}", quoted(c)));
@@ -146,7 +187,7 @@ impl Ask {
         }
         let n = self.items.len();
         m.push_str(&format!(
-            "What ({n} item{}; values are not shown here):\n",
+            "What ({n} item{}; stored values are not shown here):\n",
             if n == 1 { "" } else { "s" }
         ));
         for i in &self.items {
@@ -159,6 +200,12 @@ impl Ask {
             if let Some(t) = &i.title {
                 m.push_str(&format!(" {}", quoted(t)));
             }
+            if let Some(v) = &i.proposed {
+                m.push_str(&format!(
+                    " new value (proposed by the agent): {}",
+                    quoted(v)
+                ));
+            }
             m.push('\n');
         }
         m.push_str(&format!(
@@ -167,10 +214,14 @@ impl Ask {
             APPROVAL_TTL.as_secs() / 60
         ));
         m.push_str(&format!("Request: {}\n", self.binding));
-        if let Some(c) = self.confirmation() {
-            m.push_str(&format!(
+        match (self.confirmation(), self.second_factor) {
+            (Some(c), SecondFactor::Phrase) => m.push_str(&format!(
                 "\nRestricted context: to approve, also type exactly: {c}\n"
-            ));
+            )),
+            (Some(c), SecondFactor::RetypeIds) => m.push_str(&format!(
+                "\nCritical fields: to approve, also retype their ids; type exactly: {c}\n"
+            )),
+            (None, _) => {}
         }
         m
     }
@@ -203,7 +254,7 @@ impl Ask {
     }
 
     /// Did the user approve? Returns the outcome word for the record.
-    fn judge(&self, answer: &ElicitResult) -> Result<(), Refusal> {
+    pub fn judge(&self, answer: &ElicitResult) -> Result<(), Refusal> {
         match answer.action {
             ElicitationAction::Accept => {}
             ElicitationAction::Cancel => return Err(Refusal::Cancelled),
@@ -220,9 +271,8 @@ impl Ask {
         if let Some(want) = self.confirmation() {
             let typed = content
                 .and_then(|c| c.get("confirm"))
-                .and_then(Value::as_str)
-                .map(str::trim);
-            if typed != Some(want.as_str()) {
+                .and_then(Value::as_str);
+            if !typed.is_some_and(|t| self.confirmed(t, &want)) {
                 return Err(Refusal::ConfirmationMismatch);
             }
         }
@@ -462,9 +512,11 @@ mod tests {
                     id: format!("x.o{n}"),
                     title: Some("T\u{202e}".into()),
                     tier: *t,
+                    proposed: None,
                 })
                 .collect(),
             binding: "sha256:00".into(),
+            second_factor: SecondFactor::Phrase,
         }
     }
 
@@ -503,6 +555,25 @@ mod tests {
         assert_eq!(
             many.confirmation().as_deref(),
             Some("release 2 restricted items")
+        );
+    }
+
+    #[test]
+    fn a_vault_asks_for_the_critical_ids_retyped() {
+        let mut a = ask(&[Tier::Critical, Tier::Sensitive, Tier::Critical]);
+        a.second_factor = SecondFactor::RetypeIds;
+        assert_eq!(a.confirmation().as_deref(), Some("x.o0, x.o2"));
+        assert!(a.message(None).contains("type exactly: x.o0, x.o2\n"));
+        let typed = |t: &str| {
+            ElicitResult::new(ElicitationAction::Accept)
+                .with_content(json!({"approve": true, "confirm": t}))
+        };
+        assert!(a.judge(&typed(" x.o2 x.o0 ")).is_ok());
+        assert!(a.judge(&typed("x.o0,x.o2")).is_ok());
+        assert_eq!(a.judge(&typed("x.o0")), Err(Refusal::ConfirmationMismatch));
+        assert_eq!(
+            a.judge(&typed("release x.o0 x.o2")),
+            Err(Refusal::ConfirmationMismatch)
         );
     }
 

@@ -64,7 +64,7 @@ pub fn plan(svc: &Service, id: &str, value: &str, tier: Option<Tier>) -> Result<
 /// Re-plans under the lock: if anything changed so the write is no longer
 /// allowed, nothing is written.
 pub fn commit(svc: &Service, id: &str, value: &str, tier: Option<Tier>) -> Result<String> {
-    let root = svc.load()?.0.manifest.root;
+    let root = svc.load()?.0.manifest.root.clone();
     let _lock = ctx_core::fs::RepoLock::acquire(&root).map_err(|e| Error::io(&root, &e))?;
     let (repo, consumer) = svc.load()?;
     let (rel, bytes, _) = planned_write(svc, &repo, &consumer, id, value, tier)?
@@ -270,8 +270,10 @@ pub async fn tool(
                         id: a.id.clone(),
                         title: Some(format!("new object in {rel}")),
                         tier,
+                        proposed: None,
                     }],
                     binding,
+                    second_factor: super::approval::SecondFactor::Phrase,
                 };
                 match s.gate.check(ctx, &ask, state, responses).await {
                     super::approval::Verdict::Ask(r) => return Ok(r.into()),

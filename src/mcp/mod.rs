@@ -11,6 +11,7 @@
 //! - `evidence.rs`: audit events and receipts.
 //! - `server.rs`, `calls.rs`, `resources.rs`, `prompts.rs`: the MCP surface.
 //! - `install.rs`: client configuration snippets.
+//! - `personal/`: the same server shape over a personal vault (seed 004 §9).
 
 mod approval;
 mod calls;
@@ -19,6 +20,7 @@ mod exchange;
 mod inert;
 pub mod install;
 mod memory;
+pub mod personal;
 mod prompts;
 mod resources;
 mod server;
@@ -60,6 +62,23 @@ pub fn identity(cfg: &Config, flags: &Who) -> Result<(Who, Consumer, String)> {
     ctx_core::manifest::roles::scope(&manifest, &consumer.roles)?;
     let label = format!("`{}` ({})", manifest.id, manifest.root.display());
     Ok((who, consumer, label))
+}
+
+/// The consumer a personal vault's server answers for: `--agent NAME`, else the
+/// manifest's `ctx.mcp: {agent: NAME}`. A vault's consumers are named agents: a
+/// role names no one the audit log could record.
+pub fn personal_consumer(m: &Manifest, flags: &Who) -> Result<String> {
+    let who = if flags.is_author() {
+        default_consumer(m)?
+    } else {
+        flags.clone()
+    };
+    match (who.agent, who.roles.is_empty()) {
+        (Some(a), true) => Ok(a),
+        _ => Err(Error::Usage(
+            "a personal vault serves one named consumer: give --agent NAME (not --role)".into(),
+        )),
+    }
 }
 
 fn default_consumer(m: &Manifest) -> Result<Who> {

@@ -117,6 +117,7 @@ impl CtxServer {
             verb: "disclose",
             items: d.sensitive.clone(),
             binding,
+            second_factor: approval::SecondFactor::Phrase,
         };
         match self.gate.check(ctx, &ask, state, responses).await {
             Verdict::Ask(r) => Ok(Gated::Ask(r)),

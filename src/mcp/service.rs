@@ -12,18 +12,23 @@
 //! Every load passes the policy gate ([`roles::require_sound`]): a broken role
 //! set refuses, it never widens.
 //!
-//! The repository is reloaded for every call, so the server never answers
-//! from a state older than the files. Operations are synchronous; the server
-//! runs them on tokio's blocking pool.
+//! The repository is kept in memory ([`LiveRepo`]) and brought up to date at
+//! the start of every call by a stat sweep: unchanged files keep their parsed
+//! objects, changed ones are read again, and a manifest edit reloads everything,
+//! so the server never answers from a state older than the files (nor from an
+//! older policy). Operations are synchronous; the server runs them on tokio's
+//! blocking pool.
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
 
 use serde_json::{json, Value};
 
 use ctx_core::budget;
 use ctx_core::bundle::{self, render};
 use ctx_core::error::Result;
+use ctx_core::load::live::LiveRepo;
 use ctx_core::load::{self, LoadOptions, Repo};
 use ctx_core::manifest::{roles, Manifest};
 use ctx_core::resolve::{self, Consumer, Exclusion, Request, Resolution, ResolveOptions};
@@ -83,12 +88,15 @@ impl Identity {
     }
 }
 
-/// The facade. Cheap to share (`Arc`); every operation loads what it needs.
+/// The facade. Cheap to share (`Arc`); every operation takes a fresh snapshot.
 pub struct Service {
     pub cfg: Config,
     pub who: Identity,
     /// The repository as named at launch (`id` and root), for the server's instructions.
     pub label: String,
+    /// The repository in memory, opened at the first call; `None` until then, or
+    /// after opening failed (the next call tries again).
+    live: Mutex<Option<LiveRepo>>,
 }
 
 /// Whether approval-gated objects may leave in this answer.
@@ -102,7 +110,7 @@ pub enum Release {
 
 /// A bundle ready to hand out, and what handing it out needs.
 pub struct Disclosure {
-    pub repo: Repo,
+    pub repo: Arc<Repo>,
     pub bundle: Value,
     /// Included objects that need the user's approval.
     pub sensitive: Vec<Item>,
@@ -145,24 +153,43 @@ pub struct Query {
 
 impl Service {
     pub fn new(cfg: Config, who: Identity, label: String) -> Service {
-        Service { cfg, who, label }
+        Service {
+            cfg,
+            who,
+            label,
+            live: Mutex::new(None),
+        }
     }
 
-    /// Load the repository through the policy gate, and the consumer as the
-    /// manifest defines it *now*: an agent or role removed since launch, or a
-    /// role set that became invalid, fails closed.
-    pub fn load(&self) -> Result<(Repo, Consumer)> {
-        // Loaded afresh per request (through the parse cache, which is invisible):
-        // a policy edit takes effect on the next call.
-        let repo = load::open(
+    /// The repository as it is on disk now: the kept one after a stat sweep
+    /// (only changed files are read again). A failed refresh drops the kept
+    /// state, so the next call loads from scratch, never from an older policy.
+    fn snapshot(&self) -> Result<Arc<Repo>> {
+        let mut live = self.live.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(l) = live.as_mut() {
+            return l.snapshot();
+        }
+        let opened = LiveRepo::open(
             self.cfg.dir.as_deref(),
             &self.cfg.cwd,
-            &LoadOptions {
+            LoadOptions {
                 max_file_size: load::DEFAULT_MAX_FILE_SIZE,
                 cache: !load::cache_disabled_by_env(),
                 content: true,
             },
         )?;
+        let repo = opened.repo();
+        *live = Some(opened);
+        Ok(repo)
+    }
+
+    /// Load the repository through the policy gate, and the consumer as the
+    /// manifest defines it *now*: an agent or role removed since launch, or a
+    /// role set that became invalid, fails closed.
+    pub fn load(&self) -> Result<(Arc<Repo>, Consumer)> {
+        // Refreshed per request (a stat sweep; the manifest is re-read when it
+        // changed): a policy edit takes effect on the next call.
+        let repo = self.snapshot()?;
         roles::require_sound(&repo.manifest)?;
         let consumer = Consumer::from_flags(
             &repo.manifest,
@@ -277,7 +304,7 @@ impl Service {
 
     fn compile(
         &self,
-        repo: Repo,
+        repo: Arc<Repo>,
         mut r: Resolution,
         budget: Option<budget::Report>,
         withheld: Vec<String>,
@@ -293,6 +320,7 @@ impl Service {
                     id: o.id.clone(),
                     title: o.meta.title.clone(),
                     tier,
+                    proposed: None,
                 });
             }
             if let Some(w) = written_by(o).filter(|w| *w != self.who.id) {
@@ -399,4 +427,65 @@ pub fn generated_at() -> String {
         .and_then(|secs| chrono::DateTime::from_timestamp(secs, 0))
         .unwrap_or_else(now);
     ctx_core::time::format(&at)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn service(dir: &std::path::Path) -> Service {
+        let who = Who {
+            agent: None,
+            roles: vec!["reader".into()],
+        };
+        let consumer = Consumer {
+            kind: ctx_core::resolve::ConsumerKind::Role,
+            id: "reader".into(),
+            roles: vec!["reader".into()],
+        };
+        Service::new(
+            Config {
+                dir: Some(dir.to_path_buf()),
+                cwd: dir.to_path_buf(),
+                offline: true,
+            },
+            Identity::new(who, &consumer),
+            "test".into(),
+        )
+    }
+
+    #[test]
+    fn an_unchanged_repository_is_not_loaded_again_and_an_edit_is_seen() {
+        let d = tempfile::tempdir().expect("tmp");
+        let w = |rel: &str, text: &str| {
+            let p = d.path().join(rel);
+            std::fs::create_dir_all(p.parent().expect("parent")).expect("mkdir");
+            std::fs::write(p, text).expect("write");
+        };
+        w(
+            "opencontext.yaml",
+            "opencontext: \"1.0\"\nid: t\ncollections:\n  notes: ./notes/**\nroles:\n  reader:\n    include: [\"notes.*\"]\n",
+        );
+        w("notes/a.md", "---\nid: notes.a\n---\nfirst\n");
+        // Older than the racy margin, so the first load's stamps can be trusted.
+        std::thread::sleep(std::time::Duration::from_millis(250));
+        let svc = service(d.path());
+        let (one, _) = svc.load().expect("load");
+        let (two, _) = svc.load().expect("load");
+        assert!(
+            Arc::ptr_eq(&one, &two),
+            "nothing changed: the same repository"
+        );
+        // A policy edit (the manifest) applies to the very next call.
+        w(
+            "opencontext.yaml",
+            "opencontext: \"1.0\"\nid: t\ncollections:\n  notes: ./notes/**\nroles:\n  reader:\n    include: [\"other.*\"]\n",
+        );
+        let (three, _) = svc.load().expect("load");
+        assert!(!Arc::ptr_eq(&two, &three));
+        assert!(
+            svc.list(None).expect("list").is_empty(),
+            "the narrowed role sees nothing"
+        );
+    }
 }

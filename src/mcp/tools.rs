@@ -149,7 +149,7 @@ fn schema<T: JsonSchema + 'static>() -> Arc<JsonObject> {
     s
 }
 
-fn tool<T: JsonSchema + 'static>(
+pub(crate) fn tool<T: JsonSchema + 'static>(
     name: &'static str,
     title: &str,
     description: &str,

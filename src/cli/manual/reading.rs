@@ -30,6 +30,7 @@ pub(super) fn examples(path: &[&str]) -> Option<&'static [Example]> {
         ["mcp"] => &[
             ("ctx mcp --agent support-agent", "Serve the repository to an MCP client over stdio as the support agent (exits when stdin closes)."),
             ("ctx mcp --role support --offline", "Serve as a role, never reaching the network."),
+            ("ctx mcp -C vault --agent visa-agent --password-file ~/.ctx-pw --scope 'identity.*,addresses.current'", "Serve a personal vault to one consumer, within a scope; sensitive fields wait for the user's approval in the client."),
         ],
         ["mcp", "install"] => &[
             ("ctx mcp install --client claude-code --agent support-agent", "Print the .mcp.json entry that starts ctx mcp for Claude Code."),

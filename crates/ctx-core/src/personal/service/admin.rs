@@ -217,6 +217,57 @@ impl Service {
             .finish())
     }
 
+    /// A service token for a front end that serves one consumer on the user's behalf
+    /// (`ctx mcp` on a personal vault): granted by the user's session, held only in
+    /// that process's memory (never written to the token store), gone on lock. The
+    /// consumer then reads and writes through the same scope, approvals and audit as
+    /// a consumer of the HTTP API.
+    pub fn local_token(
+        &self,
+        bearer: Option<&str>,
+        consumer: &str,
+        scope: &[String],
+        mode: Mode,
+        purpose: Option<&str>,
+    ) -> Answer<Zeroizing<String>> {
+        self.authenticate(bearer, Class::Admin)?;
+        if !tokens::valid_consumer_name(consumer) {
+            return Err(Refusal::InvalidRequest(
+                "the consumer name: lowercase letters, digits, `-`, `_` and `.`, at most 64, not `user`"
+                    .into(),
+            ));
+        }
+        tokens::parse_scope(scope).map_err(Refusal::InvalidRequest)?;
+        let (token, hash, shown) = tokens::issue(false).map_err(Refusal::from_error)?;
+        let rec = TokenRecord {
+            hash: hash.clone(),
+            shown: shown.clone(),
+            consumer: Some(consumer.to_string()),
+            scope: scope.to_vec(),
+            mode,
+            usage: Usage::Multi,
+            created_at: now_text(),
+            expires_at: None,
+            purpose: purpose.map(str::to_string),
+            rates: self.options.default_rates,
+            uses: 0,
+        };
+        {
+            let mut a = lock(&self.access);
+            a.tokens.insert(hash.clone(), rec);
+            a.local.insert(hash);
+        }
+        self.record(
+            Entry::new(Action::Grant, consumer)
+                .scope(scope)
+                .detail(format!(
+                    "token {shown}…, {}, held in memory by a front end until lock",
+                    mode.as_str()
+                )),
+        )?;
+        Ok(token)
+    }
+
     /// `GET /context/tokens/service`: active service tokens, values truncated.
     pub fn list_tokens(&self, bearer: Option<&str>) -> Answer<Vec<TokenView>> {
         self.authenticate(bearer, Class::Admin)?;

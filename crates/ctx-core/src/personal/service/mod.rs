@@ -218,6 +218,9 @@ struct Access {
     limiter: Limiter,
     last_activity: std::time::Instant,
     reported: HashSet<String>,
+    /// Hashes of tokens a front end holds in memory only ([`Service::local_token`]):
+    /// never written to the token store.
+    local: HashSet<String>,
 }
 
 /// What `GET /context/status` reports.
@@ -293,6 +296,7 @@ impl Service {
                 limiter: Limiter::default(),
                 last_activity: std::time::Instant::now(),
                 reported: HashSet::new(),
+                local: HashSet::new(),
             }),
             options,
             audit: Mutex::new(audit),
@@ -478,6 +482,7 @@ impl Service {
         let mut a = lock(&self.access);
         a.sessions.clear();
         a.tokens.clear();
+        a.local.clear();
         a.consumers.clear();
         a.approvals.clear();
         drop(a);
@@ -624,7 +629,12 @@ impl Service {
     fn persist(&self) -> Answer<()> {
         let stored = {
             let a = lock(&self.access);
-            let mut tokens: Vec<TokenRecord> = a.tokens.values().cloned().collect();
+            let mut tokens: Vec<TokenRecord> = a
+                .tokens
+                .values()
+                .filter(|t| !a.local.contains(&t.hash))
+                .cloned()
+                .collect();
             tokens.sort_by(|x, y| x.created_at.cmp(&y.created_at).then(x.hash.cmp(&y.hash)));
             Stored {
                 format: String::new(),
