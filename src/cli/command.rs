@@ -78,6 +78,8 @@ pub enum Command {
     Add(add::AddArgs),
     /// Write a new version that supersedes the current one; the previous version stays on disk.
     Supersede(supersede::SupersedeArgs),
+    /// Sign off the canonical or approved authority an object declares (recorded in .ctx/signoffs/).
+    Promote(promote::PromoteArgs),
     /// Write the resolved context as AGENTS.md, CLAUDE.md or Cursor rules (with --check for CI).
     Export(export::ExportArgs),
     /// Context Layer requests: write, check and evaluate them against the repository's policy.

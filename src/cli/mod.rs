@@ -35,6 +35,7 @@ pub mod personal;
 pub mod printer;
 pub mod private;
 pub mod progress;
+pub mod promote;
 pub mod proposals;
 pub mod propose;
 pub mod provider;
@@ -103,6 +104,7 @@ fn dispatch(g: &Global, p: &Printer, command: &Command) -> Result<Exit> {
         Command::Graph(a) => graph::run(g, p, a),
         Command::Add(a) => add::run(g, p, a),
         Command::Supersede(a) => supersede::run(g, p, a),
+        Command::Promote(a) => promote::run(g, p, a),
         Command::Export(a) => export::run(g, p, a),
         Command::Request(a) => request::run(g, p, a),
         Command::Approve(a) => approve::run(g, p, a),

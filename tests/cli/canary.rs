@@ -205,6 +205,8 @@ const MATRIX: &[Row] = &[
         "--dry-run",
     ]),
     ok(&["add", "c.fresh", "--type", "note", "{who}", "--dry-run"]),
+    // sign-offs: ids and paths only (an author command; no consumer flags)
+    ok(&["promote", "--all", "--dry-run"]),
     ok(&[
         "add",
         "c.tagged",

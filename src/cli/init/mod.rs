@@ -5,7 +5,7 @@ mod personal;
 mod report;
 
 use std::io::IsTerminal;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use clap::Args;
 
@@ -121,10 +121,44 @@ pub fn run(g: &Global, p: &Printer, args: &InitArgs) -> Result<Exit> {
     for step in &steps {
         report.push_str(&render_step(step, &g.cwd));
     }
+    report.push_str(&sign_starter_objects(g, &dir, &steps)?);
     let shown = display(&dir, &g.cwd);
     report.push_str(&format!(
         "Initialised OpenContext repository `{id}` in {shown}\nNext: ctx -C {shown} validate --strict\n      ctx -C {shown} resolve --role support --task \"refund\" --explain\n"
     ));
     super::io_result(p.out(&report))?;
     Ok(Exit::Ok)
+}
+
+/// Sign off the canonical starter objects init just wrote: the person creating the
+/// repository owns them, and a new repository passes `validate --strict` as created
+/// (and keeps sign-offs from the start: see `ctx promote`).
+fn sign_starter_objects(g: &Global, dir: &Path, steps: &[init::Step]) -> Result<String> {
+    let written: Vec<&str> = steps
+        .iter()
+        .filter_map(|s| match s {
+            init::Step::Template {
+                rel,
+                outcome: init::Outcome::Created | init::Outcome::Replaced,
+            } => Some(*rel),
+            _ => None,
+        })
+        .collect();
+    if written.is_empty() {
+        return Ok(String::new());
+    }
+    let repo = ctx_core::load::open(Some(dir), &g.cwd, &ctx_core::load::LoadOptions::default())?;
+    let by = ctx_core::write::signoff::signer(None, &[]);
+    let planned =
+        ctx_core::write::promote::missing(&repo, Some(&written), &by, &g.clock.stamp(), "init")?;
+    for p in &planned {
+        ctx_core::write::signoff::write(&repo.manifest.root, p)?;
+    }
+    Ok(match planned.len() {
+        0 => String::new(),
+        n => format!(
+            "  created   {}/ (sign-offs of the {n} canonical starter objects; commit them)\n",
+            ctx_core::write::signoff::DIR
+        ),
+    })
 }

@@ -10,6 +10,10 @@ const OBJECTS: File = (
     "context/",
     "The object files (.md, .markdown, .yaml, .yml, .json) named by the manifest's context and collections entries (ctx init puts them under context/). Hidden files and files .gitignore ignores are skipped.",
 );
+const SIGNOFFS: File = (
+    ".ctx/signoffs/ID.json",
+    "Sign-offs of canonical and approved authority (add --promote, supersede, promote); commit them: validate warns on an object without one.",
+);
 const LOCK: File = (
     ".git/ctx-write.lock",
     "Serialises commands that write to the repository (outside git, a lock file in the temporary folder).",
@@ -108,7 +112,8 @@ pub(super) fn files(path: &[&str]) -> Vec<File> {
         ["history"] | ["diff"] => {
             with(&[(".git/", "Earlier states of the repository, read with git.")])
         }
-        ["add"] | ["supersede"] | ["fmt"] => with(&[LOCK]),
+        ["add"] | ["supersede"] | ["promote"] => with(&[LOCK, SIGNOFFS]),
+        ["fmt"] => with(&[LOCK]),
         ["export"] => with(&[(
             "AGENTS.md, CLAUDE.md, .cursor/rules/opencontext.mdc",
             "The file --target names, beside the manifest (or --output).",

@@ -1,4 +1,4 @@
-//! EXAMPLES of the commands that keep a repository: keys, verify, audit, provider, doctor, conflicts, stale, hook, history, diff, graph, add, supersede, export, redaction-key, fmt, completions.
+//! EXAMPLES of the commands that keep a repository: keys, verify, audit, provider, doctor, conflicts, stale, hook, history, diff, graph, add, supersede, promote, export, redaction-key, fmt, completions.
 
 use super::Example;
 
@@ -69,6 +69,11 @@ pub(super) fn examples(path: &[&str]) -> Option<&'static [Example]> {
         ["add"] => &[
             ("ctx add policies.returns --type policy --title \"Returns\" --owner support --source https://wiki.example/returns --content \"Within 14 days.\"", "Write a new object (checked before anything touches disk)."),
             ("ctx add policies.returns --type policy --canonical-source --content \"Within 14 days.\" --dry-run", "Show what would be written, and write nothing."),
+        ],
+        ["promote"] => &[
+            ("ctx promote policies.refunds", "Sign off the canonical or approved authority policies.refunds declares (after a hand edit, or for an object that predates sign-offs)."),
+            ("ctx promote policies.refunds --authority canonical --dry-run", "Check that policies.refunds declares canonical and show the sign-off that would be recorded."),
+            ("ctx promote --all", "Sign off every canonical and approved object that has no sign-off yet (a repository that predates sign-offs starts keeping them)."),
         ],
         ["supersede"] => &[(
             "ctx supersede policies.refunds --content \"Within 60 days.\" --dry-run",

@@ -18,7 +18,8 @@ pub const MANIFEST_NAMES: [&str; 3] = ["opencontext.yaml", "opencontext.yml", "o
 
 /// What `.gitignore` keeps out of git. Everything else ctx writes under `.ctx/`
 /// belongs in git: `redaction.key` (every clone must hash alike), `receipts/` and
-/// `bundles/` (evidence others verify), and the audit log with its head.
+/// `bundles/` (evidence others verify), `signoffs/` (who made an object canonical),
+/// and the audit log with its head.
 pub const GITIGNORE: &[&str] = &[
     "# ctx: per-machine state that must not be committed",
     "/.ctx/provider-state/",

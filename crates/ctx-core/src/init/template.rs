@@ -44,6 +44,12 @@ freshness:
 
 provenance:
   required: true
+
+# `ctx doctor --strict` (what `ctx init --ci github` runs in CI) fails on warnings too,
+# as `ctx validate --strict` does: the lints for mistakes that silently change what a
+# consumer sees (a pattern that matches nothing, a redaction that hides nothing) are warnings.
+health:
+  fail_on: warning
 "#
     );
     let obj = |id: &str,

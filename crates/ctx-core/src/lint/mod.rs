@@ -19,6 +19,7 @@ pub mod fix;
 pub mod gate;
 pub mod hints;
 pub mod ids;
+pub mod promotion;
 pub mod redaction;
 pub mod scope;
 pub mod suggest;
@@ -34,6 +35,7 @@ pub fn check(repo: &Repo) -> Vec<Diagnostic> {
     scope::check(repo, &mut out);
     redaction::check(repo, &mut out);
     ids::check(repo, &mut out);
+    promotion::check(repo, &mut out);
     out
 }
 

@@ -6,7 +6,9 @@
 
 pub mod emit;
 pub mod plan;
+pub mod promote;
 pub mod seal;
+pub mod signoff;
 
 use std::path::Path;
 

@@ -22,6 +22,7 @@ use crate::time::{Clock, Instant};
 use crate::validate::{self, Index, ValidateOptions};
 use crate::view::{View, Who};
 
+use super::signoff::{self, Standing};
 use super::{emit, FileWrite};
 
 /// The fields a writer asks for (flags of `add` and `supersede`).
@@ -151,6 +152,9 @@ pub struct Plan {
     kind: WriteKind,
     id: String,
     decision: bool,
+    /// The sign-off a promotion (or a supersede of a signed-off object) records
+    /// in `.ctx/signoffs/`, written after the object.
+    pub signoff: Option<signoff::Pending>,
 }
 
 impl Plan {
@@ -218,7 +222,11 @@ impl Session {
             [(plan.id.clone(), plan.decision)],
         );
         crate::evidence::record_after(m, Some(record), || {
-            super::apply(&m.root, &plan.writes).map_err(Error::Invalid)
+            super::apply(&m.root, &plan.writes).map_err(Error::Invalid)?;
+            match &plan.signoff {
+                Some(p) => signoff::write(&m.root, p),
+                None => Ok(()),
+            }
         })
     }
 }
@@ -270,20 +278,25 @@ pub fn add(repo: &Repo, id: &str, kind: &str, req: &Request, clock: &Clock) -> R
         super::authorize_write(m, c, &obj, None)
             .map_err(|e| Error::Invalid(format!("refusing to write: {e} (nothing was written)")))?;
     }
+    // `--promote` is the sign-off: recorded so CI can tell it from a hand edit.
+    let signoff = signoff::needed(obj.meta.authority)
+        .then(|| signoff_for(m, &obj, &bytes, req, clock, "add"))
+        .transpose()?;
     let planned = super::planned_repo(repo, &[], vec![obj]);
     check_repository(repo, &planned)?;
     Ok(Plan {
+        summary: with_signoff(format!("added {id} in {rel}"), signoff.as_ref()),
         writes: vec![FileWrite {
             rel: rel.clone(),
             bytes,
             replaces: None,
         }],
         planned,
-        summary: format!("added {id} in {rel}"),
         who: req.who.clone(),
         kind: WriteKind::Write,
         id: id.to_string(),
         decision: kind == "decision",
+        signoff,
     })
 }
 
@@ -443,6 +456,16 @@ pub fn supersede(repo: &Repo, target: &str, req: &Request, clock: &Clock) -> Res
         super::authorize_write(m, c, &obj, Some(prev))
             .map_err(|e| Error::Invalid(format!("refusing to write: {e} (nothing was written)")))?;
     }
+    // A new version at canonical or approved is signed off when the writer passed
+    // --promote, or when it keeps the authority of a predecessor whose sign-off
+    // still holds (keeping an authority is not a promotion). A predecessor edited by
+    // hand since its sign-off passes nothing on.
+    let carried = !req.promote
+        && obj.meta.authority == prev.meta.authority
+        && matches!(signoff::standing(m, prev), Standing::Signed(_));
+    let signoff = (signoff::needed(obj.meta.authority) && (req.promote || carried))
+        .then(|| signoff_for(m, &obj, &bytes, req, clock, "supersede"))
+        .transpose()?;
     added.push(obj);
     let planned = super::planned_repo(repo, &replaced, added);
     check_repository(repo, &planned)?;
@@ -458,16 +481,43 @@ pub fn supersede(repo: &Repo, target: &str, req: &Request, clock: &Clock) -> Res
     Ok(Plan {
         writes,
         planned,
-        summary: format!(
-            "{}@{next} supersedes {} (the previous version stays on disk)",
-            want.id,
-            targets.join(", ")
+        summary: with_signoff(
+            format!(
+                "{}@{next} supersedes {} (the previous version stays on disk)",
+                want.id,
+                targets.join(", ")
+            ),
+            signoff.as_ref(),
         ),
         who: req.who.clone(),
         kind: WriteKind::Supersede,
         id: want.id,
         decision,
+        signoff,
     })
+}
+
+/// The sign-off of a planned object, by the writer, now.
+fn signoff_for(
+    m: &Manifest,
+    o: &ContextObject,
+    bytes: &[u8],
+    req: &Request,
+    clock: &Clock,
+    via: &str,
+) -> Result<signoff::Pending> {
+    let by = signoff::signer(req.who.agent.as_deref(), &req.who.roles);
+    signoff::plan(m, o, bytes, by, clock.stamp(), via)
+}
+
+fn with_signoff(summary: String, s: Option<&signoff::Pending>) -> String {
+    match s {
+        Some(p) => format!(
+            "{summary}; {} signed off by {} in {}",
+            p.record.authority, p.record.by, p.rel
+        ),
+        None => summary,
+    }
 }
 
 /// `o` annotated with `version: 1`, and the replacement of its file.

@@ -159,6 +159,7 @@ pub fn commit(ex: &Exchange<'_>, o: &CommitOptions) -> ClResult<Committed> {
     let mut replaced = Vec::new();
     let mut added = Vec::new();
     let mut written = Vec::new();
+    let mut signoffs: Vec<write::signoff::Pending> = Vec::new();
     let now = canon::iso_ms(&canon::to_ms(o.at));
     let provenance_ext = json!({
         "written_by": p["submitted_by"],
@@ -303,6 +304,21 @@ pub fn commit(ex: &Exchange<'_>, o: &CommitOptions) -> ClResult<Committed> {
                 format!("`{id}` would become {}: promotion is an explicit governance act (pass --promote)", obj.meta.authority),
             );
         }
+        // Like `ctx supersede`: a version keeping a signed-off authority, or one the
+        // reviewer promotes, carries the reviewer's sign-off (`.ctx/signoffs/`).
+        let carried = prev.is_some_and(|p| {
+            p.meta.authority == obj.meta.authority
+                && matches!(
+                    write::signoff::standing(m, p),
+                    write::signoff::Standing::Signed(_)
+                )
+        });
+        if write::signoff::needed(obj.meta.authority) && (o.promote || carried) {
+            signoffs.push(
+                write::signoff::plan(m, &obj, &bytes, o.reviewer.clone(), now.clone(), "proposal")
+                    .map_err(|e| ClError::new("STATE_UNAVAILABLE", e.to_string()))?,
+            );
+        }
         written.push(obj.key());
         added.push(obj);
         writes.push(FileWrite {
@@ -360,7 +376,10 @@ pub fn commit(ex: &Exchange<'_>, o: &CommitOptions) -> ClResult<Committed> {
         WriteKind::Write
     };
     crate::evidence::record_after(m, Some(Record::write(None, &[], kind, audited)), || {
-        write::apply(&m.root, &writes).map_err(crate::error::Error::Invalid)
+        write::apply(&m.root, &writes).map_err(crate::error::Error::Invalid)?;
+        signoffs
+            .iter()
+            .try_for_each(|p| write::signoff::write(&m.root, p))
     })
     .map_err(|e| ClError::new("WRITE_FAILED", e.to_string()))?;
     ex.record(
