@@ -60,6 +60,14 @@ pub enum Error {
         path: PathBuf,
         diag: Box<Diagnostic>,
     },
+
+    /// A signing-key failure (its hint and exit status come with it).
+    #[error(transparent)]
+    Key(#[from] crate::keys::KeyError),
+
+    /// A receipt that cannot be read, signed or stored.
+    #[error(transparent)]
+    Receipt(#[from] crate::receipt::ReceiptError),
 }
 
 fn manifest_message(path: &std::path::Path, d: &Diagnostic) -> String {
@@ -80,6 +88,8 @@ impl Error {
             | Error::Refused { .. }
             | Error::Manifest { .. } => Exit::Invalid,
             Error::BrokenPipe => Exit::Ok,
+            Error::Key(e) => e.exit(),
+            Error::Receipt(e) => e.exit(),
         }
     }
 
@@ -92,6 +102,8 @@ impl Error {
             ),
             Error::Manifest { diag, .. } => diag.remediation.clone(),
             Error::Refused { help, .. } => help.clone(),
+            Error::Key(e) => hint(e),
+            Error::Receipt(e) => hint(e),
             _ => None,
         }
     }
@@ -101,6 +113,18 @@ impl Error {
             path: path.into(),
             message: err.to_string(),
         }
+    }
+}
+
+/// The hint of a domain error, as text.
+fn hint(e: &dyn miette::Diagnostic) -> Option<String> {
+    e.help().map(|h| h.to_string())
+}
+
+/// Errors render with miette like findings: the message, then the hint.
+impl miette::Diagnostic for Error {
+    fn help<'a>(&'a self) -> Option<Box<dyn std::fmt::Display + 'a>> {
+        Error::help(self).map(|h| Box::new(h) as Box<dyn std::fmt::Display>)
     }
 }
 

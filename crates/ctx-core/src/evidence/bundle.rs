@@ -27,7 +27,7 @@ use serde_json::{json, Value};
 use crate::error::{Error, Result};
 use crate::keys;
 use crate::manifest::Manifest;
-use crate::receipt::{self, Draft, Store};
+use crate::receipt::{self, Draft, ReceiptError, Store};
 use crate::signing::SigningKeyPair;
 
 use super::record::{BundleEvent, Pending, Record, Recorder};
@@ -166,7 +166,7 @@ pub fn prepare(
                 supersedes: opts.supersedes.clone(),
             };
             let r = receipt::sign(&draft, &key_id, &pair)
-                .map_err(|err| refused(&format!("a receipt ({why})"), &Error::Invalid(err)))?;
+                .map_err(|err| refused(&format!("a receipt ({why})"), &Error::from(err)))?;
             Some(Signed {
                 receipt: r,
                 key_id,
@@ -187,7 +187,7 @@ impl Prepared {
             match &self.receipt {
                 None => None,
                 Some(s) => Some(s.store().map_err(|err| {
-                    refused(&format!("a receipt ({})", s.why), &Error::Invalid(err))
+                    refused(&format!("a receipt ({})", s.why), &Error::from(err))
                 })?),
             };
         if let Err(err) = self.pending.commit() {
@@ -202,11 +202,11 @@ impl Prepared {
 }
 
 impl Signed {
-    fn store(&self) -> std::result::Result<ReceiptWritten, String> {
+    fn store(&self) -> std::result::Result<ReceiptWritten, ReceiptError> {
         let path = match &self.file {
             Some(file) => {
                 receipt::store::write_new(file, receipt::to_pretty(&self.receipt).as_bytes())
-                    .map_err(|e| format!("{}: {e}", file.display()))
+                    .map_err(|e| ReceiptError::file(file, e))
                     .map(|()| file.clone())?
             }
             None => Store::new(receipt::default_dir(&self.root)).append(&self.receipt)?,
@@ -264,8 +264,13 @@ fn check_new_file(file: &Path) -> Result<()> {
     }
 }
 
+/// The cause's hint survives the wrapping.
 fn refused(what: &str, e: &Error) -> Error {
-    Error::Invalid(format!(
-        "{what} is required but could not be written, so no output was emitted: {e}"
-    ))
+    Error::Refused {
+        message: format!(
+            "{what} is required but could not be written, so no output was emitted: {e}"
+        ),
+        findings: Vec::new(),
+        help: e.help(),
+    }
 }

@@ -8,7 +8,7 @@ use crate::error::{Error, Result};
 use crate::manifest::Manifest;
 use crate::signing::{PublicKey, SigningKeyPair};
 
-use super::{check_id, declare_text, guard_path, key_dir, key_path, local_keys, trusted};
+use super::{check_id, declare_text, guard_path, key_dir, key_path, local_keys, trusted, KeyError};
 use super::{write_manifest, Declared, MalformedKey};
 
 /// What `generate` did with the manifest.
@@ -41,12 +41,13 @@ pub fn generate(id: &str, declare: bool, manifest: Option<&Manifest>) -> Result<
     let path = key_path(id)?;
     guard_path(&path, manifest.map(|m| m.root.as_path()))?;
     if path.exists() {
-        return Err(Error::Invalid(format!(
-            "{}: a key named `{id}` already exists; keys are never overwritten\n  help: choose another --id, or move the old key away first",
-            path.display()
-        )));
+        return Err(KeyError::Exists {
+            path,
+            id: id.to_string(),
+        }
+        .into());
     }
-    let pair = SigningKeyPair::generate().map_err(|e| Error::Invalid(e.to_string()))?;
+    let pair = SigningKeyPair::generate().map_err(|e| KeyError::Generate(e.to_string()))?;
     let public = pair.public_key();
     let edit = match (manifest, declare) {
         (Some(m), true) => Some((
@@ -57,8 +58,7 @@ pub fn generate(id: &str, declare: bool, manifest: Option<&Manifest>) -> Result<
     };
     let dir = path.parent().expect("key path has a folder");
     create_private_dir(dir)?;
-    pair.save(&path)
-        .map_err(|e| Error::Invalid(e.to_string()))?;
+    pair.save(&path).map_err(|e| Error::Invalid(e.to_string()))?;
     let declaration = match edit {
         Some((m, Declared::Changed(text))) => {
             write_manifest(&m.path, &m.text, &text)?;
@@ -147,13 +147,16 @@ pub fn declare(id: &str, manifest: &Manifest) -> Result<(PublicKey, Declaration)
     check_id(id)?;
     let path = key_path(id)?;
     if !path.exists() {
-        return Err(Error::NotFound(format!(
-            "{}: there is no key named `{id}`; create it with `ctx keys generate --id {id} --declare`",
-            path.display()
-        )));
+        return Err(KeyError::NoSuchKey {
+            path,
+            id: id.to_string(),
+        }
+        .into());
     }
-    let pair = SigningKeyPair::load(&path)
-        .map_err(|e| Error::Invalid(format!("{}: {e}", path.display())))?;
+    let pair = SigningKeyPair::load(&path).map_err(|e| KeyError::Unusable {
+        path: path.clone(),
+        why: e.to_string(),
+    })?;
     let public = pair.public_key();
     let declared = declare_text(
         &manifest.text,
