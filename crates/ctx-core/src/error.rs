@@ -68,6 +68,10 @@ pub enum Error {
     /// A receipt that cannot be read, signed or stored.
     #[error(transparent)]
     Receipt(#[from] crate::receipt::ReceiptError),
+
+    /// An age identity that cannot be found or read.
+    #[error(transparent)]
+    Identity(#[from] crate::private::IdentityError),
 }
 
 fn manifest_message(path: &std::path::Path, d: &Diagnostic) -> String {
@@ -90,6 +94,10 @@ impl Error {
             Error::BrokenPipe => Exit::Ok,
             Error::Key(e) => e.exit(),
             Error::Receipt(e) => e.exit(),
+            // A named identity that does not exist is a bad argument, like no
+            // identity at all; one that cannot be read is invalid.
+            Error::Identity(crate::private::IdentityError::Missing { .. }) => Exit::Usage,
+            Error::Identity(_) => Exit::Invalid,
         }
     }
 
@@ -104,6 +112,7 @@ impl Error {
             Error::Refused { help, .. } => help.clone(),
             Error::Key(e) => hint(e),
             Error::Receipt(e) => hint(e),
+            Error::Identity(e) => hint(e),
             _ => None,
         }
     }

@@ -50,7 +50,7 @@ pub fn export(v: &Vault, extra: &[String], now: &str) -> Result<Exported> {
         parsed.push(rec);
     }
     let archive =
-        crate::private::crypt::encrypt(plain.as_bytes(), &parsed).map_err(Error::Invalid)?;
+        crate::private::crypt::encrypt(plain.as_bytes(), &parsed).map_err(|e| Error::Invalid(e.to_string()))?;
     Ok(Exported {
         archive,
         fields: docs.len(),
