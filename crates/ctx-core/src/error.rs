@@ -72,6 +72,10 @@ pub enum Error {
     /// An age identity that cannot be found or read.
     #[error(transparent)]
     Identity(#[from] crate::private::IdentityError),
+
+    /// The repository's redaction key cannot be located, read or created.
+    #[error(transparent)]
+    RedactionKey(#[from] crate::view::output::KeyFileError),
 }
 
 fn manifest_message(path: &std::path::Path, d: &Diagnostic) -> String {
@@ -98,6 +102,7 @@ impl Error {
             // identity at all; one that cannot be read is invalid.
             Error::Identity(crate::private::IdentityError::Missing { .. }) => Exit::Usage,
             Error::Identity(_) => Exit::Invalid,
+            Error::RedactionKey(_) => Exit::Invalid,
         }
     }
 
@@ -113,6 +118,7 @@ impl Error {
             Error::Key(e) => hint(e),
             Error::Receipt(e) => hint(e),
             Error::Identity(e) => hint(e),
+            Error::RedactionKey(e) => hint(e),
             _ => None,
         }
     }
