@@ -76,6 +76,10 @@ pub enum Error {
     /// The repository's redaction key cannot be located, read or created.
     #[error(transparent)]
     RedactionKey(#[from] crate::view::output::KeyFileError),
+
+    /// A refused or failed write; nothing was written.
+    #[error(transparent)]
+    Write(#[from] crate::write::WriteError),
 }
 
 fn manifest_message(path: &std::path::Path, d: &Diagnostic) -> String {
@@ -103,6 +107,7 @@ impl Error {
             Error::Identity(crate::private::IdentityError::Missing { .. }) => Exit::Usage,
             Error::Identity(_) => Exit::Invalid,
             Error::RedactionKey(_) => Exit::Invalid,
+            Error::Write(e) => e.exit(),
         }
     }
 
@@ -119,6 +124,7 @@ impl Error {
             Error::Receipt(e) => hint(e),
             Error::Identity(e) => hint(e),
             Error::RedactionKey(e) => hint(e),
+            Error::Write(e) => hint(e),
             _ => None,
         }
     }

@@ -62,11 +62,7 @@ pub struct Draft<'a> {
 }
 
 /// Build and sign a receipt with `key` declared as `key_id`.
-pub fn sign(
-    draft: &Draft<'_>,
-    key_id: &str,
-    key: &SigningKeyPair,
-) -> Result<Value, ReceiptError> {
+pub fn sign(draft: &Draft<'_>, key_id: &str, key: &SigningKeyPair) -> Result<Value, ReceiptError> {
     let b = draft.bundle;
     let s = |k: &str| b.get(k).and_then(Value::as_str).unwrap_or("").to_string();
     let stats = b.get("stats").cloned().unwrap_or(Value::Null);
@@ -296,7 +292,8 @@ pub fn verify(r: &Value, trusted: &BTreeMap<String, PublicKey>) -> Result<Verifi
         )
     })?;
     let id = str_field(r, "id")?;
-    let derived = derived_id(r).map_err(|e| Problem::new("id", "a canonicalisable receipt", e.to_string()))?;
+    let derived = derived_id(r)
+        .map_err(|e| Problem::new("id", "a canonicalisable receipt", e.to_string()))?;
     if id != derived {
         return Err(Problem::new("id", derived, id));
     }

@@ -183,13 +183,13 @@ impl Prepared {
     /// Step 2: store the receipt, then append the audit events. Call it
     /// once the product is staged (file) or right before it is streamed.
     pub fn commit(self) -> Result<Option<ReceiptWritten>> {
-        let written =
-            match &self.receipt {
-                None => None,
-                Some(s) => Some(s.store().map_err(|err| {
-                    refused(&format!("a receipt ({})", s.why), &Error::from(err))
-                })?),
-            };
+        let written = match &self.receipt {
+            None => None,
+            Some(s) => Some(
+                s.store()
+                    .map_err(|err| refused(&format!("a receipt ({})", s.why), &Error::from(err)))?,
+            ),
+        };
         if let Err(err) = self.pending.commit() {
             if let Some(w) = &written {
                 // Best effort: a receipt for output that will not appear is withdrawn.

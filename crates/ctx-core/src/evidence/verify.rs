@@ -152,8 +152,11 @@ pub fn verify_files(m: &Manifest, opts: &VerifyOptions) -> Result<Report> {
             Err(e) if !path.exists() => return Err(Error::NotFound(e.to_string())),
             Err(e) => {
                 let mut o = Outcome::new(shown, "unknown");
-                o.problems
-                    .push(Problem::new("file", "strict JSON (no duplicate keys)", e.to_string()));
+                o.problems.push(Problem::new(
+                    "file",
+                    "strict JSON (no duplicate keys)",
+                    e.to_string(),
+                ));
                 results.push(o);
                 continue;
             }
@@ -197,14 +200,20 @@ fn verify_bundle(c: &Ctx<'_>, shown: String, bytes: &[u8], b: &Value) -> Outcome
     let all = match c.receipts.all() {
         Ok(r) => r,
         Err(e) => {
-            o.problems
-                .push(Problem::new("receipts", "a readable receipt store", e.to_string()));
+            o.problems.push(Problem::new(
+                "receipts",
+                "a readable receipt store",
+                e.to_string(),
+            ));
             return o;
         }
     };
     let by = store::supersessions(&all).unwrap_or_else(|e| {
-        o.problems
-            .push(Problem::new("receipts", "corrections that form chains", e.to_string()));
+        o.problems.push(Problem::new(
+            "receipts",
+            "corrections that form chains",
+            e.to_string(),
+        ));
         Default::default()
     });
     let ids: BTreeSet<&str> = all.iter().filter_map(|(_, r)| r["id"].as_str()).collect();
@@ -403,9 +412,10 @@ pub fn verify_decisions(repo: &Repo, dir: &Path) -> Vec<Outcome> {
                 format!("a bundle {id} stored in {}", dir.display()),
                 "not found",
             )),
-            Err(e) => res
-                .problems
-                .push(Problem::new("bundles", "a readable folder", e.to_string())),
+            Err(e) => {
+                res.problems
+                    .push(Problem::new("bundles", "a readable folder", e.to_string()))
+            }
         }
         out.push(res);
     }

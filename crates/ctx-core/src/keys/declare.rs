@@ -49,9 +49,8 @@ pub fn declare_text(text: &str, is_json: bool, id: &str, key: &PublicKey) -> Res
             public: key.to_base64(),
         })?
     };
-    let reparsed = parse(&new_text, is_json).map_err(|e| {
-        KeyError::EditMismatch(format!("the edited manifest does not parse ({e})"))
-    })?;
+    let reparsed = parse(&new_text, is_json)
+        .map_err(|e| KeyError::EditMismatch(format!("the edited manifest does not parse ({e})")))?;
     if reparsed != expected {
         return Err(KeyError::EditMismatch(
             "the edited manifest would change more than the new key".into(),
@@ -103,7 +102,9 @@ enum Shape {
     NotMapping(String),
     #[error("the manifest is a flow mapping, not a block mapping")]
     FlowManifest,
-    #[error("`{what}` is written in flow style (`{value}`); only block style can be edited in place")]
+    #[error(
+        "`{what}` is written in flow style (`{value}`); only block style can be edited in place"
+    )]
     Flow { what: String, value: String },
 }
 
@@ -282,13 +283,15 @@ fn replace_line(text: &str, ls: &[Line<'_>], i: usize, add: &str) -> String {
 /// edit is never clobbered), keeping its permissions.
 pub fn write_manifest(path: &Path, old: &str, new: &str) -> Result<()> {
     use crate::fs::{replace_if_unchanged, Mode, ReplaceError};
-    replace_if_unchanged(path, old.as_bytes(), new.as_bytes(), Mode::Preserve).map_err(|e| match e {
-        ReplaceError::Changed => KeyError::ManifestChanged {
-            path: path.to_path_buf(),
-        }
-        .into(),
-        ReplaceError::Io(e) => Error::io(path, &e),
-    })
+    replace_if_unchanged(path, old.as_bytes(), new.as_bytes(), Mode::Preserve).map_err(
+        |e| match e {
+            ReplaceError::Changed => KeyError::ManifestChanged {
+                path: path.to_path_buf(),
+            }
+            .into(),
+            ReplaceError::Io(e) => Error::io(path, &e),
+        },
+    )
 }
 
 #[cfg(test)]

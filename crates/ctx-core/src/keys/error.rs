@@ -81,7 +81,9 @@ pub enum KeyError {
     ManifestUnparsable(String),
 
     #[error("extensions.{EXTENSION}.{id} is already declared with a different key")]
-    #[diagnostic(help("choose another --id, or remove the old entry first if the key was rotated"))]
+    #[diagnostic(help(
+        "choose another --id, or remove the old entry first if the key was rotated"
+    ))]
     DeclaredDifferently { id: String },
 
     /// The manifest's shape keeps ctx from inserting the entry textually.
@@ -136,7 +138,10 @@ mod tests {
         };
         assert!(!e.to_string().contains("help"));
         let help = e.help().expect("a hint").to_string();
-        assert!(help.contains("ctx keys generate --id a --declare"), "{help}");
+        assert!(
+            help.contains("ctx keys generate --id a --declare"),
+            "{help}"
+        );
         assert_eq!(e.exit(), Exit::Invalid);
     }
 

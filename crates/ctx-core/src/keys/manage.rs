@@ -58,7 +58,8 @@ pub fn generate(id: &str, declare: bool, manifest: Option<&Manifest>) -> Result<
     };
     let dir = path.parent().expect("key path has a folder");
     create_private_dir(dir)?;
-    pair.save(&path).map_err(|e| Error::Invalid(e.to_string()))?;
+    pair.save(&path)
+        .map_err(|e| Error::Invalid(e.to_string()))?;
     let declaration = match edit {
         Some((m, Declared::Changed(text))) => {
             write_manifest(&m.path, &m.text, &text)?;

@@ -177,7 +177,8 @@ pub struct SealedLog {
 impl SealedLog {
     /// Lock the log and verify its chain (a damaged log is never extended).
     pub fn open(file: &Path, recipient: &str, namespace: &str) -> Result<SealedLog> {
-        let (recipient, _) = Recipient::parse(recipient).map_err(|e| Error::Invalid(e.to_string()))?;
+        let (recipient, _) =
+            Recipient::parse(recipient).map_err(|e| Error::Invalid(e.to_string()))?;
         Ok(SealedLog {
             appender: Log::new(file.to_path_buf()).begin()?,
             recipient,

@@ -63,7 +63,8 @@ pub fn save(file: &Path, stored: &Stored, recipient: &str) -> Result<()> {
     s.format = FORMAT.into();
     let plain = Zeroizing::new(serde_json::to_string(&s).expect("JSON"));
     let (r, _) = Recipient::parse(recipient).map_err(|e| Error::Invalid(e.to_string()))?;
-    let armor = crate::private::crypt::encrypt(plain.as_bytes(), &[r]).map_err(|e| Error::Invalid(e.to_string()))?;
+    let armor = crate::private::crypt::encrypt(plain.as_bytes(), &[r])
+        .map_err(|e| Error::Invalid(e.to_string()))?;
     if let Some(dir) = file.parent() {
         std::fs::create_dir_all(dir).map_err(|e| Error::io(dir, &e))?;
     }

@@ -262,10 +262,7 @@ impl Ctx<'_> {
 }
 
 /// Non-empty, non-comment lines of a recipients file inside the repository, numbered.
-fn read_recipients_file(
-    m: &Manifest,
-    rel: &str,
-) -> Result<Vec<(usize, String)>, RecipientError> {
+fn read_recipients_file(m: &Manifest, rel: &str) -> Result<Vec<(usize, String)>, RecipientError> {
     let clean = rel.trim_start_matches("./");
     let path = std::path::Path::new(clean);
     if path.is_absolute()

@@ -122,7 +122,9 @@ pub enum RecipientError {
     BadAge(String),
     #[error("not a usable SSH public key ({0})")]
     BadSsh(String),
-    #[error("expected an age public key (`age1…`) or an SSH public key (`ssh-ed25519 …`, `ssh-rsa …`)")]
+    #[error(
+        "expected an age public key (`age1…`) or an SSH public key (`ssh-ed25519 …`, `ssh-rsa …`)"
+    )]
     Unknown,
     #[error("`{0}` must be a path inside the repository")]
     FileOutside(String),

@@ -112,19 +112,13 @@ pub fn take_sealed(
             strict::check_armor(b).map_err(SealError::Body)?;
             b.to_string()
         }
-        (Format::Markdown, None, None) => {
-            return Err(SealError::NoBody)
-        }
-        (Format::Markdown, Some(_), _) => {
-            return Err(SealError::InlineInMarkdown)
-        }
+        (Format::Markdown, None, None) => return Err(SealError::NoBody),
+        (Format::Markdown, Some(_), _) => return Err(SealError::InlineInMarkdown),
         (_, Some(Value::String(a)), _) => {
             strict::check_armor(&a).map_err(SealError::Inline)?;
             a
         }
-        (_, _, _) => {
-            return Err(SealError::NoInline)
-        }
+        (_, _, _) => return Err(SealError::NoInline),
     };
     Ok(Some(normalize_armor(&armor)))
 }

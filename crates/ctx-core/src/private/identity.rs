@@ -293,13 +293,12 @@ fn load_ssh(path: &Path, bytes: &[u8]) -> Result<Key, IdentityError> {
         age::ssh::Identity::Unencrypted(_) => id,
         age::ssh::Identity::Encrypted(k) => {
             let pass = passphrase(path)?;
-            age::ssh::Identity::from(
-                k.decrypt(pass)
-                    .map_err(|_| IdentityError::WrongPassphrase {
-                        path: path.to_path_buf(),
-                        ssh: true,
-                    })?,
-            )
+            age::ssh::Identity::from(k.decrypt(pass).map_err(|_| {
+                IdentityError::WrongPassphrase {
+                    path: path.to_path_buf(),
+                    ssh: true,
+                }
+            })?)
         }
         age::ssh::Identity::Unsupported(_) => {
             return Err(unsupported(
@@ -397,6 +396,10 @@ mod tests {
         let wrong = load_file(&p);
         std::env::remove_var(ENV_PASSPHRASE);
         assert_eq!(keys.unwrap()[0].label, id.to_public().to_string());
-        assert!(wrong.err().unwrap().to_string().contains("wrong passphrase"));
+        assert!(wrong
+            .err()
+            .unwrap()
+            .to_string()
+            .contains("wrong passphrase"));
     }
 }

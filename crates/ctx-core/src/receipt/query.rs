@@ -12,10 +12,7 @@ use super::{check_link, default_dir, read_json, store, verify_trusted, ReceiptEr
 
 /// The newest uncorrected receipt in `store` made for exactly this bundle
 /// file (id, digest and pinned volatile members all match).
-pub fn current_for_bundle(
-    store: &Store,
-    bundle: &Value,
-) -> Result<Option<Value>, ReceiptError> {
+pub fn current_for_bundle(store: &Store, bundle: &Value) -> Result<Option<Value>, ReceiptError> {
     let all = store.all()?;
     let by = store::supersessions(&all)?;
     Ok(all

@@ -108,8 +108,8 @@ impl Rule {
 
     /// Parse and compile one rule as written in a document (a closed mapping).
     pub fn from_value(v: &Value) -> Result<Rule, RuleError> {
-        let declared: Redaction = serde_json::from_value(v.clone())
-            .map_err(|e| RuleError::NotARule(e.to_string()))?;
+        let declared: Redaction =
+            serde_json::from_value(v.clone()).map_err(|e| RuleError::NotARule(e.to_string()))?;
         if declared.path.is_empty() {
             return Err(RuleError::EmptyPath);
         }

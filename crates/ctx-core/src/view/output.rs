@@ -14,9 +14,13 @@ use crate::resolve::redact::{HashKey, HashKeyError};
 /// covers is withheld until it is fixed; the hint says how.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error, miette::Diagnostic)]
 pub enum KeyFileError {
-    #[error("`extensions.{REDACTION_EXTENSION}.hash_key` must be a file path inside the repository")]
+    #[error(
+        "`extensions.{REDACTION_EXTENSION}.hash_key` must be a file path inside the repository"
+    )]
     NotAPath,
-    #[error("`extensions.{REDACTION_EXTENSION}.hash_key` `{0}` is not a path inside the repository")]
+    #[error(
+        "`extensions.{REDACTION_EXTENSION}.hash_key` `{0}` is not a path inside the repository"
+    )]
     Outside(String),
     #[error("{0} does not exist")]
     #[diagnostic(help(

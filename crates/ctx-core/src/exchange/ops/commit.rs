@@ -385,7 +385,7 @@ pub fn commit(ex: &Exchange<'_>, o: &CommitOptions) -> ClResult<Committed> {
         WriteKind::Write
     };
     crate::evidence::record_after(m, Some(Record::write(None, &[], kind, audited)), || {
-        write::apply(&m.root, &writes).map_err(crate::error::Error::Invalid)
+        Ok(write::apply(&m.root, &writes)?)
     })
     .map_err(|e| ClError::new("WRITE_FAILED", e.to_string()))?;
     ex.record(
