@@ -80,6 +80,10 @@ pub enum Error {
     /// A refused or failed write; nothing was written.
     #[error(transparent)]
     Write(#[from] crate::write::WriteError),
+
+    /// The audit configuration is invalid or the log is damaged.
+    #[error(transparent)]
+    Audit(#[from] crate::audit::AuditError),
 }
 
 fn manifest_message(path: &std::path::Path, d: &Diagnostic) -> String {
@@ -108,6 +112,7 @@ impl Error {
             Error::Identity(_) => Exit::Invalid,
             Error::RedactionKey(_) => Exit::Invalid,
             Error::Write(e) => e.exit(),
+            Error::Audit(_) => Exit::Invalid,
         }
     }
 
@@ -125,6 +130,7 @@ impl Error {
             Error::Identity(e) => hint(e),
             Error::RedactionKey(e) => hint(e),
             Error::Write(e) => hint(e),
+            Error::Audit(e) => hint(e),
             _ => None,
         }
     }
@@ -150,3 +156,98 @@ impl miette::Diagnostic for Error {
 }
 
 pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::keys::KeyError;
+    use crate::private::IdentityError;
+    use crate::write::WriteError;
+
+    /// `Error::exit` is the one mapping from a failure to a process status:
+    /// 1 invalid, 2 usage, 3 not found (and a closed pipe is success).
+    #[test]
+    fn every_kind_maps_to_its_exit_code() {
+        let cases: Vec<(Error, Exit)> = vec![
+            (Error::Usage("u".into()), Exit::Usage),
+            (Error::NotFound("n".into()), Exit::NotFound),
+            (Error::Invalid("i".into()), Exit::Invalid),
+            (
+                Error::ManifestNotFound {
+                    searched: "/x".into(),
+                },
+                Exit::NotFound,
+            ),
+            (Error::BrokenPipe, Exit::Ok),
+            (KeyError::BadId { id: "X".into() }.into(), Exit::Usage),
+            (
+                KeyError::NoSuchKey {
+                    path: "/k".into(),
+                    id: "a".into(),
+                }
+                .into(),
+                Exit::NotFound,
+            ),
+            (KeyError::NoConfigFolder.into(), Exit::Invalid),
+            (
+                IdentityError::Missing {
+                    path: "/i".into(),
+                    origin: "--identity",
+                }
+                .into(),
+                Exit::Usage,
+            ),
+            (
+                IdentityError::Empty { path: "/i".into() }.into(),
+                Exit::Invalid,
+            ),
+            (WriteError::Reserved("id".into()).into(), Exit::Usage),
+            (WriteError::Exists("a.md".into()).into(), Exit::Invalid),
+        ];
+        for (e, want) in cases {
+            assert_eq!(e.exit(), want, "{e}");
+        }
+    }
+
+    /// Hints travel as a field: never inside the message, always through
+    /// `help()` (and so through miette's rendering).
+    #[test]
+    fn domain_hints_are_fields_not_message_text() {
+        let e: Error = KeyError::Exists {
+            path: "/k/a.pem".into(),
+            id: "a".into(),
+        }
+        .into();
+        assert!(!e.to_string().contains("help"), "{e}");
+        assert_eq!(
+            e.help().as_deref(),
+            Some("choose another --id, or move the old key away first")
+        );
+        let shown = miette::Diagnostic::help(&e).map(|h| h.to_string());
+        assert_eq!(shown, e.help());
+        assert!(Error::Invalid("x".into()).help().is_none());
+    }
+
+    #[test]
+    fn the_human_rendering_shows_the_message_then_the_hint_unwrapped() {
+        let long = "x".repeat(300);
+        let e: Error = KeyError::Missing {
+            path: format!("/{long}/a.pem").into(),
+            id: "a".into(),
+        }
+        .into();
+        let text = crate::diag::render::error(
+            &e,
+            crate::diag::render::HumanStyle {
+                color: false,
+                width: 80,
+            },
+        );
+        let lines: Vec<&str> = text.lines().filter(|l| !l.trim().is_empty()).collect();
+        assert!(lines[0].contains(&format!("/{long}/a.pem")), "{text}");
+        assert!(
+            lines[1].trim_start().starts_with("help: create one with"),
+            "{text}"
+        );
+    }
+}
