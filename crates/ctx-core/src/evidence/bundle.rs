@@ -180,6 +180,39 @@ pub fn prepare(
 }
 
 impl Prepared {
+    /// Step 2 for a product written to `path`: `fill` writes it to a staged
+    /// file beside the destination, the evidence is committed, and only then
+    /// is the file renamed into place. Evidence that cannot be recorded leaves
+    /// no product; the file keeps the mode of the one it replaces.
+    pub fn commit_with_file(
+        self,
+        path: &Path,
+        fill: impl FnOnce(&mut dyn std::io::Write) -> std::io::Result<()>,
+    ) -> Result<Option<ReceiptWritten>> {
+        let mut outcome = None;
+        let io = crate::fs::write_atomic_with(
+            path,
+            crate::fs::Mode::Preserve,
+            crate::fs::Existing::Replace,
+            |f| {
+                fill(f)?;
+                let committed = self.commit();
+                let failed = committed.is_err();
+                outcome = Some(committed);
+                if failed {
+                    return Err(std::io::Error::other("evidence not recorded"));
+                }
+                Ok(())
+            },
+        );
+        match (outcome, io) {
+            (Some(Err(e)), _) => Err(e),
+            (_, Err(e)) => Err(Error::io(path, &e)),
+            (Some(Ok(w)), Ok(())) => Ok(w),
+            (None, Ok(())) => Ok(None),
+        }
+    }
+
     /// Step 2: store the receipt, then append the audit events. Call it
     /// once the product is staged (file) or right before it is streamed.
     pub fn commit(self) -> Result<Option<ReceiptWritten>> {

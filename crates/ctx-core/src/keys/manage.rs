@@ -103,6 +103,34 @@ pub struct Inventory {
     pub malformed: Vec<MalformedKey>,
 }
 
+impl Inventory {
+    /// The `ctx keys list --format json` document (`manifest`: the manifest
+    /// file it was taken from, if any).
+    pub fn to_json(&self, manifest: Option<&Path>) -> serde_json::Value {
+        let rows: Vec<_> = self
+            .keys
+            .iter()
+            .map(|r| {
+                serde_json::json!({
+                    "id": r.id,
+                    "declared": r.public.is_some(),
+                    "public_key": r.public.map(|k| k.to_base64()),
+                    "fingerprint": r.public.map(|k| k.fingerprint()),
+                    "private_key": r.private_key,
+                    "private_key_path": r.private_key_path.as_ref().map(|p| p.display().to_string()),
+                })
+            })
+            .collect();
+        let errors: Vec<String> = self.malformed.iter().map(ToString::to_string).collect();
+        serde_json::json!({
+            "manifest": manifest.map(|m| m.display().to_string()),
+            "key_dir": self.key_dir.display().to_string(),
+            "keys": rows,
+            "errors": errors,
+        })
+    }
+}
+
 /// The inventory. A private key that cannot be read, or that is not the
 /// declared key, is shown as such rather than treated as usable.
 pub fn inventory(manifest: Option<&Manifest>) -> Result<Inventory> {
