@@ -83,16 +83,14 @@ pub fn decrypt(
                 .into(),
         ))));
     };
-    let keys = ring
-        .keys()
-        .map_err(|e| {
-            // The cause is one line: the identity's problem, then its own hint.
-            let why = match miette::Diagnostic::help(&e) {
-                Some(help) => format!("{e}; {help}"),
-                None => e.to_string(),
-            };
-            fail(Cause::Crypt(CryptError::NoIdentity(why)))
-        })?;
+    let keys = ring.keys().map_err(|e| {
+        // The cause is one line: the identity's problem, then its own hint.
+        let why = match miette::Diagnostic::help(&e) {
+            Some(help) => format!("{e}; {help}"),
+            None => e.to_string(),
+        };
+        fail(Cause::Crypt(CryptError::NoIdentity(why)))
+    })?;
     let (bytes, used) = crypt::decrypt(armor, keys).map_err(|e| fail(Cause::Crypt(e)))?;
     let text = std::str::from_utf8(&bytes).map_err(|_| {
         fail(Cause::Invalid(
