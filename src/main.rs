@@ -25,6 +25,7 @@ fn main() -> ExitCode {
             return ExitCode::from(code);
         }
     };
+    let color = cli.color;
     match cli::run(cli) {
         Ok(exit) => ExitCode::from(exit as u8),
         Err(Error::BrokenPipe) => ExitCode::SUCCESS,
@@ -34,11 +35,14 @@ fn main() -> ExitCode {
             ExitCode::from(Exit::Invalid as u8)
         }
         Err(e) => {
-            let mut text = format!("error: {e}\n");
-            if let Some(help) = e.help() {
-                text.push_str(&format!("  help: {help}\n"));
-            }
-            eprint!("{text}");
+            // Rendered like findings (message, then hint); `Error::exit` is
+            // the one mapping from an error to a status.
+            let p = cli::Printer::new(color);
+            let style = ctx_core::diag::render::HumanStyle {
+                color: p.color_err,
+                width: p.width,
+            };
+            let _ = p.err(&ctx_core::diag::render::error(&e, style));
             ExitCode::from(e.exit() as u8)
         }
     }

@@ -5,7 +5,7 @@ use clap::Args;
 use serde_json::Value;
 
 use ctx_core::bundle::render;
-use ctx_core::error::{Error, Exit, Result};
+use ctx_core::error::{Exit, Result};
 use ctx_core::evidence::Record;
 use ctx_core::model::ObjectRef;
 use ctx_core::private::Keyring;
@@ -45,7 +45,7 @@ pub fn run(g: &Global, p: &Printer, a: &GetArgs) -> Result<Exit> {
     let d = v.get(&ObjectRef::parse(&a.id))?;
     // A private object is decrypted only now: found, authorized, in memory.
     let d = if repo.objects[d.index].meta.sealed.is_some() {
-        let ring = Keyring::discover(&a.identity).map_err(Error::Usage)?;
+        let ring = Keyring::discover(&a.identity)?;
         let (d, opening) = v.document_opened(d.index, ring.as_ref())?;
         if let Opening::Unavailable(why) = opening {
             super::io_result(p.err(&format!(

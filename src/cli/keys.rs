@@ -2,7 +2,6 @@
 //! manifest's list of trusted public keys (`extensions: ctx.keys`).
 
 use clap::{Args, Subcommand};
-use serde_json::json;
 
 use ctx_core::error::{Error, Exit, Result};
 use ctx_core::keys;
@@ -119,26 +118,7 @@ fn list(g: &Global, p: &Printer, a: &ListArgs) -> Result<Exit> {
     let inv = manage::inventory(m.as_ref())?;
     let errors: Vec<String> = inv.malformed.iter().map(ToString::to_string).collect();
     let out = if a.format == TextFormat::Json {
-        let rows: Vec<_> = inv
-            .keys
-            .iter()
-            .map(|r| {
-                json!({
-                    "id": r.id,
-                    "declared": r.public.is_some(),
-                    "public_key": r.public.map(|k| k.to_base64()),
-                    "fingerprint": r.public.map(|k| k.fingerprint()),
-                    "private_key": r.private_key,
-                    "private_key_path": r.private_key_path.as_ref().map(|p| p.display().to_string()),
-                })
-            })
-            .collect();
-        let doc = json!({
-            "manifest": m.as_ref().map(|m| m.path.display().to_string()),
-            "key_dir": inv.key_dir.display().to_string(),
-            "keys": rows,
-            "errors": errors,
-        });
+        let doc = inv.to_json(m.as_ref().map(|m| m.path.as_path()));
         serde_json::to_string_pretty(&doc).expect("JSON") + "\n"
     } else {
         let mut s = String::new();

@@ -90,38 +90,16 @@ pub fn run(g: &Global, p: &Printer, a: &ReceiptsArgs) -> Result<Exit> {
             )
             .map_err(|e| reject(p, c, e))?;
             if c.json() {
-                let v: Vec<_> = rows
-                    .iter()
-                    .map(|r| json!({"sequence": r.sequence, "receipt": r.receipt, "superseded_by": r.superseded_by}))
-                    .collect();
-                print_json(p, &json!(v))?;
+                print_json(p, &json!(rows.iter().map(listed_json).collect::<Vec<_>>()))?;
             } else {
-                let mut t = String::new();
-                for r in &rows {
-                    let x = &r.receipt;
-                    t.push_str(&format!(
-                        "{:>4}  {}  {:<24} {:<13} {}{}\n",
-                        r.sequence,
-                        x["created_at"].as_str().unwrap_or(""),
-                        x["operation"].as_str().unwrap_or(""),
-                        x["outcome"].as_str().unwrap_or(""),
-                        x["id"].as_str().unwrap_or(""),
-                        r.superseded_by
-                            .as_ref()
-                            .map(|s| format!("  (superseded by {s})"))
-                            .unwrap_or_default()
-                    ));
-                }
+                let mut t: String = rows.iter().map(listed_line).collect();
                 t.push_str(&format!("{} receipt(s)\n", rows.len()));
                 super::io_result(p.out(&t))?;
             }
         }
         ReceiptsCommand::Show(x) => {
             let r = ledger::show(&ex, &x.id).map_err(|e| reject(p, c, e))?;
-            print_json(
-                p,
-                &json!({"sequence": r.sequence, "receipt": r.receipt, "superseded_by": r.superseded_by}),
-            )?;
+            print_json(p, &listed_json(&r))?;
         }
         ReceiptsCommand::Verify(_) => {
             let s = ledger::verify(&ex).map_err(|e| reject(p, c, e))?;
@@ -142,14 +120,17 @@ pub fn run(g: &Global, p: &Printer, a: &ReceiptsArgs) -> Result<Exit> {
             let r = ledger::retry(&ex).map_err(|e| reject(p, c, e))?;
             if c.json() {
                 print_json(p, &json!({"completed": r.completed}))?;
-            } else if r.completed.is_empty() {
-                super::io_result(p.out("nothing pending\n"))?;
             } else {
-                let mut t = String::new();
-                for id in &r.completed {
-                    t.push_str(&format!("recorded {id}\n"));
-                }
-                super::io_result(p.out(&t))?;
+                let t: String = r
+                    .completed
+                    .iter()
+                    .map(|id| format!("recorded {id}\n"))
+                    .collect();
+                super::io_result(p.out(if t.is_empty() {
+                    "nothing pending\n"
+                } else {
+                    &t
+                }))?;
             }
         }
         ReceiptsCommand::Supersede(x) => {
@@ -159,4 +140,24 @@ pub fn run(g: &Global, p: &Printer, a: &ReceiptsArgs) -> Result<Exit> {
         }
     }
     Ok(Exit::Ok)
+}
+
+fn listed_json(r: &ledger::Listed) -> serde_json::Value {
+    json!({"sequence": r.sequence, "receipt": r.receipt, "superseded_by": r.superseded_by})
+}
+
+/// One line of `ctx receipts list`: sequence, time, operation, outcome, id.
+fn listed_line(r: &ledger::Listed) -> String {
+    let x = |k: &str| r.receipt[k].as_str().unwrap_or("").to_string();
+    let by = r.superseded_by.as_ref();
+    format!(
+        "{:>4}  {}  {:<24} {:<13} {}{}\n",
+        r.sequence,
+        x("created_at"),
+        x("operation"),
+        x("outcome"),
+        x("id"),
+        by.map(|s| format!("  (superseded by {s})"))
+            .unwrap_or_default()
+    )
 }

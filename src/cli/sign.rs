@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use clap::Args;
 use serde_json::Value;
 
-use ctx_core::error::{Error, Result};
+use ctx_core::error::Result;
 use ctx_core::evidence::bundle::{self, Emission, RequestEcho, SignOptions};
 use ctx_core::evidence::BundleEvent;
 use ctx_core::load::Repo;
@@ -105,40 +105,16 @@ pub fn emit(
             })?;
             w
         }
-        Some(path) => {
-            // Staged beside the destination; committed before the rename.
-            let mut outcome = None;
-            let io = ctx_core::fs::write_atomic_with(
-                path,
-                ctx_core::fs::Mode::Preserve,
-                ctx_core::fs::Existing::Replace,
-                |f| {
-                    match product {
-                        Product::Text(t) => f.write_all(t.as_bytes())?,
-                        Product::Json(v) => {
-                            let mut buf = std::io::BufWriter::with_capacity(1 << 16, f);
-                            serde_json::to_writer_pretty(&mut buf, v)
-                                .map_err(std::io::Error::from)?;
-                            buf.write_all(b"\n")?;
-                            buf.flush()?;
-                        }
-                    }
-                    let committed = prepared.commit();
-                    let failed = committed.is_err();
-                    outcome = Some(committed);
-                    if failed {
-                        return Err(std::io::Error::other("evidence not recorded"));
-                    }
-                    Ok(())
-                },
-            );
-            match (outcome, io) {
-                (Some(Err(e)), _) => return Err(e),
-                (_, Err(e)) => return Err(Error::io(path, &e)),
-                (Some(Ok(w)), Ok(())) => w,
-                (None, Ok(())) => None,
+        // Staged beside the destination; committed before the rename.
+        Some(path) => prepared.commit_with_file(path, |f| match product {
+            Product::Text(t) => f.write_all(t.as_bytes()),
+            Product::Json(v) => {
+                let mut buf = std::io::BufWriter::with_capacity(1 << 16, f);
+                serde_json::to_writer_pretty(&mut buf, v).map_err(std::io::Error::from)?;
+                buf.write_all(b"\n")?;
+                buf.flush()
             }
-        }
+        })?,
     };
     if let Some(w) = written {
         let shown = w.path.strip_prefix(&repo.manifest.root).unwrap_or(&w.path);

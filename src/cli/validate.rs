@@ -5,7 +5,6 @@ use std::path::PathBuf;
 
 use clap::Args;
 
-use ctx_core::diag::Diagnostic;
 use ctx_core::error::{Exit, Result};
 use ctx_core::load::{self, Repo};
 use ctx_core::time::Instant;
@@ -70,41 +69,6 @@ pub fn optional_manifest(g: &Global) -> Result<Option<ctx_core::manifest::Manife
     }
 }
 
-/// Keep findings in the given paths (relative to the working directory).
-fn restrict(
-    findings: Vec<Diagnostic>,
-    repo: &Repo,
-    g: &Global,
-    paths: &[PathBuf],
-) -> Vec<Diagnostic> {
-    if paths.is_empty() {
-        return findings;
-    }
-    let wanted: Vec<String> = paths
-        .iter()
-        .map(|p| {
-            let abs = if p.is_absolute() {
-                p.clone()
-            } else {
-                g.cwd.join(p)
-            };
-            let abs = abs.canonicalize().unwrap_or(abs);
-            ctx_core::fs::RelPath::strip(&repo.manifest.root, &abs)
-                .map(String::from)
-                .unwrap_or_default()
-        })
-        .collect();
-    findings
-        .into_iter()
-        .filter(|d| {
-            let file = d.file.as_deref().unwrap_or("");
-            wanted
-                .iter()
-                .any(|w| w.is_empty() || file == w || file.starts_with(&format!("{w}/")))
-        })
-        .collect()
-}
-
 pub fn run(g: &Global, p: &Printer, args: &ValidateArgs) -> Result<Exit> {
     let at = g.clock.at(args.at);
     let out = args.output.as_deref();
@@ -140,7 +104,7 @@ pub fn run(g: &Global, p: &Printer, args: &ValidateArgs) -> Result<Exit> {
             at: Some(at),
         },
     );
-    let findings = restrict(findings, &repo, g, &args.paths);
+    let findings = checks::restrict(findings, &repo.manifest.root, &g.cwd, &args.paths);
     progress.finish();
     let failed = checks::failed(&findings, args.strict);
     super::findings::emit(

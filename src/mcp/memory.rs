@@ -76,8 +76,7 @@ pub fn commit(svc: &Service, id: &str, value: &str, tier: Option<Tier>) -> Resul
             bytes,
             replaces: None,
         }],
-    )
-    .map_err(Error::Invalid)?;
+    )?;
     Ok(rel)
 }
 
@@ -139,7 +138,7 @@ fn planned_write(
         }
     };
     if let Err(why) = write::authorize_write(m, consumer, &obj, None) {
-        return Ok(Err(why));
+        return Ok(Err(why.to_string()));
     }
     let tier = Tier::of(obj.meta.classification);
     let planned = write::planned_repo(repo, &[], vec![obj]);

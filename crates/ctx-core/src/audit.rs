@@ -35,6 +35,31 @@ use crate::canonical;
 use crate::error::{Error, Result};
 use crate::manifest::Manifest;
 
+/// A misconfigured or damaged audit log. Auditing fails closed: the command
+/// that would have been recorded does not run.
+#[derive(Debug, thiserror::Error, miette::Diagnostic)]
+pub enum AuditError {
+    #[error("{file}: audit.{key}: expected true or false, found {found}")]
+    #[diagnostic(help("write `{key}: true` to record these events, or remove the line"))]
+    Flag {
+        file: String,
+        key: String,
+        found: String,
+    },
+    #[error("{file}: audit.sink `{sink}`: {why}")]
+    #[diagnostic(help(
+        "use a relative file URI inside the repository, e.g. file://./.ctx/audit.jsonl"
+    ))]
+    Sink {
+        file: String,
+        sink: String,
+        why: String,
+    },
+    #[error("{}: {why}; refusing to append to a damaged audit log", path.display())]
+    #[diagnostic(help("run `ctx audit verify` to see what changed"))]
+    Damaged { path: PathBuf, why: String },
+}
+
 /// The extension member holding the chain link.
 pub const EXTENSION: &str = "ctx.audit";
 /// Default log location, relative to the repository root.
@@ -66,15 +91,14 @@ impl Config {
                 m.file
             )));
         };
-        let flag = |k: &str| {
-            match block.get(k) {
+        let flag = |k: &str| match block.get(k) {
             None => Ok(false),
             Some(Value::Bool(b)) => Ok(*b),
-            Some(other) => Err(Error::Invalid(format!(
-                "{}: audit.{k}: expected true or false, found {other}\n  help: write `{k}: true` to record these events, or remove the line",
-                m.file
-            ))),
-        }
+            Some(other) => Err(Error::from(AuditError::Flag {
+                file: m.file.clone(),
+                key: k.to_string(),
+                found: other.to_string(),
+            })),
         };
         let sink = match block.get("sink") {
             None => None,
@@ -106,10 +130,12 @@ pub fn sink_path(m: &Manifest, sink: Option<&str>) -> Result<PathBuf> {
         return Ok(m.root.join(DEFAULT_LOG));
     };
     let bad = |why: &str| {
-        Err(Error::Invalid(format!(
-            "{}: audit.sink `{sink}`: {why}\n  help: use a relative file URI inside the repository, e.g. file://./.ctx/audit.jsonl",
-            m.file
-        )))
+        Err(AuditError::Sink {
+            file: m.file.clone(),
+            sink: sink.to_string(),
+            why: why.to_string(),
+        }
+        .into())
     };
     let Some(rel) = sink.strip_prefix("file://") else {
         return bad("ctx writes audit events only to file:// sinks");
@@ -324,10 +350,10 @@ impl Log {
             .map_err(|e| Error::io(&self.path, &e))?
             .len();
         let damaged = |why: String| {
-            Error::Invalid(format!(
-                "{}: {why}; refusing to append to a damaged audit log\n  help: run `ctx audit verify` to see what changed",
-                self.path.display()
-            ))
+            Error::from(AuditError::Damaged {
+                path: self.path.clone(),
+                why,
+            })
         };
         let head = self.read_head()?;
         if head.is_none() && len > 0 {

@@ -60,6 +60,30 @@ pub enum Error {
         path: PathBuf,
         diag: Box<Diagnostic>,
     },
+
+    /// A signing-key failure (its hint and exit status come with it).
+    #[error(transparent)]
+    Key(#[from] crate::keys::KeyError),
+
+    /// A receipt that cannot be read, signed or stored.
+    #[error(transparent)]
+    Receipt(#[from] crate::receipt::ReceiptError),
+
+    /// An age identity that cannot be found or read.
+    #[error(transparent)]
+    Identity(#[from] crate::private::IdentityError),
+
+    /// The repository's redaction key cannot be located, read or created.
+    #[error(transparent)]
+    RedactionKey(#[from] crate::view::output::KeyFileError),
+
+    /// A refused or failed write; nothing was written.
+    #[error(transparent)]
+    Write(#[from] crate::write::WriteError),
+
+    /// The audit configuration is invalid or the log is damaged.
+    #[error(transparent)]
+    Audit(#[from] crate::audit::AuditError),
 }
 
 fn manifest_message(path: &std::path::Path, d: &Diagnostic) -> String {
@@ -80,6 +104,15 @@ impl Error {
             | Error::Refused { .. }
             | Error::Manifest { .. } => Exit::Invalid,
             Error::BrokenPipe => Exit::Ok,
+            Error::Key(e) => e.exit(),
+            Error::Receipt(e) => e.exit(),
+            // A named identity that does not exist is a bad argument, like no
+            // identity at all; one that cannot be read is invalid.
+            Error::Identity(crate::private::IdentityError::Missing { .. }) => Exit::Usage,
+            Error::Identity(_) => Exit::Invalid,
+            Error::RedactionKey(_) => Exit::Invalid,
+            Error::Write(e) => e.exit(),
+            Error::Audit(_) => Exit::Invalid,
         }
     }
 
@@ -92,6 +125,12 @@ impl Error {
             ),
             Error::Manifest { diag, .. } => diag.remediation.clone(),
             Error::Refused { help, .. } => help.clone(),
+            Error::Key(e) => hint(e),
+            Error::Receipt(e) => hint(e),
+            Error::Identity(e) => hint(e),
+            Error::RedactionKey(e) => hint(e),
+            Error::Write(e) => hint(e),
+            Error::Audit(e) => hint(e),
             _ => None,
         }
     }
@@ -104,4 +143,111 @@ impl Error {
     }
 }
 
+/// The hint of a domain error, as text.
+fn hint(e: &dyn miette::Diagnostic) -> Option<String> {
+    e.help().map(|h| h.to_string())
+}
+
+/// Errors render with miette like findings: the message, then the hint.
+impl miette::Diagnostic for Error {
+    fn help<'a>(&'a self) -> Option<Box<dyn std::fmt::Display + 'a>> {
+        Error::help(self).map(|h| Box::new(h) as Box<dyn std::fmt::Display>)
+    }
+}
+
 pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::keys::KeyError;
+    use crate::private::IdentityError;
+    use crate::write::WriteError;
+
+    /// `Error::exit` is the one mapping from a failure to a process status:
+    /// 1 invalid, 2 usage, 3 not found (and a closed pipe is success).
+    #[test]
+    fn every_kind_maps_to_its_exit_code() {
+        let cases: Vec<(Error, Exit)> = vec![
+            (Error::Usage("u".into()), Exit::Usage),
+            (Error::NotFound("n".into()), Exit::NotFound),
+            (Error::Invalid("i".into()), Exit::Invalid),
+            (
+                Error::ManifestNotFound {
+                    searched: "/x".into(),
+                },
+                Exit::NotFound,
+            ),
+            (Error::BrokenPipe, Exit::Ok),
+            (KeyError::BadId { id: "X".into() }.into(), Exit::Usage),
+            (
+                KeyError::NoSuchKey {
+                    path: "/k".into(),
+                    id: "a".into(),
+                }
+                .into(),
+                Exit::NotFound,
+            ),
+            (KeyError::NoConfigFolder.into(), Exit::Invalid),
+            (
+                IdentityError::Missing {
+                    path: "/i".into(),
+                    origin: "--identity",
+                }
+                .into(),
+                Exit::Usage,
+            ),
+            (
+                IdentityError::Empty { path: "/i".into() }.into(),
+                Exit::Invalid,
+            ),
+            (WriteError::Reserved("id".into()).into(), Exit::Usage),
+            (WriteError::Exists("a.md".into()).into(), Exit::Invalid),
+        ];
+        for (e, want) in cases {
+            assert_eq!(e.exit(), want, "{e}");
+        }
+    }
+
+    /// Hints travel as a field: never inside the message, always through
+    /// `help()` (and so through miette's rendering).
+    #[test]
+    fn domain_hints_are_fields_not_message_text() {
+        let e: Error = KeyError::Exists {
+            path: "/k/a.pem".into(),
+            id: "a".into(),
+        }
+        .into();
+        assert!(!e.to_string().contains("help"), "{e}");
+        assert_eq!(
+            e.help().as_deref(),
+            Some("choose another --id, or move the old key away first")
+        );
+        let shown = miette::Diagnostic::help(&e).map(|h| h.to_string());
+        assert_eq!(shown, e.help());
+        assert!(Error::Invalid("x".into()).help().is_none());
+    }
+
+    #[test]
+    fn the_human_rendering_shows_the_message_then_the_hint_unwrapped() {
+        let long = "x".repeat(300);
+        let e: Error = KeyError::Missing {
+            path: format!("/{long}/a.pem").into(),
+            id: "a".into(),
+        }
+        .into();
+        let text = crate::diag::render::error(
+            &e,
+            crate::diag::render::HumanStyle {
+                color: false,
+                width: 80,
+            },
+        );
+        let lines: Vec<&str> = text.lines().filter(|l| !l.trim().is_empty()).collect();
+        assert!(lines[0].contains(&format!("/{long}/a.pem")), "{text}");
+        assert!(
+            lines[1].trim_start().starts_with("help: create one with"),
+            "{text}"
+        );
+    }
+}

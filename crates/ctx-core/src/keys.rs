@@ -15,7 +15,10 @@ use crate::manifest::Manifest;
 use crate::signing::{PublicKey, SignatureError, SigningKeyPair};
 
 mod declare;
+mod error;
 pub mod manage;
+
+pub use error::KeyError;
 
 pub use declare::{declare_text, write_manifest, Declared};
 
@@ -34,9 +37,7 @@ pub fn check_id(id: &str) -> Result<()> {
     if ok {
         Ok(())
     } else {
-        Err(Error::Usage(format!(
-            "key id `{id}`: expected 1-64 characters of a-z, 0-9, '.', '_', '-' starting with a letter or digit (e.g. release-bot)"
-        )))
+        Err(KeyError::BadId { id: id.to_string() }.into())
     }
 }
 
@@ -51,11 +52,7 @@ pub fn key_dir() -> Result<PathBuf> {
     let base = abs(std::env::var_os("XDG_CONFIG_HOME"))
         .or_else(|| abs(std::env::var_os("HOME")).map(|h| h.join(".config")))
         .or_else(|| abs(std::env::var_os("APPDATA")))
-        .ok_or_else(|| {
-            Error::Invalid(
-                "cannot find your configuration folder: neither XDG_CONFIG_HOME nor HOME is set to an absolute path\n  help: set XDG_CONFIG_HOME to a private folder outside any repository".into(),
-            )
-        })?;
+        .ok_or(KeyError::NoConfigFolder)?;
     Ok(base.join("ctx").join("keys"))
 }
 
@@ -90,10 +87,11 @@ pub fn local_keys() -> Result<BTreeMap<String, PathBuf>> {
 /// ignored. `repo_root` is the repository in use, when there is one.
 pub fn guard_path(path: &Path, repo_root: Option<&Path>) -> Result<()> {
     let refuse = |why: String| {
-        Err(Error::Invalid(format!(
-            "{}: refusing to use this private key location: {why}\n  help: keep keys outside repositories; unset XDG_CONFIG_HOME or point it at a private folder such as ~/.config",
-            path.display()
-        )))
+        Err(KeyError::UnsafeLocation {
+            path: path.to_path_buf(),
+            why,
+        }
+        .into())
     };
     let existing = nearest_existing(path);
     if let (Some(root), Some(near)) = (repo_root, existing.as_deref()) {
@@ -161,10 +159,11 @@ fn git(dir: &Path, args: &[&str]) -> Option<std::result::Result<String, ()>> {
 pub fn load(id: &str, repo_root: Option<&Path>) -> Result<SigningKeyPair> {
     let path = key_path(id)?;
     if !path.exists() {
-        return Err(Error::Invalid(format!(
-            "{}: no private key `{id}` in this user's key folder\n  help: create one with `ctx keys generate --id {id} --declare`, or pick another with --key (see `ctx keys list`)",
-            path.display()
-        )));
+        return Err(KeyError::Missing {
+            path,
+            id: id.to_string(),
+        }
+        .into());
     }
     guard_path(&path, repo_root)?;
     SigningKeyPair::load(&path).map_err(|e| Error::Invalid(e.to_string()))
@@ -286,25 +285,23 @@ pub fn signing_key(m: &Manifest, wanted: Option<&str>) -> Result<(String, Signin
                 [one] => (*one).clone(),
                 [] => {
                     if let Some(bad) = trust.malformed.iter().find(|k| local.contains_key(&k.id)) {
-                        return Err(Error::Invalid(format!(
-                            "key `{}` is declared but malformed, so a verifier could not check its signatures: {bad}\n  help: re-declare it with the public key `ctx keys list` shows, or `ctx keys generate --id <new> --declare`",
-                            bad.id
-                        )));
+                        return Err(KeyError::Malformed {
+                            id: bad.id.clone(),
+                            detail: bad.to_string(),
+                        }
+                        .into());
                     }
-                    return Err(Error::Invalid(format!(
-                        "no signing key: none of the keys declared in {} (extensions.{EXTENSION}) has a private key in {}\n  help: run `ctx keys generate --id <name> --declare`",
-                        m.file,
-                        key_dir()?.display()
-                    )));
+                    return Err(KeyError::NoSigningKey {
+                        manifest: m.file.clone(),
+                        folder: key_dir()?,
+                    }
+                    .into());
                 }
                 many => {
-                    return Err(Error::Usage(format!(
-                        "several declared keys are available ({}); choose one with --key",
-                        many.iter()
-                            .map(|s| s.as_str())
-                            .collect::<Vec<_>>()
-                            .join(", ")
-                    )))
+                    return Err(KeyError::Ambiguous {
+                        ids: many.iter().map(|s| s.to_string()).collect(),
+                    }
+                    .into())
                 }
             }
         }
@@ -312,29 +309,29 @@ pub fn signing_key(m: &Manifest, wanted: Option<&str>) -> Result<(String, Signin
     check_id(&id)?;
     let Some(public) = declared.get(&id) else {
         if let Some(bad) = trust.malformed(&id) {
-            return Err(Error::Invalid(format!(
-                "key `{id}` is declared but malformed, so a verifier could not check its signatures: {bad}\n  help: re-declare it with the public key `ctx keys list` shows, or `ctx keys generate --id <new> --declare`"
-            )));
+            return Err(KeyError::Malformed {
+                id,
+                detail: bad.to_string(),
+            }
+            .into());
         }
-        let mut msg = format!(
-            "key `{id}` is not declared in {} under extensions.{EXTENSION}, so a verifier would not trust its signatures\n  help: run `ctx keys generate --id {id} --declare` for a new key",
-            m.file
-        );
-        if !trust.malformed.is_empty() {
-            let notes: Vec<String> = trust.malformed.iter().map(ToString::to_string).collect();
-            msg.push_str(&format!("\n  note: {}", notes.join("; ")));
+        return Err(KeyError::NotDeclared {
+            id,
+            manifest: m.file.clone(),
+            notes: trust.malformed.iter().map(ToString::to_string).collect(),
         }
-        return Err(Error::Invalid(msg));
+        .into());
     };
     let pair = load(&id, Some(&m.root))?;
     if pair.public_key() != *public {
-        return Err(Error::Invalid(format!(
-            "{}: the private key `{id}` does not match the public key declared in {} (expected {}, found {})\n  help: declare this key's public half, or use the matching private key",
-            key_path(&id)?.display(),
-            m.file,
-            public.fingerprint(),
-            pair.public_key().fingerprint()
-        )));
+        return Err(KeyError::Mismatch {
+            path: key_path(&id)?,
+            manifest: m.file.clone(),
+            expected: public.fingerprint(),
+            found: pair.public_key().fingerprint(),
+            id,
+        }
+        .into());
     }
     Ok((id, pair))
 }

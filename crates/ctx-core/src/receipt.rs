@@ -35,11 +35,13 @@ pub const BUNDLE_EXTENSION: &str = "ctx.bundle";
 const ID_PREFIX: &str = "urn:ctx:receipt:";
 const ACTOR_PREFIX: &str = "urn:ctx:key:";
 
+mod error;
 pub mod query;
 pub mod store;
 #[cfg(test)]
 mod tests;
 
+pub use error::ReceiptError;
 pub use store::Store;
 
 /// What a receipt records (everything except the signature and derived id).
@@ -60,7 +62,7 @@ pub struct Draft<'a> {
 }
 
 /// Build and sign a receipt with `key` declared as `key_id`.
-pub fn sign(draft: &Draft<'_>, key_id: &str, key: &SigningKeyPair) -> Result<Value, String> {
+pub fn sign(draft: &Draft<'_>, key_id: &str, key: &SigningKeyPair) -> Result<Value, ReceiptError> {
     let b = draft.bundle;
     let s = |k: &str| b.get(k).and_then(Value::as_str).unwrap_or("").to_string();
     let stats = b.get("stats").cloned().unwrap_or(Value::Null);
@@ -115,7 +117,8 @@ pub fn sign(draft: &Draft<'_>, key_id: &str, key: &SigningKeyPair) -> Result<Val
     );
     r.insert(
         "input_digest".into(),
-        json!(canonical::digest_value(draft.request).map_err(|e| e.to_string())?),
+        json!(canonical::digest_value(draft.request)
+            .map_err(|e| ReceiptError::Sign(e.to_string()))?),
     );
     r.insert("output_digest".into(), json!(s("digest")));
     r.insert("user_summary".into(), json!(summary));
@@ -128,7 +131,7 @@ pub fn sign(draft: &Draft<'_>, key_id: &str, key: &SigningKeyPair) -> Result<Val
     );
     let mut r = Value::Object(r);
     r["id"] = json!(derived_id(&r)?);
-    let sig = signing::sign(DOMAIN, &r, key).map_err(|e| e.to_string())?;
+    let sig = signing::sign(DOMAIN, &r, key).map_err(|e| ReceiptError::Sign(e.to_string()))?;
     r["signature"] = json!({
         "algorithm": "ed25519",
         "profile": DOMAIN,
@@ -140,11 +143,12 @@ pub fn sign(draft: &Draft<'_>, key_id: &str, key: &SigningKeyPair) -> Result<Val
 
 /// `urn:ctx:receipt:` + 32 hex characters of SHA-256 over the JCS form of
 /// the receipt without `id` and `signature`.
-fn derived_id(r: &Value) -> Result<String, String> {
+fn derived_id(r: &Value) -> Result<String, ReceiptError> {
     let mut body = r.as_object().cloned().unwrap_or_default();
     body.remove("id");
     body.remove("signature");
-    let d = canonical::digest_value(&Value::Object(body)).map_err(|e| e.to_string())?;
+    let d = canonical::digest_value(&Value::Object(body))
+        .map_err(|e| ReceiptError::Sign(e.to_string()))?;
     Ok(format!(
         "{ID_PREFIX}{}",
         &d["sha256:".len().."sha256:".len() + 32]
@@ -288,7 +292,8 @@ pub fn verify(r: &Value, trusted: &BTreeMap<String, PublicKey>) -> Result<Verifi
         )
     })?;
     let id = str_field(r, "id")?;
-    let derived = derived_id(r).map_err(|e| Problem::new("id", "a canonicalisable receipt", e))?;
+    let derived = derived_id(r)
+        .map_err(|e| Problem::new("id", "a canonicalisable receipt", e.to_string()))?;
     if id != derived {
         return Err(Problem::new("id", derived, id));
     }
@@ -447,9 +452,9 @@ pub fn to_pretty(r: &Value) -> String {
 }
 
 /// Parse a receipt or bundle file strictly (duplicate keys refused).
-pub fn read_json(path: &Path) -> Result<(Vec<u8>, Value), String> {
-    let bytes = std::fs::read(path).map_err(|e| format!("{}: {e}", path.display()))?;
-    let v = canonical::parse_strict(&bytes).map_err(|e| format!("{}: {e}", path.display()))?;
+pub fn read_json(path: &Path) -> Result<(Vec<u8>, Value), ReceiptError> {
+    let bytes = std::fs::read(path).map_err(|e| ReceiptError::file(path, e))?;
+    let v = canonical::parse_strict(&bytes).map_err(|e| ReceiptError::file(path, e))?;
     Ok((bytes, v))
 }
 

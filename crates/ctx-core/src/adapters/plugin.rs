@@ -200,7 +200,7 @@ pub fn load(
             stderr_quote(&out.stderr)
         )));
     }
-    let (content, content_type, declared, trust) = match doc.map_err(&fail)? {
+    let (content, content_type, declared, trust) = match doc.map_err(|e| fail(e.to_string()))? {
         Response::Error(message) => return Err(fail(format!("failed: {message}"))),
         Response::Content {
             content,
@@ -241,73 +241,105 @@ enum Response {
     Error(String),
 }
 
+/// Why a plugin's answer is unusable (the message follows "plugin `X`").
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+enum ResponseError {
+    #[error("answered with bytes that are not UTF-8")]
+    NotUtf8,
+    #[error("answered nothing on stdout (expected one JSON response)")]
+    Empty,
+    #[error("answered with invalid JSON at line {line}, column {column}: {message}")]
+    BadJson {
+        line: u32,
+        column: u32,
+        message: String,
+    },
+    #[error("answered with JSON that is not an object")]
+    NotObject,
+    #[error("answered with the unknown member `{0}` (expected {expected})", expected = RESPONSE_KEYS.join(", "))]
+    UnknownMember(String),
+    #[error("answered with protocol {shown}, not \"{PROTOCOL}\"", shown = .0.as_ref().map_or("(missing)".to_string(), |p| format!("{p:?}")))]
+    Protocol(Option<String>),
+    #[error("answered with an `error` that has no `message` string")]
+    ErrorWithoutMessage,
+    #[error("answered without a `{0}` string")]
+    Missing(String),
+    #[error("answered with the content type {0:?} (expected a media type such as text/markdown)")]
+    ContentType(String),
+    #[error("answered with the digest {0:?} (expected sha256:<64 hex digits>)")]
+    Digest(String),
+    #[error("answered with the trust {0} (expected trusted, verified or untrusted)")]
+    Trust(String),
+}
+
+/// Why running a plugin failed before it answered.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+enum ExchangeError {
+    #[error("cannot start: {0}")]
+    Start(String),
+    #[error("reading its answer failed: {0}")]
+    Read(String),
+    #[error("gave no complete answer within {0} ms")]
+    Timeout(u128),
+    #[error("answered with more than {0} bytes")]
+    TooLarge(u64),
+    #[error("waiting for it failed: {0}")]
+    Wait(String),
+}
+
 /// Parse and check a response document (strict JSON, closed member set).
-fn parse_response(bytes: &[u8]) -> Result<Response, String> {
-    let text = std::str::from_utf8(bytes)
-        .map_err(|_| "answered with bytes that are not UTF-8".to_string())?;
+fn parse_response(bytes: &[u8]) -> Result<Response, ResponseError> {
+    let text = std::str::from_utf8(bytes).map_err(|_| ResponseError::NotUtf8)?;
     if text.trim().is_empty() {
-        return Err("answered nothing on stdout (expected one JSON response)".into());
+        return Err(ResponseError::Empty);
     }
-    let v = crate::json::parse(text).map_err(|e| {
-        format!(
-            "answered with invalid JSON at line {}, column {}: {}",
-            e.line, e.column, e.message
-        )
+    let v = crate::json::parse(text).map_err(|e| ResponseError::BadJson {
+        line: e.line,
+        column: e.column,
+        message: e.message,
     })?;
     let Value::Object(map) = v else {
-        return Err("answered with JSON that is not an object".into());
+        return Err(ResponseError::NotObject);
     };
     if let Some(k) = map.keys().find(|k| !RESPONSE_KEYS.contains(&k.as_str())) {
-        return Err(format!(
-            "answered with the unknown member `{k}` (expected {})",
-            RESPONSE_KEYS.join(", ")
-        ));
+        return Err(ResponseError::UnknownMember(k.clone()));
     }
     match map.get("protocol").and_then(Value::as_str) {
         Some(PROTOCOL) => {}
-        other => {
-            return Err(format!(
-                "answered with protocol {}, not \"{PROTOCOL}\"",
-                other.map_or("(missing)".to_string(), |p| format!("{p:?}"))
-            ))
-        }
+        other => return Err(ResponseError::Protocol(other.map(str::to_string))),
     }
     if let Some(e) = map.get("error") {
         let message = e
             .get("message")
             .and_then(Value::as_str)
             .filter(|m| !m.trim().is_empty())
-            .ok_or("answered with an `error` that has no `message` string")?;
+            .ok_or(ResponseError::ErrorWithoutMessage)?;
         return Ok(Response::Error(clip(message)));
     }
-    let string = |key: &str| -> Result<String, String> {
+    let string = |key: &str| -> Result<String, ResponseError> {
         map.get(key)
             .and_then(Value::as_str)
             .map(str::to_string)
-            .ok_or_else(|| format!("answered without a `{key}` string"))
+            .ok_or_else(|| ResponseError::Missing(key.to_string()))
     };
     let content = string("content")?;
     let content_type = string("content_type")?;
     if content_type.trim().is_empty() || !content_type.contains('/') {
-        return Err(format!(
-            "answered with the content type {content_type:?} (expected a media type such as text/markdown)"
-        ));
+        return Err(ResponseError::ContentType(content_type));
     }
     let digest = string("digest")?;
     let well_formed = digest
         .strip_prefix("sha256:")
         .is_some_and(|h| h.len() == 64 && h.bytes().all(|b| b.is_ascii_hexdigit()));
     if !well_formed {
-        return Err(format!(
-            "answered with the digest {:?} (expected sha256:<64 hex digits>)",
-            clip(&digest)
-        ));
+        return Err(ResponseError::Digest(clip(&digest)));
     }
     let trust = match map.get("trust") {
         None => Trust::Untrusted,
-        Some(t) => t.as_str().and_then(Trust::parse).ok_or_else(|| {
-            format!("answered with the trust {t} (expected trusted, verified or untrusted)")
-        })?,
+        Some(t) => t
+            .as_str()
+            .and_then(Trust::parse)
+            .ok_or_else(|| ResponseError::Trust(t.to_string()))?,
     };
     Ok(Response::Content {
         content,
@@ -362,12 +394,14 @@ fn exchange(
     input: &[u8],
     timeout: Duration,
     max_stdout: u64,
-) -> Result<Exchanged, String> {
+) -> Result<Exchanged, ExchangeError> {
     cmd.stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
     let deadline = Instant::now() + timeout;
-    let mut child = cmd.spawn().map_err(|e| format!("cannot start: {e}"))?;
+    let mut child = cmd
+        .spawn()
+        .map_err(|e| ExchangeError::Start(e.to_string()))?;
     let mut stdin = child.stdin.take().expect("stdin is piped");
     let input = input.to_vec();
     // A plugin may exit without reading its request; a broken pipe is not our error.
@@ -388,14 +422,14 @@ fn exchange(
         let _ = stderr.take(16 * 1024).read_to_end(&mut buf);
         let _ = err_tx.send(String::from_utf8_lossy(&buf).into_owned());
     });
-    let timed_out = || format!("gave no complete answer within {} ms", timeout.as_millis());
+    let timed_out = || ExchangeError::Timeout(timeout.as_millis());
     // The stdout reader ends when the plugin closes stdout (normally: when it exits)
     // or when the answer passes the size bound.
     let stdout = match out_rx.recv_timeout(deadline.saturating_duration_since(Instant::now())) {
         Ok(Ok(buf)) => buf,
         Ok(Err(e)) => {
             kill(&mut child);
-            return Err(format!("reading its answer failed: {e}"));
+            return Err(ExchangeError::Read(e.to_string()));
         }
         Err(_) => {
             kill(&mut child);
@@ -404,7 +438,7 @@ fn exchange(
     };
     if stdout.len() as u64 > max_stdout {
         kill(&mut child);
-        return Err(format!("answered with more than {max_stdout} bytes"));
+        return Err(ExchangeError::TooLarge(max_stdout));
     }
     let status = loop {
         match child.try_wait() {
@@ -416,7 +450,7 @@ fn exchange(
             Ok(None) => std::thread::sleep(Duration::from_millis(2)),
             Err(e) => {
                 kill(&mut child);
-                return Err(format!("waiting for it failed: {e}"));
+                return Err(ExchangeError::Wait(e.to_string()));
             }
         }
     };
@@ -497,7 +531,7 @@ mod tests {
             ),
             (r#"{"protocol":"ctx-adapter/1","error":{}}"#, "message"),
         ] {
-            let e = parse_response(bad.as_bytes()).unwrap_err();
+            let e = parse_response(bad.as_bytes()).unwrap_err().to_string();
             assert!(e.contains(why), "{bad}: {e}");
         }
         let raised = json!({
@@ -506,6 +540,7 @@ mod tests {
         });
         assert!(parse_response(raised.to_string().as_bytes())
             .unwrap_err()
+            .to_string()
             .contains("trust"));
     }
 

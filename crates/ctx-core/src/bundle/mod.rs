@@ -178,19 +178,3 @@ fn compile_object(repo: &Repo, s: &mut crate::resolve::Selected) -> (Value, Valu
 pub fn digest(bundle: &Value) -> String {
     crate::jcs::sha256_without(bundle, &VOLATILE)
 }
-
-/// Check that a bundle's stored digest matches its content.
-pub fn verify_digest(bundle: &Value) -> Result<String, String> {
-    let stored = bundle
-        .get("digest")
-        .and_then(Value::as_str)
-        .ok_or("the bundle has no `digest`")?;
-    let actual = digest(bundle);
-    if stored == actual {
-        Ok(actual)
-    } else {
-        Err(format!(
-            "digest mismatch: the bundle says {stored}, its content hashes to {actual}"
-        ))
-    }
-}

@@ -15,8 +15,45 @@ use crate::manifest::Manifest;
 use crate::resolve::{self, Consumer, Request};
 use crate::validate::{self, ValidateOptions};
 
-fn load_repo(dir: &Path) -> Result<Repo, String> {
-    let (m, diags) = Manifest::discover(Some(dir), dir).map_err(|e| e.to_string())?;
+/// Why a scenario did not pass: the setup failed, or what ctx produced
+/// differs from the expectation; `In` names the step that failed.
+#[derive(Debug, thiserror::Error)]
+enum ScenarioError {
+    /// The expectation file cannot be read or parsed.
+    #[error("{}: {why}", path.display())]
+    Expected {
+        path: std::path::PathBuf,
+        why: String,
+    },
+    /// The repository or the request cannot be built.
+    #[error("{0}")]
+    Setup(String),
+    /// What ctx produced differs from the expectation.
+    #[error("{0}")]
+    Mismatch(String),
+    #[error("{step}: {source}")]
+    In {
+        step: String,
+        source: Box<ScenarioError>,
+    },
+}
+
+impl ScenarioError {
+    fn setup(e: impl std::fmt::Display) -> Self {
+        ScenarioError::Setup(e.to_string())
+    }
+
+    fn within(step: impl Into<String>) -> impl FnOnce(ScenarioError) -> ScenarioError {
+        let step = step.into();
+        move |e| ScenarioError::In {
+            step,
+            source: Box::new(e),
+        }
+    }
+}
+
+fn load_repo(dir: &Path) -> Result<Repo, ScenarioError> {
+    let (m, diags) = Manifest::discover(Some(dir), dir).map_err(ScenarioError::setup)?;
     Ok(load::load(m, diags, &LoadOptions::default()))
 }
 
@@ -24,18 +61,20 @@ fn load_repo(dir: &Path) -> Result<Repo, String> {
 pub fn run(dir: &Path, expected: &Path) -> Verdict {
     match run_inner(dir, expected) {
         Ok(()) => Verdict::Passed,
-        Err(e) => Verdict::Failed(e),
+        Err(e) => Verdict::Failed(e.to_string()),
     }
 }
 
-fn run_inner(dir: &Path, expected: &Path) -> Result<(), String> {
-    let text =
-        std::fs::read_to_string(expected).map_err(|e| format!("{}: {e}", expected.display()))?;
-    let spec: Value =
-        crate::json::parse(&text).map_err(|e| format!("{}: {}", expected.display(), e.message))?;
+fn run_inner(dir: &Path, expected: &Path) -> Result<(), ScenarioError> {
+    let unreadable = |why: String| ScenarioError::Expected {
+        path: expected.to_path_buf(),
+        why,
+    };
+    let text = std::fs::read_to_string(expected).map_err(|e| unreadable(e.to_string()))?;
+    let spec: Value = crate::json::parse(&text).map_err(|e| unreadable(e.message))?;
     let repo = load_repo(dir)?;
     if let (Some(r), Some(e)) = (spec.get("resolve"), spec.get("expect")) {
-        check_resolution(&repo, r, e).map_err(|m| format!("resolve: {m}"))?;
+        check_resolution(&repo, r, e).map_err(ScenarioError::within("resolve"))?;
     }
     for (n, also) in spec
         .get("also")
@@ -45,16 +84,16 @@ fn run_inner(dir: &Path, expected: &Path) -> Result<(), String> {
         .enumerate()
     {
         if let (Some(r), Some(e)) = (also.get("resolve"), also.get("expect")) {
-            check_resolution(&repo, r, e).map_err(|m| format!("also[{n}]: {m}"))?;
+            check_resolution(&repo, r, e).map_err(ScenarioError::within(format!("also[{n}]")))?;
         }
     }
     if let Some(v) = spec.get("validate") {
-        check_validation(&repo, v).map_err(|m| format!("validate: {m}"))?;
+        check_validation(&repo, v).map_err(ScenarioError::within("validate"))?;
     }
     Ok(())
 }
 
-fn request(repo: &Repo, r: &Value) -> Result<Request, String> {
+fn request(repo: &Repo, r: &Value) -> Result<Request, ScenarioError> {
     let roles: Vec<String> = match r.get("role") {
         Some(Value::String(s)) => vec![s.clone()],
         Some(Value::Array(a)) => a
@@ -78,9 +117,10 @@ fn request(repo: &Repo, r: &Value) -> Result<Request, String> {
         r.get("agent").and_then(Value::as_str),
         &roles,
     )
-    .map_err(|e| e.to_string())?;
+    .map_err(ScenarioError::setup)?;
     let at = match r.get("at").and_then(Value::as_str) {
-        Some(s) => crate::time::parse_at(s).ok_or_else(|| format!("bad `at`: {s}"))?,
+        Some(s) => crate::time::parse_at(s)
+            .ok_or_else(|| ScenarioError::Setup(format!("bad `at`: {s}")))?,
         None => chrono::Utc::now(),
     };
     let include = r
@@ -131,21 +171,23 @@ fn objects_by_id<'a>(bundle: &'a Value, id: &str) -> Vec<&'a Value> {
         .collect()
 }
 
-fn check_resolution(repo: &Repo, r: &Value, e: &Value) -> Result<(), String> {
+fn check_resolution(repo: &Repo, r: &Value, e: &Value) -> Result<(), ScenarioError> {
     let req = request(repo, r)?;
-    let mut res1 = resolve::resolve(repo, req.clone()).map_err(|e| e.to_string())?;
+    let mut res1 = resolve::resolve(repo, req.clone()).map_err(ScenarioError::setup)?;
     let b = bundle::compile(repo, &mut res1, "2000-01-01T00:00:00Z");
-    let mut res2 = resolve::resolve(repo, req).map_err(|e| e.to_string())?;
+    let mut res2 = resolve::resolve(repo, req).map_err(ScenarioError::setup)?;
     let b2 = bundle::compile(repo, &mut res2, "2001-01-01T00:00:00Z");
     if b["digest"] != b2["digest"] {
-        return Err("a repeated run produced a different digest".into());
+        return Err(ScenarioError::Mismatch(
+            "a repeated run produced a different digest".into(),
+        ));
     }
     let violations = crate::schema::check(crate::schema::Kind::Bundle, &b);
     if let Some(v) = violations.first() {
-        return Err(format!(
+        return Err(ScenarioError::Mismatch(format!(
             "bundle does not validate against the bundle schema: {} {}",
             v.field, v.message
-        ));
+        )));
     }
     let included: BTreeSet<&str> = b["objects"]
         .as_array()
@@ -156,13 +198,17 @@ fn check_resolution(repo: &Repo, r: &Value, e: &Value) -> Result<(), String> {
     if let Some(want) = e.get("included").and_then(Value::as_array) {
         let want: BTreeSet<&str> = want.iter().filter_map(Value::as_str).collect();
         if want != included {
-            return Err(format!("included {included:?}, expected {want:?}"));
+            return Err(ScenarioError::Mismatch(format!(
+                "included {included:?}, expected {want:?}"
+            )));
         }
     }
     if let Some(n) = e.get("objectCount").and_then(Value::as_u64) {
         let got = b["objects"].as_array().map_or(0, Vec::len) as u64;
         if got != n {
-            return Err(format!("{got} objects, expected {n}"));
+            return Err(ScenarioError::Mismatch(format!(
+                "{got} objects, expected {n}"
+            )));
         }
     }
     for (id, v) in e
@@ -172,7 +218,9 @@ fn check_resolution(repo: &Repo, r: &Value, e: &Value) -> Result<(), String> {
         .flatten()
     {
         if !objects_by_id(&b, id).iter().any(|o| &o["version"] == v) {
-            return Err(format!("`{id}` not included at version {v}"));
+            return Err(ScenarioError::Mismatch(format!(
+                "`{id}` not included at version {v}"
+            )));
         }
     }
     for x in e
@@ -187,7 +235,10 @@ fn check_resolution(repo: &Repo, r: &Value, e: &Value) -> Result<(), String> {
             .flatten()
             .any(|got| got["id"] == x["id"] && got["reason"] == x["reason"]);
         if !found {
-            return Err(format!("missing exclusion {x}; got {}", b["excluded"]));
+            return Err(ScenarioError::Mismatch(format!(
+                "missing exclusion {x}; got {}",
+                b["excluded"]
+            )));
         }
     }
     for code in e
@@ -202,7 +253,10 @@ fn check_resolution(repo: &Repo, r: &Value, e: &Value) -> Result<(), String> {
             .flatten()
             .any(|w| &w["code"] == code)
         {
-            return Err(format!("missing warning {code}; got {}", b["warnings"]));
+            return Err(ScenarioError::Mismatch(format!(
+                "missing warning {code}; got {}",
+                b["warnings"]
+            )));
         }
     }
     for (id, state) in e
@@ -215,7 +269,9 @@ fn check_resolution(repo: &Repo, r: &Value, e: &Value) -> Result<(), String> {
             .iter()
             .any(|o| &o["lifecycle"] == state)
         {
-            return Err(format!("`{id}` lifecycle is not {state}"));
+            return Err(ScenarioError::Mismatch(format!(
+                "`{id}` lifecycle is not {state}"
+            )));
         }
     }
     for (id, paths) in e
@@ -240,7 +296,9 @@ fn check_resolution(repo: &Repo, r: &Value, e: &Value) -> Result<(), String> {
             got == want
         });
         if !ok {
-            return Err(format!("`{id}` redacted paths differ from {want:?}"));
+            return Err(ScenarioError::Mismatch(format!(
+                "`{id}` redacted paths differ from {want:?}"
+            )));
         }
     }
     for (id, paths) in e
@@ -257,7 +315,9 @@ fn check_resolution(repo: &Repo, r: &Value, e: &Value) -> Result<(), String> {
                 .filter_map(Value::as_str)
             {
                 if at_path(&o["content"], p).is_some() {
-                    return Err(format!("`{id}` content still has `{p}`"));
+                    return Err(ScenarioError::Mismatch(format!(
+                        "`{id}` content still has `{p}`"
+                    )));
                 }
             }
         }
@@ -271,14 +331,16 @@ fn check_resolution(repo: &Repo, r: &Value, e: &Value) -> Result<(), String> {
         let objs = objects_by_id(&b, id);
         for (p, want) in pairs.as_object().unwrap_or(&Map::new()) {
             if !objs.iter().any(|o| at_path(&o["content"], p) == Some(want)) {
-                return Err(format!("`{id}` content `{p}` is not {want}"));
+                return Err(ScenarioError::Mismatch(format!(
+                    "`{id}` content `{p}` is not {want}"
+                )));
             }
         }
     }
     Ok(())
 }
 
-fn check_validation(repo: &Repo, v: &Value) -> Result<(), String> {
+fn check_validation(repo: &Repo, v: &Value) -> Result<(), ScenarioError> {
     let expect_failure = v.get("expectFailure").and_then(Value::as_bool);
     let strict = expect_failure == Some(true);
     let diags = validate::validate(repo, ValidateOptions { strict, at: None });
@@ -291,17 +353,19 @@ fn check_validation(repo: &Repo, v: &Value) -> Result<(), String> {
         .filter_map(Value::as_str)
     {
         if !codes.contains(code) {
-            return Err(format!("missing diagnostic `{code}`; got {codes:?}"));
+            return Err(ScenarioError::Mismatch(format!(
+                "missing diagnostic `{code}`; got {codes:?}"
+            )));
         }
     }
     if let Some(want) = expect_failure {
         let failed = validate::failed(&diags, strict);
         if failed != want {
-            return Err(format!(
+            return Err(ScenarioError::Mismatch(format!(
                 "validation {} but expected {}",
                 if failed { "failed" } else { "passed" },
                 if want { "failure" } else { "success" }
-            ));
+            )));
         }
     }
     Ok(())

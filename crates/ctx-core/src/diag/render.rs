@@ -203,6 +203,23 @@ pub fn human(diags: &[Diagnostic], root: &Path, style: HumanStyle) -> String {
     out
 }
 
+/// Render a fatal error for people the way findings are rendered: the
+/// message, then its hint. Lines are not wrapped: an error often names a long
+/// path that must stay one searchable, copyable string.
+pub fn error(e: &crate::error::Error, style: HumanStyle) -> String {
+    let theme = if style.color {
+        GraphicalTheme::unicode()
+    } else {
+        GraphicalTheme::unicode_nocolor()
+    };
+    let handler = GraphicalReportHandler::new_themed(theme)
+        .with_width(style.width)
+        .with_wrap_lines(false);
+    let mut out = String::new();
+    let _ = handler.render_report(&mut out, e);
+    out
+}
+
 /// One-line summary: `2 errors, 1 warning in 42 objects`.
 pub fn summary(diags: &[Diagnostic], objects: usize) -> String {
     let t = Tally::of(diags);

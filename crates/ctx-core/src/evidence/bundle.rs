@@ -27,7 +27,7 @@ use serde_json::{json, Value};
 use crate::error::{Error, Result};
 use crate::keys;
 use crate::manifest::Manifest;
-use crate::receipt::{self, Draft, Store};
+use crate::receipt::{self, Draft, ReceiptError, Store};
 use crate::signing::SigningKeyPair;
 
 use super::record::{BundleEvent, Pending, Record, Recorder};
@@ -166,7 +166,7 @@ pub fn prepare(
                 supersedes: opts.supersedes.clone(),
             };
             let r = receipt::sign(&draft, &key_id, &pair)
-                .map_err(|err| refused(&format!("a receipt ({why})"), &Error::Invalid(err)))?;
+                .map_err(|err| refused(&format!("a receipt ({why})"), &Error::from(err)))?;
             Some(Signed {
                 receipt: r,
                 key_id,
@@ -180,16 +180,49 @@ pub fn prepare(
 }
 
 impl Prepared {
+    /// Step 2 for a product written to `path`: `fill` writes it to a staged
+    /// file beside the destination, the evidence is committed, and only then
+    /// is the file renamed into place. Evidence that cannot be recorded leaves
+    /// no product; the file keeps the mode of the one it replaces.
+    pub fn commit_with_file(
+        self,
+        path: &Path,
+        fill: impl FnOnce(&mut dyn std::io::Write) -> std::io::Result<()>,
+    ) -> Result<Option<ReceiptWritten>> {
+        let mut outcome = None;
+        let io = crate::fs::write_atomic_with(
+            path,
+            crate::fs::Mode::Preserve,
+            crate::fs::Existing::Replace,
+            |f| {
+                fill(f)?;
+                let committed = self.commit();
+                let failed = committed.is_err();
+                outcome = Some(committed);
+                if failed {
+                    return Err(std::io::Error::other("evidence not recorded"));
+                }
+                Ok(())
+            },
+        );
+        match (outcome, io) {
+            (Some(Err(e)), _) => Err(e),
+            (_, Err(e)) => Err(Error::io(path, &e)),
+            (Some(Ok(w)), Ok(())) => Ok(w),
+            (None, Ok(())) => Ok(None),
+        }
+    }
+
     /// Step 2: store the receipt, then append the audit events. Call it
     /// once the product is staged (file) or right before it is streamed.
     pub fn commit(self) -> Result<Option<ReceiptWritten>> {
-        let written =
-            match &self.receipt {
-                None => None,
-                Some(s) => Some(s.store().map_err(|err| {
-                    refused(&format!("a receipt ({})", s.why), &Error::Invalid(err))
-                })?),
-            };
+        let written = match &self.receipt {
+            None => None,
+            Some(s) => Some(
+                s.store()
+                    .map_err(|err| refused(&format!("a receipt ({})", s.why), &Error::from(err)))?,
+            ),
+        };
         if let Err(err) = self.pending.commit() {
             if let Some(w) = &written {
                 // Best effort: a receipt for output that will not appear is withdrawn.
@@ -202,11 +235,11 @@ impl Prepared {
 }
 
 impl Signed {
-    fn store(&self) -> std::result::Result<ReceiptWritten, String> {
+    fn store(&self) -> std::result::Result<ReceiptWritten, ReceiptError> {
         let path = match &self.file {
             Some(file) => {
                 receipt::store::write_new(file, receipt::to_pretty(&self.receipt).as_bytes())
-                    .map_err(|e| format!("{}: {e}", file.display()))
+                    .map_err(|e| ReceiptError::file(file, e))
                     .map(|()| file.clone())?
             }
             None => Store::new(receipt::default_dir(&self.root)).append(&self.receipt)?,
@@ -264,8 +297,13 @@ fn check_new_file(file: &Path) -> Result<()> {
     }
 }
 
+/// The cause's hint survives the wrapping.
 fn refused(what: &str, e: &Error) -> Error {
-    Error::Invalid(format!(
-        "{what} is required but could not be written, so no output was emitted: {e}"
-    ))
+    Error::Refused {
+        message: format!(
+            "{what} is required but could not be written, so no output was emitted: {e}"
+        ),
+        findings: Vec::new(),
+        help: e.help(),
+    }
 }

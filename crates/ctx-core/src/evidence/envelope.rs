@@ -49,7 +49,7 @@ pub struct EnvelopeRequest<'a> {
 
 /// Read an intact bundle: strict JSON whose digest and id recompute.
 pub fn read_bundle(path: &Path) -> Result<Value> {
-    let (_, b) = receipt::read_json(path).map_err(Error::Invalid)?;
+    let (_, b) = receipt::read_json(path)?;
     receipt::check_bundle(&b)
         .map_err(|e| Error::Invalid(format!("{}: not an intact bundle: {e}", path.display())))?;
     Ok(b)

@@ -149,11 +149,14 @@ pub fn verify_files(m: &Manifest, opts: &VerifyOptions) -> Result<Report> {
         let shown = f.display().to_string();
         let (bytes, doc) = match receipt::read_json(&path) {
             Ok(x) => x,
-            Err(e) if !path.exists() => return Err(Error::NotFound(e)),
+            Err(e) if !path.exists() => return Err(Error::NotFound(e.to_string())),
             Err(e) => {
                 let mut o = Outcome::new(shown, "unknown");
-                o.problems
-                    .push(Problem::new("file", "strict JSON (no duplicate keys)", e));
+                o.problems.push(Problem::new(
+                    "file",
+                    "strict JSON (no duplicate keys)",
+                    e.to_string(),
+                ));
                 results.push(o);
                 continue;
             }
@@ -197,14 +200,20 @@ fn verify_bundle(c: &Ctx<'_>, shown: String, bytes: &[u8], b: &Value) -> Outcome
     let all = match c.receipts.all() {
         Ok(r) => r,
         Err(e) => {
-            o.problems
-                .push(Problem::new("receipts", "a readable receipt store", e));
+            o.problems.push(Problem::new(
+                "receipts",
+                "a readable receipt store",
+                e.to_string(),
+            ));
             return o;
         }
     };
     let by = store::supersessions(&all).unwrap_or_else(|e| {
-        o.problems
-            .push(Problem::new("receipts", "corrections that form chains", e));
+        o.problems.push(Problem::new(
+            "receipts",
+            "corrections that form chains",
+            e.to_string(),
+        ));
         Default::default()
     });
     let ids: BTreeSet<&str> = all.iter().filter_map(|(_, r)| r["id"].as_str()).collect();
@@ -336,7 +345,7 @@ fn verify_receipt(c: &Ctx<'_>, shown: String, r: &Value) -> Outcome {
         )),
         Err(e) => o
             .problems
-            .push(Problem::new("bundle", "a readable bundle", e)),
+            .push(Problem::new("bundle", "a readable bundle", e.to_string())),
     }
     if let Ok(all) = c.receipts.all() {
         if let Some((p, x)) = all
@@ -357,7 +366,7 @@ fn verify_receipt(c: &Ctx<'_>, shown: String, r: &Value) -> Outcome {
 fn find_bundle(
     dir: &Path,
     bundle_id: &str,
-) -> std::result::Result<Option<(PathBuf, Value)>, String> {
+) -> std::result::Result<Option<(PathBuf, Value)>, receipt::ReceiptError> {
     for (path, v) in Store::new(dir).scan()? {
         if let Ok(v) = v {
             if v.get("bundle_id").and_then(Value::as_str) == Some(bundle_id)
@@ -403,9 +412,10 @@ pub fn verify_decisions(repo: &Repo, dir: &Path) -> Vec<Outcome> {
                 format!("a bundle {id} stored in {}", dir.display()),
                 "not found",
             )),
-            Err(e) => res
-                .problems
-                .push(Problem::new("bundles", "a readable folder", e)),
+            Err(e) => {
+                res.problems
+                    .push(Problem::new("bundles", "a readable folder", e.to_string()))
+            }
         }
         out.push(res);
     }

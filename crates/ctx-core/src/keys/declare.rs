@@ -7,7 +7,7 @@ use std::path::Path;
 
 use serde_json::{Map, Value};
 
-use super::EXTENSION;
+use super::{KeyError, EXTENSION};
 use crate::error::{Error, Result};
 use crate::signing::PublicKey;
 
@@ -23,8 +23,7 @@ pub enum Declared {
 /// Add `id: { ed25519: <key> }` under `extensions: ctx.keys:` in the
 /// manifest text. Refuses an id already declared with a different key.
 pub fn declare_text(text: &str, is_json: bool, id: &str, key: &PublicKey) -> Result<Declared> {
-    let old = parse(text, is_json)
-        .map_err(|e| Error::Invalid(format!("the manifest does not parse: {e}")))?;
+    let old = parse(text, is_json)?;
     if let Some(existing) = old
         .get("extensions")
         .and_then(|e| e.get(EXTENSION))
@@ -32,56 +31,58 @@ pub fn declare_text(text: &str, is_json: bool, id: &str, key: &PublicKey) -> Res
     {
         return match PublicKey::from_manifest_entry(existing) {
             Ok(k) if k == *key => Ok(Declared::AlreadyDeclared),
-            _ => Err(Error::Invalid(format!(
-                "extensions.{EXTENSION}.{id} is already declared with a different key\n  help: choose another --id, or remove the old entry first if the key was rotated"
-            ))),
+            _ => Err(KeyError::DeclaredDifferently { id: id.to_string() }.into()),
         };
     }
     let mut expected = old.clone();
-    insert_entry(&mut expected, id, key).map_err(Error::Invalid)?;
+    insert_entry(&mut expected, id, key)
+        .map_err(|shape| KeyError::ManifestUnparsable(shape.to_string()))?;
     let new_text = if is_json {
         // JSON has no comments to keep; re-serialise in the original key order.
         let mut s = serde_json::to_string_pretty(&expected).expect("JSON value");
         s.push('\n');
         s
     } else {
-        edit_yaml(text, id, &key.to_base64()).map_err(|why| {
-            Error::Invalid(format!(
-                "cannot add the key to the manifest automatically: {why}\n  help: add it by hand under `extensions:`:\n    {EXTENSION}:\n      {id}:\n        ed25519: \"{}\"",
-                key.to_base64()
-            ))
+        edit_yaml(text, id, &key.to_base64()).map_err(|why| KeyError::CannotDeclare {
+            why: why.to_string(),
+            id: id.to_string(),
+            public: key.to_base64(),
         })?
     };
-    let reparsed = parse(&new_text, is_json).map_err(|e| {
-        Error::Invalid(format!(
-            "internal error: the edited manifest does not parse ({e}); nothing was written"
-        ))
-    })?;
+    let reparsed = parse(&new_text, is_json)
+        .map_err(|e| KeyError::EditMismatch(format!("the edited manifest does not parse ({e})")))?;
     if reparsed != expected {
-        return Err(Error::Invalid(
-            "internal error: the edited manifest would change more than the new key; nothing was written".into(),
-        ));
+        return Err(KeyError::EditMismatch(
+            "the edited manifest would change more than the new key".into(),
+        )
+        .into());
     }
     Ok(Declared::Changed(new_text))
 }
 
-fn parse(text: &str, is_json: bool) -> std::result::Result<Value, String> {
-    if is_json {
+fn parse(text: &str, is_json: bool) -> std::result::Result<Value, KeyError> {
+    let why = if is_json {
         crate::json::parse(text).map_err(|e| format!("{}:{}: {}", e.line, e.column, e.message))
     } else {
         crate::yaml::parse(text).map_err(|e| e.to_string())
-    }
+    };
+    why.map_err(KeyError::ManifestUnparsable)
 }
 
-fn insert_entry(doc: &mut Value, id: &str, key: &PublicKey) -> std::result::Result<(), String> {
-    let root = doc.as_object_mut().ok_or("the manifest is not a mapping")?;
+fn insert_entry(doc: &mut Value, id: &str, key: &PublicKey) -> std::result::Result<(), Shape> {
+    let not_mapping = |what: &str| Shape::NotMapping(what.to_string());
+    let root = doc
+        .as_object_mut()
+        .ok_or_else(|| not_mapping("the manifest"))?;
     let ext = root
         .entry("extensions")
         .or_insert_with(|| Value::Object(Map::new()));
     if ext.is_null() {
         *ext = Value::Object(Map::new());
     }
-    let ext = ext.as_object_mut().ok_or("`extensions` is not a mapping")?;
+    let ext = ext
+        .as_object_mut()
+        .ok_or_else(|| not_mapping("`extensions`"))?;
     let keys = ext
         .entry(EXTENSION)
         .or_insert_with(|| Value::Object(Map::new()));
@@ -89,9 +90,22 @@ fn insert_entry(doc: &mut Value, id: &str, key: &PublicKey) -> std::result::Resu
         *keys = Value::Object(Map::new());
     }
     keys.as_object_mut()
-        .ok_or(format!("`extensions.{EXTENSION}` is not a mapping"))?
+        .ok_or_else(|| not_mapping(&format!("`extensions.{EXTENSION}`")))?
         .insert(id.to_string(), key.to_manifest_entry());
     Ok(())
+}
+
+/// Why the manifest's shape keeps ctx from editing it in place.
+#[derive(Debug, thiserror::Error)]
+enum Shape {
+    #[error("{0} is not a mapping")]
+    NotMapping(String),
+    #[error("the manifest is a flow mapping, not a block mapping")]
+    FlowManifest,
+    #[error(
+        "`{what}` is written in flow style (`{value}`); only block style can be edited in place"
+    )]
+    Flow { what: String, value: String },
 }
 
 /// One line of the manifest with its terminator kept separately.
@@ -177,7 +191,7 @@ fn find_key(
 
 /// The text edit: insert the entry lines after line `after` (or replace an
 /// empty flow mapping `{}` on the key line itself).
-fn edit_yaml(text: &str, id: &str, b64: &str) -> std::result::Result<String, String> {
+fn edit_yaml(text: &str, id: &str, b64: &str) -> std::result::Result<String, Shape> {
     let nl = if text.contains("\r\n") { "\r\n" } else { "\n" };
     let ls = lines(text);
     let entry = |indent: usize, step: usize| {
@@ -187,13 +201,12 @@ fn edit_yaml(text: &str, id: &str, b64: &str) -> std::result::Result<String, Str
             " ".repeat(indent + step)
         )
     };
-    let flow_error = |what: &str, v: &str| {
-        format!(
-            "`{what}` is written in flow style (`{v}`); only block style can be edited in place"
-        )
+    let flow_error = |what: &str, v: &str| Shape::Flow {
+        what: what.to_string(),
+        value: v.to_string(),
     };
     if text.trim_start().starts_with('{') {
-        return Err("the manifest is a flow mapping, not a block mapping".into());
+        return Err(Shape::FlowManifest);
     }
     let Some((ext_line, ext_val)) = find_key(&ls, 0..ls.len(), 0, "extensions") else {
         // No extensions block: append one.
@@ -270,13 +283,15 @@ fn replace_line(text: &str, ls: &[Line<'_>], i: usize, add: &str) -> String {
 /// edit is never clobbered), keeping its permissions.
 pub fn write_manifest(path: &Path, old: &str, new: &str) -> Result<()> {
     use crate::fs::{replace_if_unchanged, Mode, ReplaceError};
-    replace_if_unchanged(path, old.as_bytes(), new.as_bytes(), Mode::Preserve).map_err(|e| match e {
-        ReplaceError::Changed => Error::Invalid(format!(
-            "{}: the manifest changed while ctx was editing it; nothing was written\n  help: run the command again",
-            path.display()
-        )),
-        ReplaceError::Io(e) => Error::io(path, &e),
-    })
+    replace_if_unchanged(path, old.as_bytes(), new.as_bytes(), Mode::Preserve).map_err(
+        |e| match e {
+            ReplaceError::Changed => KeyError::ManifestChanged {
+                path: path.to_path_buf(),
+            }
+            .into(),
+            ReplaceError::Io(e) => Error::io(path, &e),
+        },
+    )
 }
 
 #[cfg(test)]
@@ -334,7 +349,9 @@ mod tests {
         let err =
             declare_text("id: a\nextensions: {com.x: {a: 1}}\n", false, "k", &key()).unwrap_err();
         assert!(err.to_string().contains("flow style"), "{err}");
-        assert!(err.to_string().contains("ed25519:"), "{err}");
+        // The hand-written entry is the hint, not part of the message.
+        assert!(!err.to_string().contains("ed25519:"), "{err}");
+        assert!(err.help().unwrap().contains("ed25519:"), "{err}");
     }
 
     #[test]

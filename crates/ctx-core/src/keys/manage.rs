@@ -8,7 +8,7 @@ use crate::error::{Error, Result};
 use crate::manifest::Manifest;
 use crate::signing::{PublicKey, SigningKeyPair};
 
-use super::{check_id, declare_text, guard_path, key_dir, key_path, local_keys, trusted};
+use super::{check_id, declare_text, guard_path, key_dir, key_path, local_keys, trusted, KeyError};
 use super::{write_manifest, Declared, MalformedKey};
 
 /// What `generate` did with the manifest.
@@ -41,12 +41,13 @@ pub fn generate(id: &str, declare: bool, manifest: Option<&Manifest>) -> Result<
     let path = key_path(id)?;
     guard_path(&path, manifest.map(|m| m.root.as_path()))?;
     if path.exists() {
-        return Err(Error::Invalid(format!(
-            "{}: a key named `{id}` already exists; keys are never overwritten\n  help: choose another --id, or move the old key away first",
-            path.display()
-        )));
+        return Err(KeyError::Exists {
+            path,
+            id: id.to_string(),
+        }
+        .into());
     }
-    let pair = SigningKeyPair::generate().map_err(|e| Error::Invalid(e.to_string()))?;
+    let pair = SigningKeyPair::generate().map_err(|e| KeyError::Generate(e.to_string()))?;
     let public = pair.public_key();
     let edit = match (manifest, declare) {
         (Some(m), true) => Some((
@@ -102,6 +103,34 @@ pub struct Inventory {
     pub malformed: Vec<MalformedKey>,
 }
 
+impl Inventory {
+    /// The `ctx keys list --format json` document (`manifest`: the manifest
+    /// file it was taken from, if any).
+    pub fn to_json(&self, manifest: Option<&Path>) -> serde_json::Value {
+        let rows: Vec<_> = self
+            .keys
+            .iter()
+            .map(|r| {
+                serde_json::json!({
+                    "id": r.id,
+                    "declared": r.public.is_some(),
+                    "public_key": r.public.map(|k| k.to_base64()),
+                    "fingerprint": r.public.map(|k| k.fingerprint()),
+                    "private_key": r.private_key,
+                    "private_key_path": r.private_key_path.as_ref().map(|p| p.display().to_string()),
+                })
+            })
+            .collect();
+        let errors: Vec<String> = self.malformed.iter().map(ToString::to_string).collect();
+        serde_json::json!({
+            "manifest": manifest.map(|m| m.display().to_string()),
+            "key_dir": self.key_dir.display().to_string(),
+            "keys": rows,
+            "errors": errors,
+        })
+    }
+}
+
 /// The inventory. A private key that cannot be read, or that is not the
 /// declared key, is shown as such rather than treated as usable.
 pub fn inventory(manifest: Option<&Manifest>) -> Result<Inventory> {
@@ -147,13 +176,16 @@ pub fn declare(id: &str, manifest: &Manifest) -> Result<(PublicKey, Declaration)
     check_id(id)?;
     let path = key_path(id)?;
     if !path.exists() {
-        return Err(Error::NotFound(format!(
-            "{}: there is no key named `{id}`; create it with `ctx keys generate --id {id} --declare`",
-            path.display()
-        )));
+        return Err(KeyError::NoSuchKey {
+            path,
+            id: id.to_string(),
+        }
+        .into());
     }
-    let pair = SigningKeyPair::load(&path)
-        .map_err(|e| Error::Invalid(format!("{}: {e}", path.display())))?;
+    let pair = SigningKeyPair::load(&path).map_err(|e| KeyError::Unusable {
+        path: path.clone(),
+        why: e.to_string(),
+    })?;
     let public = pair.public_key();
     let declared = declare_text(
         &manifest.text,

@@ -116,7 +116,7 @@ pub fn apply(m: &mut Manifest) -> Vec<Diagnostic> {
         };
         let result = match globs {
             Some(globs) => m.members.set_exclude(&name, &globs),
-            None => Err("`exclude` must be a list of glob strings".into()),
+            None => Err(crate::load::matcher::ExcludeError::NotAList),
         };
         if let Err(why) = result {
             out.push(finding(

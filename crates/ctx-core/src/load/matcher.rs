@@ -8,6 +8,17 @@ use crate::fs::{confine, RelPath};
 use crate::manifest::{Collection, Entry};
 use crate::object::Format;
 
+/// Why a collection's `exclude` globs cannot be compiled.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ExcludeError {
+    #[error("`exclude` must be a list of glob strings")]
+    NotAList,
+    #[error("`{glob}` is not a valid glob: {why}")]
+    Glob { glob: String, why: String },
+    #[error("{0}")]
+    Set(String),
+}
+
 /// A `collections:` source, compiled.
 #[derive(Debug, Clone)]
 pub struct CompiledCollection {
@@ -151,16 +162,19 @@ impl MemberMatcher {
 
     /// Keep the files `globs` match (relative to the collection's folder) out of
     /// collection `name`. An error names the glob that does not compile.
-    pub fn set_exclude(&mut self, name: &str, globs: &[String]) -> Result<(), String> {
+    pub fn set_exclude(&mut self, name: &str, globs: &[String]) -> Result<(), ExcludeError> {
         let mut set = globset::GlobSetBuilder::new();
         for g in globs {
             let glob = GlobBuilder::new(g.trim_start_matches("./"))
                 .literal_separator(true)
                 .build()
-                .map_err(|e| format!("`{g}` is not a valid glob: {e}"))?;
+                .map_err(|e| ExcludeError::Glob {
+                    glob: g.clone(),
+                    why: e.to_string(),
+                })?;
             set.add(glob);
         }
-        let set = set.build().map_err(|e| e.to_string())?;
+        let set = set.build().map_err(|e| ExcludeError::Set(e.to_string()))?;
         for c in self.collections.iter_mut().filter(|c| c.name == name) {
             if let Source::Local(l) = &mut c.source {
                 l.exclude = Some(set.clone());

@@ -197,7 +197,7 @@ pub fn parse(member: &Member, bytes: &[u8], defaults: &Defaults<'_>) -> Parsed {
         Ok(s) => s,
         Err(message) => {
             out.diags.push(
-                err(Code::SchemaInvalid, file, start_line, message)
+                err(Code::SchemaInvalid, file, start_line, message.to_string())
                     .field("extensions.ctx.private")
                     .fix("restore the file from version control, or re-create it with `ctx private edit`"),
             );

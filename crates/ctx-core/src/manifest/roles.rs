@@ -23,6 +23,16 @@ use crate::schema::PathItem;
 
 use super::Manifest;
 
+/// Why one entry of a role or agent list is refused (the list check adds
+/// the field; empty, duplicate and non-string entries are checked there).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+enum EntryError {
+    #[error("{0}")]
+    Pattern(&'static str),
+    #[error("`{0}` is not a role name")]
+    NotARole(String),
+}
+
 /// A role, compiled.
 #[derive(Debug, Clone)]
 pub struct Role {
@@ -228,7 +238,7 @@ impl Compiler<'_> {
         key: &str,
         code: Code,
         expected: &str,
-        check: &dyn Fn(&str) -> Result<(), String>,
+        check: &dyn Fn(&str) -> Result<(), EntryError>,
     ) -> Option<Vec<String>> {
         let v = v?;
         let Value::Array(items) = v else {
@@ -247,7 +257,7 @@ impl Compiler<'_> {
                 Value::String(s) if !seen.insert(s.as_str()) => {
                     Some(format!("`{s}` is listed twice"))
                 }
-                Value::String(s) => check(s).err(),
+                Value::String(s) => check(s).err().map(|e| e.to_string()),
                 other => Some(format!("entries must be strings, not {}", type_name(other))),
             };
             match reason {
@@ -279,7 +289,7 @@ impl Compiler<'_> {
             &|p| {
                 Pattern::parse(p)
                     .map(|_| ())
-                    .map_err(|e| e.reason.to_string())
+                    .map_err(|e| EntryError::Pattern(e.reason))
             },
         )?;
         Some(
@@ -397,7 +407,7 @@ impl Compiler<'_> {
                         if segment(r) {
                             Ok(())
                         } else {
-                            Err(format!("`{r}` is not a role name"))
+                            Err(EntryError::NotARole(r.to_string()))
                         }
                     },
                 )
@@ -423,7 +433,7 @@ impl Compiler<'_> {
                 if segment(r) {
                     Ok(())
                 } else {
-                    Err(format!("`{r}` is not a role name"))
+                    Err(EntryError::NotARole(r.to_string()))
                 }
             },
         );

@@ -49,8 +49,8 @@ pub fn export(v: &Vault, extra: &[String], now: &str) -> Result<Exported> {
             Recipient::parse(r).map_err(|e| Error::Usage(format!("recipient `{r}`: {e}")))?;
         parsed.push(rec);
     }
-    let archive =
-        crate::private::crypt::encrypt(plain.as_bytes(), &parsed).map_err(Error::Invalid)?;
+    let archive = crate::private::crypt::encrypt(plain.as_bytes(), &parsed)
+        .map_err(|e| Error::Invalid(e.to_string()))?;
     Ok(Exported {
         archive,
         fields: docs.len(),

@@ -177,7 +177,8 @@ pub struct SealedLog {
 impl SealedLog {
     /// Lock the log and verify its chain (a damaged log is never extended).
     pub fn open(file: &Path, recipient: &str, namespace: &str) -> Result<SealedLog> {
-        let (recipient, _) = Recipient::parse(recipient).map_err(Error::Invalid)?;
+        let (recipient, _) =
+            Recipient::parse(recipient).map_err(|e| Error::Invalid(e.to_string()))?;
         Ok(SealedLog {
             appender: Log::new(file.to_path_buf()).begin()?,
             recipient,
@@ -214,7 +215,7 @@ fn unseal(b64: &str, ring: &Keyring) -> std::result::Result<Value, String> {
     let bytes = base64::engine::general_purpose::STANDARD
         .decode(b64)
         .map_err(|_| "not base64".to_string())?;
-    let keys = ring.keys()?;
+    let keys = ring.keys().map_err(|e| e.to_string())?;
     let d = age::Decryptor::new(&bytes[..]).map_err(|e| e.to_string())?;
     let mut r = d
         .decrypt(keys.iter().map(|k| k.identity() as &dyn age::Identity))

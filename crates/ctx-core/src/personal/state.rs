@@ -62,8 +62,9 @@ pub fn save(file: &Path, stored: &Stored, recipient: &str) -> Result<()> {
     let mut s = stored.clone();
     s.format = FORMAT.into();
     let plain = Zeroizing::new(serde_json::to_string(&s).expect("JSON"));
-    let (r, _) = Recipient::parse(recipient).map_err(Error::Invalid)?;
-    let armor = crate::private::crypt::encrypt(plain.as_bytes(), &[r]).map_err(Error::Invalid)?;
+    let (r, _) = Recipient::parse(recipient).map_err(|e| Error::Invalid(e.to_string()))?;
+    let armor = crate::private::crypt::encrypt(plain.as_bytes(), &[r])
+        .map_err(|e| Error::Invalid(e.to_string()))?;
     if let Some(dir) = file.parent() {
         std::fs::create_dir_all(dir).map_err(|e| Error::io(dir, &e))?;
     }

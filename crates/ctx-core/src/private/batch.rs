@@ -134,7 +134,7 @@ pub fn plan_encrypt(targets: &[(&Member, &CollectionKeys)]) -> Result<Plan> {
                 },
                 None,
             ),
-            Err(e) => change(member, no_id(), Outcome::Failed(e), None),
+            Err(e) => change(member, no_id(), Outcome::Failed(e.to_string()), None),
             Ok(None) => match ops::seal(format, &text, keys, None, None, false) {
                 Ok(sealing) => {
                     let ids = format::parse_plain(format, &text)
@@ -180,7 +180,7 @@ pub fn plan_rekey(scope: &Scope, ring: &Keyring, force: bool) -> Result<Plan> {
             }
             Err(e) => {
                 plan.changes
-                    .push(change(member, none(), Outcome::Failed(e), None));
+                    .push(change(member, none(), Outcome::Failed(e.to_string()), None));
                 continue;
             }
         };

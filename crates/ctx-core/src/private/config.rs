@@ -24,7 +24,7 @@ use crate::diag::{Code, Diagnostic};
 use crate::manifest::Manifest;
 use crate::schema::PathItem;
 
-use super::EXTENSION;
+use super::{RecipientError, EXTENSION};
 
 /// A public key that files are encrypted to.
 #[derive(Clone, Debug)]
@@ -36,16 +36,16 @@ pub enum Recipient {
 impl Recipient {
     /// Parse one recipient: `age1…`, or an SSH public key line
     /// (`ssh-ed25519 AAAA… [comment]`, `ssh-rsa AAAA… [comment]`). Returns the comment too.
-    pub fn parse(text: &str) -> Result<(Recipient, Option<String>), String> {
+    pub fn parse(text: &str) -> Result<(Recipient, Option<String>), RecipientError> {
         let text = text.trim();
         if let Some(rest) = text.strip_prefix("age1") {
             if rest.starts_with("pq1") || text.len() > 62 {
-                return Err("post-quantum and plugin recipients are not supported by ctx; use an X25519 (`age1…`) or SSH key".into());
+                return Err(RecipientError::Unsupported);
             }
             return text
                 .parse::<age::x25519::Recipient>()
                 .map(|r| (Recipient::X25519(r), None))
-                .map_err(|e| format!("not a valid age public key ({e})"));
+                .map_err(|e| RecipientError::BadAge(e.to_string()));
         }
         if text.starts_with("ssh-") {
             let mut parts = text.split_whitespace();
@@ -53,11 +53,11 @@ impl Recipient {
             let comment: Vec<&str> = parts.collect();
             let r = format!("{kind} {key}")
                 .parse::<age::ssh::Recipient>()
-                .map_err(|e| format!("not a usable SSH public key ({e:?})"))?;
+                .map_err(|e| RecipientError::BadSsh(format!("{e:?}")))?;
             let comment = (!comment.is_empty()).then(|| comment.join(" "));
             return Ok((Recipient::Ssh(r), comment));
         }
-        Err("expected an age public key (`age1…`) or an SSH public key (`ssh-ed25519 …`, `ssh-rsa …`)".into())
+        Err(RecipientError::Unknown)
     }
 
     /// The normalized key text (SSH comments dropped): what files record.
@@ -252,7 +252,7 @@ impl Ctx<'_> {
                 }
                 Err(e) => self.problem(
                     &p,
-                    e,
+                    e.to_string(),
                     Some(f.clone()),
                     "create the file inside the repository, or correct the path",
                 ),
@@ -262,7 +262,7 @@ impl Ctx<'_> {
 }
 
 /// Non-empty, non-comment lines of a recipients file inside the repository, numbered.
-fn read_recipients_file(m: &Manifest, rel: &str) -> Result<Vec<(usize, String)>, String> {
+fn read_recipients_file(m: &Manifest, rel: &str) -> Result<Vec<(usize, String)>, RecipientError> {
     let clean = rel.trim_start_matches("./");
     let path = std::path::Path::new(clean);
     if path.is_absolute()
@@ -270,15 +270,20 @@ fn read_recipients_file(m: &Manifest, rel: &str) -> Result<Vec<(usize, String)>,
             .components()
             .any(|c| c == std::path::Component::ParentDir)
     {
-        return Err(format!("`{rel}` must be a path inside the repository"));
+        return Err(RecipientError::FileOutside(rel.to_string()));
     }
     let abs = m.root.join(clean);
     if !crate::fs::confine::resolves_inside(&m.root, &abs) {
-        return Err(format!("`{rel}` does not exist inside the repository"));
+        return Err(RecipientError::FileMissing(rel.to_string()));
     }
     let text = crate::fs::read_regular(&abs, 1 << 20)
-        .map_err(|e| format!("cannot read `{rel}`: {e}"))
-        .and_then(|b| String::from_utf8(b).map_err(|_| format!("`{rel}` is not UTF-8 text")))?;
+        .map_err(|e| RecipientError::FileUnreadable {
+            rel: rel.to_string(),
+            why: e.to_string(),
+        })
+        .and_then(|b| {
+            String::from_utf8(b).map_err(|_| RecipientError::FileNotText(rel.to_string()))
+        })?;
     Ok(text
         .lines()
         .enumerate()
@@ -467,6 +472,7 @@ mod tests {
         assert!(Recipient::parse("ssh-ed25519 AAAAnope").is_err());
         assert!(Recipient::parse("age1pq1abc")
             .unwrap_err()
+            .to_string()
             .contains("post-quantum"));
     }
 }

@@ -9,6 +9,7 @@ use zeroize::Zeroizing;
 
 use super::config::Recipient;
 use super::identity::Key;
+use super::SealError;
 
 /// Why a ciphertext could not be opened. Messages never include plaintext.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -97,18 +98,19 @@ fn from_decrypt(e: DecryptError) -> CryptError {
 }
 
 /// Encrypt `plaintext` to `recipients`, ASCII-armored (a fresh file key every time).
-pub fn encrypt(plaintext: &[u8], recipients: &[Recipient]) -> Result<String, String> {
+pub fn encrypt(plaintext: &[u8], recipients: &[Recipient]) -> Result<String, SealError> {
+    let failed = |e: &dyn std::fmt::Display| SealError::Encrypt(e.to_string());
     let encryptor = Encryptor::with_recipients(recipients.iter().map(Recipient::as_dyn))
-        .map_err(|e| format!("cannot encrypt: {e}"))?;
+        .map_err(|e| failed(&e))?;
     let mut out = Vec::with_capacity(plaintext.len() * 4 / 3 + 512);
     let armored =
-        ArmoredWriter::wrap_output(&mut out, ArmorFormat::AsciiArmor).map_err(|e| e.to_string())?;
-    let mut w = encryptor.wrap_output(armored).map_err(|e| e.to_string())?;
-    w.write_all(plaintext).map_err(|e| e.to_string())?;
+        ArmoredWriter::wrap_output(&mut out, ArmorFormat::AsciiArmor).map_err(|e| failed(&e))?;
+    let mut w = encryptor.wrap_output(armored).map_err(|e| failed(&e))?;
+    w.write_all(plaintext).map_err(|e| failed(&e))?;
     w.finish()
         .and_then(|armored| armored.finish())
-        .map_err(|e| e.to_string())?;
-    let mut text = String::from_utf8(out).map_err(|e| e.to_string())?;
+        .map_err(|e| failed(&e))?;
+    let mut text = String::from_utf8(out).map_err(|e| failed(&e))?;
     if !text.ends_with('\n') {
         text.push('\n');
     }

@@ -131,7 +131,7 @@ impl Session<'_> {
     /// and fields are named; values never are.
     pub fn problems(&self, text: &str) -> Vec<String> {
         if let Err(e) = ops::check_plaintext(self.format, text) {
-            return vec![e];
+            return vec![e.to_string()];
         }
         let collection = match &self.member.source {
             MemberSource::Collection { name, .. } => self

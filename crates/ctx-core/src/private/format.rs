@@ -14,7 +14,7 @@ use serde_json::{Map, Value};
 use crate::frontmatter;
 use crate::object::Format;
 
-use super::{strict, EXTENSION};
+use super::{strict, ParseError, SealError, EXTENSION};
 
 pub const BEGIN: &str = "-----BEGIN AGE ENCRYPTED FILE-----";
 pub const END: &str = "-----END AGE ENCRYPTED FILE-----";
@@ -94,12 +94,12 @@ pub fn take_sealed(
     fields: &mut Map<String, Value>,
     body: Option<&str>,
     text: &str,
-) -> Result<Option<String>, String> {
+) -> Result<Option<String>, SealError> {
     if !is_marked(fields) {
         return Ok(None);
     }
     if fields.contains_key("content") {
-        return Err("an encrypted file must not also have a clear `content` field".into());
+        return Err(SealError::ClearContent);
     }
     strict::check_header(fields, strict::header_yaml(format, text))?;
     let inline = fields
@@ -109,28 +109,16 @@ pub fn take_sealed(
         .and_then(|m| m.remove("age"));
     let armor = match (format, inline, body) {
         (Format::Markdown, None, Some(b)) => {
-            strict::check_armor(b).map_err(|e| {
-                format!("marked encrypted, but the body is {e} (`{BEGIN}` … `{END}`)")
-            })?;
+            strict::check_armor(b).map_err(SealError::Body)?;
             b.to_string()
         }
-        (Format::Markdown, None, None) => {
-            return Err(format!(
-                "marked encrypted, but the body is not one `{BEGIN}` block: there is no body"
-            ))
-        }
-        (Format::Markdown, Some(_), _) => {
-            return Err("a Markdown file keeps its ciphertext in the body, not in `age`".into())
-        }
+        (Format::Markdown, None, None) => return Err(SealError::NoBody),
+        (Format::Markdown, Some(_), _) => return Err(SealError::InlineInMarkdown),
         (_, Some(Value::String(a)), _) => {
-            strict::check_armor(&a).map_err(|e| format!("`extensions.{EXTENSION}.age` is {e}"))?;
+            strict::check_armor(&a).map_err(SealError::Inline)?;
             a
         }
-        (_, _, _) => {
-            return Err(format!(
-                "marked encrypted, but `extensions.{EXTENSION}.age` is not an armored age block"
-            ))
-        }
+        (_, _, _) => return Err(SealError::NoInline),
     };
     Ok(Some(normalize_armor(&armor)))
 }
@@ -175,26 +163,26 @@ pub struct Doc {
 }
 
 /// Parse a file's text as written (no defaults applied). Errors carry the line.
-pub fn parse_doc(format: Format, text: &str) -> Result<Doc, String> {
+pub fn parse_doc(format: Format, text: &str) -> Result<Doc, ParseError> {
+    let at = |line: u32, message: String| ParseError { line, message };
     let (structured, line, body) = match format {
         Format::Markdown => {
-            let s =
-                frontmatter::split(text).map_err(|e| format!("line {}: {}", e.line, e.message))?;
+            let s = frontmatter::split(text).map_err(|e| at(e.line, e.message))?;
             (s.yaml, s.yaml_line, Some(s.body.to_string()))
         }
         _ => (Some(text), 1, None),
     };
     let value = match (format, structured) {
         (_, None) => Value::Object(Map::new()),
-        (Format::Json, Some(d)) => crate::json::parse(d)
-            .map_err(|e| format!("line {}: {}", e.line + line - 1, e.message))?,
-        (_, Some(d)) => crate::yaml::parse(d)
-            .map_err(|e| format!("line {}: {}", e.line + line - 1, e.message))?,
+        (Format::Json, Some(d)) => {
+            crate::json::parse(d).map_err(|e| at(e.line + line - 1, e.message))?
+        }
+        (_, Some(d)) => crate::yaml::parse(d).map_err(|e| at(e.line + line - 1, e.message))?,
     };
     let fields = match value {
         Value::Object(m) => m,
         Value::Null => Map::new(),
-        _ => return Err(format!("line {line}: expected a mapping of fields")),
+        _ => return Err(at(line, "expected a mapping of fields".into())),
     };
     Ok(Doc { fields, body })
 }
@@ -202,8 +190,11 @@ pub fn parse_doc(format: Format, text: &str) -> Result<Doc, String> {
 /// [`parse_doc`] for plaintext: errors keep their line and what was wrong,
 /// never the text (quoted spans of parser messages are elided), so a
 /// message about a private document can be printed or logged safely.
-pub fn parse_plain(format: Format, text: &str) -> Result<Doc, String> {
-    parse_doc(format, text).map_err(|e| content_free(&e))
+pub fn parse_plain(format: Format, text: &str) -> Result<Doc, ParseError> {
+    parse_doc(format, text).map_err(|e| ParseError {
+        line: e.line,
+        message: content_free(&e.message),
+    })
 }
 
 /// A message with every `` `quoted` `` or `"quoted"` span replaced by `…`:
@@ -244,7 +235,7 @@ pub struct Sealed {
 }
 
 /// Read an encrypted file; `Ok(None)` when the file is not marked encrypted.
-pub fn parse_sealed(format: Format, text: &str) -> Result<Option<Sealed>, String> {
+pub fn parse_sealed(format: Format, text: &str) -> Result<Option<Sealed>, SealError> {
     let mut doc = parse_plain(format, text)?;
     let recipients = marker_recipients(&doc.fields);
     let Some(armor) = take_sealed(format, &mut doc.fields, doc.body.as_deref(), text)? else {
@@ -498,10 +489,12 @@ mod tests {
         assert!(
             take_sealed(Format::Markdown, &mut f, Some("plain text"), "")
                 .unwrap_err()
+                .to_string()
                 .contains("BEGIN AGE")
         );
         assert!(take_sealed(Format::Yaml, &mut f, None, "")
             .unwrap_err()
+            .to_string()
             .contains(".age"));
         let mut f = json!({"id": "x"}).as_object().unwrap().clone();
         assert_eq!(
@@ -516,7 +509,9 @@ mod tests {
             content_free("line 5: duplicate key `X7`, then \"X8\" and `open"),
             "line 5: duplicate key `…`, then \"…\" and `…"
         );
-        let e = parse_plain(Format::Markdown, "---\nX7: a\nX7: b\n---\n").unwrap_err();
+        let e = parse_plain(Format::Markdown, "---\nX7: a\nX7: b\n---\n")
+            .unwrap_err()
+            .to_string();
         assert!(e.starts_with("line 3:") && !e.contains("X7"), "{e}");
     }
 

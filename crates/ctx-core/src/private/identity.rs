@@ -14,6 +14,7 @@ use zeroize::Zeroizing;
 
 use super::config::short;
 use super::format::BEGIN;
+use super::IdentityError;
 
 /// The environment variable naming an identity file.
 pub const ENV_IDENTITY: &str = "CTX_AGE_IDENTITY";
@@ -71,7 +72,7 @@ pub struct Source {
 /// The identity files of one run; keys are read on first use and kept in memory only.
 pub struct Keyring {
     pub sources: Vec<Source>,
-    loaded: OnceLock<Result<Vec<Key>, String>>,
+    loaded: OnceLock<Result<Vec<Key>, IdentityError>>,
 }
 
 impl std::fmt::Debug for Keyring {
@@ -97,7 +98,7 @@ impl Keyring {
     ///
     /// Every run that looks for an identity also sweeps plaintext folders
     /// left by killed `private edit` runs ([`super::scratch::sweep_stale`]).
-    pub fn discover(flags: &[PathBuf]) -> Result<Option<Keyring>, String> {
+    pub fn discover(flags: &[PathBuf]) -> Result<Option<Keyring>, IdentityError> {
         super::scratch::sweep_stale();
         let sources: Vec<Source> = if !flags.is_empty() {
             flags
@@ -123,11 +124,10 @@ impl Keyring {
         };
         for s in &sources {
             if !s.path.is_file() {
-                return Err(format!(
-                    "identity file {} (from {}) does not exist",
-                    s.path.display(),
-                    s.origin.as_str()
-                ));
+                return Err(IdentityError::Missing {
+                    path: s.path.clone(),
+                    origin: s.origin.as_str(),
+                });
             }
         }
         Ok(Some(Keyring {
@@ -150,7 +150,7 @@ impl Keyring {
     }
 
     /// The keys, read (and passphrases asked for) on first call.
-    pub fn keys(&self) -> Result<&[Key], String> {
+    pub fn keys(&self) -> Result<&[Key], IdentityError> {
         let loaded = self.loaded.get_or_init(|| {
             let mut keys = Vec::new();
             for (n, s) in self.sources.iter().enumerate() {
@@ -209,27 +209,23 @@ impl Keyring {
 }
 
 /// Ask for a passphrase: `CTX_AGE_PASSPHRASE` when set, else the terminal (no echo).
-fn passphrase(what: &Path) -> Result<SecretString, String> {
+fn passphrase(what: &Path) -> Result<SecretString, IdentityError> {
     if let Ok(p) = std::env::var(ENV_PASSPHRASE) {
         return Ok(SecretString::from(p));
     }
     rpassword::prompt_password(format!("Passphrase for {}: ", what.display()))
         .map(SecretString::from)
-        .map_err(|_| {
-            format!(
-                "{} is passphrase-protected and there is no terminal to ask for the passphrase \
-                 (set {ENV_PASSPHRASE} for non-interactive use)",
-                what.display()
-            )
+        .map_err(|_| IdentityError::NoTerminal {
+            path: what.to_path_buf(),
         })
 }
 
 /// Read every key of one identity file.
-pub fn load_file(path: &Path) -> Result<Vec<Key>, String> {
-    let shown = path.display();
-    let bytes = Zeroizing::new(
-        std::fs::read(path).map_err(|e| format!("cannot read identity file {shown}: {e}"))?,
-    );
+pub fn load_file(path: &Path) -> Result<Vec<Key>, IdentityError> {
+    let bytes = Zeroizing::new(std::fs::read(path).map_err(|e| IdentityError::Unreadable {
+        path: path.to_path_buf(),
+        why: e.to_string(),
+    })?);
     let head = String::from_utf8_lossy(&bytes[..bytes.len().min(64)])
         .trim_start()
         .to_string();
@@ -245,14 +241,16 @@ pub fn load_file(path: &Path) -> Result<Vec<Key>, String> {
 }
 
 /// An identity file encrypted with a passphrase (`age -p -o key.age key.txt`).
-fn load_protected(path: &Path, bytes: &[u8]) -> Result<Vec<Key>, String> {
-    let shown = path.display();
-    let d = age::Decryptor::new(age::armor::ArmoredReader::new(bytes))
-        .map_err(|e| format!("identity file {shown} is not a valid age file: {e}"))?;
+fn load_protected(path: &Path, bytes: &[u8]) -> Result<Vec<Key>, IdentityError> {
+    let path_buf = || path.to_path_buf();
+    let d = age::Decryptor::new(age::armor::ArmoredReader::new(bytes)).map_err(|e| {
+        IdentityError::NotAgeFile {
+            path: path_buf(),
+            why: e.to_string(),
+        }
+    })?;
     if !d.is_scrypt() {
-        return Err(format!(
-            "identity file {shown} is encrypted to recipients, not with a passphrase"
-        ));
+        return Err(IdentityError::NotPassphrase { path: path_buf() });
     }
     let pass = passphrase(path)?;
     let id = age::scrypt::Identity::new(pass);
@@ -260,37 +258,51 @@ fn load_protected(path: &Path, bytes: &[u8]) -> Result<Vec<Key>, String> {
         .decrypt(std::iter::once(&id as &dyn age::Identity))
         .map_err(|e| match e {
             age::DecryptError::DecryptionFailed | age::DecryptError::NoMatchingKeys => {
-                format!("wrong passphrase for identity file {shown}")
+                IdentityError::WrongPassphrase {
+                    path: path_buf(),
+                    ssh: false,
+                }
             }
-            other => format!("cannot decrypt identity file {shown}: {other}"),
+            other => IdentityError::Decrypt {
+                path: path_buf(),
+                why: other.to_string(),
+            },
         })?;
     let mut inner = Zeroizing::new(Vec::new());
     reader
         .read_to_end(&mut inner)
-        .map_err(|e| format!("cannot decrypt identity file {shown}: {e}"))?;
+        .map_err(|e| IdentityError::Decrypt {
+            path: path_buf(),
+            why: e.to_string(),
+        })?;
     parse_age_keys(path, &inner)
 }
 
 /// An OpenSSH private key (ed25519 or RSA), possibly passphrase-protected.
-fn load_ssh(path: &Path, bytes: &[u8]) -> Result<Key, String> {
-    let shown = path.display();
-    let id = age::ssh::Identity::from_buffer(bytes, Some(shown.to_string()))
-        .map_err(|e| format!("identity file {shown}: {e}"))?;
+fn load_ssh(path: &Path, bytes: &[u8]) -> Result<Key, IdentityError> {
+    let unsupported = |why: String| IdentityError::Unsupported {
+        path: path.to_path_buf(),
+        why,
+    };
+    let id = age::ssh::Identity::from_buffer(bytes, Some(path.display().to_string()))
+        .map_err(|e| unsupported(e.to_string()))?;
     let label = age::ssh::Recipient::try_from(id.clone())
         .map(|r| short(&r.to_string()))
-        .map_err(|e| format!("identity file {shown}: unsupported SSH key ({e:?})"))?;
+        .map_err(|e| unsupported(format!("unsupported SSH key ({e:?})")))?;
     let id = match id {
         age::ssh::Identity::Unencrypted(_) => id,
         age::ssh::Identity::Encrypted(k) => {
             let pass = passphrase(path)?;
-            age::ssh::Identity::from(
-                k.decrypt(pass)
-                    .map_err(|_| format!("wrong passphrase for SSH key {shown}"))?,
-            )
+            age::ssh::Identity::from(k.decrypt(pass).map_err(|_| {
+                IdentityError::WrongPassphrase {
+                    path: path.to_path_buf(),
+                    ssh: true,
+                }
+            })?)
         }
         age::ssh::Identity::Unsupported(_) => {
-            return Err(format!(
-                "identity file {shown}: this SSH key type is not supported (use ed25519 or RSA)"
+            return Err(unsupported(
+                "this SSH key type is not supported (use ed25519 or RSA)".into(),
             ))
         }
     };
@@ -303,11 +315,10 @@ fn load_ssh(path: &Path, bytes: &[u8]) -> Result<Key, String> {
 
 /// `AGE-SECRET-KEY-1…` lines; `#` comments and blank lines are skipped. A bad line is
 /// reported by number only: its text may be secret.
-fn parse_age_keys(path: &Path, bytes: &[u8]) -> Result<Vec<Key>, String> {
-    let shown = path.display();
-    let text = std::str::from_utf8(bytes).map_err(|_| {
-        format!("identity file {shown} is not text, an age identity file or an SSH key")
-    })?;
+fn parse_age_keys(path: &Path, bytes: &[u8]) -> Result<Vec<Key>, IdentityError> {
+    let path_buf = || path.to_path_buf();
+    let text =
+        std::str::from_utf8(bytes).map_err(|_| IdentityError::NotText { path: path_buf() })?;
     let mut keys = Vec::new();
     for (n, line) in text.lines().enumerate() {
         let line = line.trim();
@@ -315,21 +326,19 @@ fn parse_age_keys(path: &Path, bytes: &[u8]) -> Result<Vec<Key>, String> {
             continue;
         }
         if line.starts_with("AGE-PLUGIN-") {
-            return Err(format!(
-                "identity file {shown} line {}: plugin identities are not supported by ctx",
-                n + 1
-            ));
+            return Err(IdentityError::Plugin {
+                path: path_buf(),
+                line: n + 1,
+            });
         }
-        let id: age::x25519::Identity = line.parse().map_err(|_| {
-            format!(
-                "identity file {shown} line {}: not an age identity (expected AGE-SECRET-KEY-1…)",
-                n + 1
-            )
+        let id: age::x25519::Identity = line.parse().map_err(|_| IdentityError::BadLine {
+            path: path_buf(),
+            line: n + 1,
         })?;
         keys.push(Key::x25519(id));
     }
     if keys.is_empty() {
-        return Err(format!("identity file {shown} holds no keys"));
+        return Err(IdentityError::Empty { path: path_buf() });
     }
     Ok(keys)
 }
@@ -357,7 +366,7 @@ mod tests {
         assert_eq!(keys[0].label, id.to_public().to_string());
 
         std::fs::write(&p, "AGE-SECRET-KEY-1SECRETBUTBROKEN\n").unwrap();
-        let e = load_file(&p).err().unwrap();
+        let e = load_file(&p).err().unwrap().to_string();
         assert!(
             e.contains("line 1") && !e.contains("SECRETBUTBROKEN"),
             "{e}"
@@ -387,6 +396,10 @@ mod tests {
         let wrong = load_file(&p);
         std::env::remove_var(ENV_PASSPHRASE);
         assert_eq!(keys.unwrap()[0].label, id.to_public().to_string());
-        assert!(wrong.err().unwrap().contains("wrong passphrase"));
+        assert!(wrong
+            .err()
+            .unwrap()
+            .to_string()
+            .contains("wrong passphrase"));
     }
 }

@@ -26,6 +26,7 @@ pub mod batch;
 pub mod config;
 pub mod crypt;
 pub mod edit;
+mod error;
 pub mod format;
 pub mod guard;
 pub mod identity;
@@ -36,6 +37,7 @@ pub mod status;
 pub mod strict;
 
 pub use config::PrivateConfig;
+pub use error::{ArmorError, HeaderError, IdentityError, ParseError, RecipientError, SealError};
 pub use identity::Keyring;
 pub use ops::{open_object, Opened};
 pub use scope::Scope;

@@ -12,6 +12,7 @@ use super::config::CollectionKeys;
 use super::crypt::{self, CryptError};
 use super::format::{self, CLEAR_FIELDS};
 use super::identity::Keyring;
+use super::SealError;
 
 /// Why a private file or object could not be opened; the message names the file.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -82,9 +83,14 @@ pub fn decrypt(
                 .into(),
         ))));
     };
-    let keys = ring
-        .keys()
-        .map_err(|e| fail(Cause::Crypt(CryptError::NoIdentity(e))))?;
+    let keys = ring.keys().map_err(|e| {
+        // The cause is one line: the identity's problem, then its own hint.
+        let why = match miette::Diagnostic::help(&e) {
+            Some(help) => format!("{e}; {help}"),
+            None => e.to_string(),
+        };
+        fail(Cause::Crypt(CryptError::NoIdentity(why)))
+    })?;
     let (bytes, used) = crypt::decrypt(armor, keys).map_err(|e| fail(Cause::Crypt(e)))?;
     let text = std::str::from_utf8(&bytes).map_err(|_| {
         fail(Cause::Invalid(
@@ -240,10 +246,10 @@ pub struct Sealing {
 }
 
 /// Check that `plaintext` is a document ctx may encrypt.
-pub fn check_plaintext(format: Format, plaintext: &str) -> Result<format::Doc, String> {
+pub fn check_plaintext(format: Format, plaintext: &str) -> Result<format::Doc, SealError> {
     let doc = format::parse_plain(format, plaintext)?;
     if format::is_marked(&doc.fields) {
-        return Err("it is already encrypted".into());
+        return Err(SealError::AlreadyEncrypted);
     }
     if doc
         .fields
@@ -251,13 +257,10 @@ pub fn check_plaintext(format: Format, plaintext: &str) -> Result<format::Doc, S
         .and_then(|e| e.get(super::EXTENSION))
         .is_some()
     {
-        return Err(format!(
-            "`extensions.{}` is reserved for the encryption marker",
-            super::EXTENSION
-        ));
+        return Err(SealError::ReservedMarker);
     }
     if doc.body.as_deref().is_some_and(format::is_armor) {
-        return Err("its body is an age block without the encryption marker; restore the original file or add the marker".into());
+        return Err(SealError::UnmarkedArmor);
     }
     Ok(doc)
 }
@@ -272,14 +275,11 @@ pub fn seal(
     existing: Option<&str>,
     keyring: Option<&Keyring>,
     force: bool,
-) -> Result<Sealing, String> {
+) -> Result<Sealing, SealError> {
     let doc = check_plaintext(format, plaintext)?;
     let recipients = keys.keys();
     if recipients.is_empty() {
-        return Err(format!(
-            "private collection `{}` has no recipients",
-            keys.name
-        ));
+        return Err(SealError::NoRecipients(keys.name.clone()));
     }
     let header = format::clear_header(&doc.fields, &keys.clear);
     let reusable = (!force)
@@ -403,10 +403,12 @@ mod tests {
             .text;
         assert!(seal(Format::Markdown, &sealed, &keys, None, None, false)
             .unwrap_err()
+            .to_string()
             .contains("already encrypted"));
         let body_only = "---\nid: a\n---\n-----BEGIN AGE ENCRYPTED FILE-----\nAAAA\n-----END AGE ENCRYPTED FILE-----\n";
         assert!(seal(Format::Markdown, body_only, &keys, None, None, false)
             .unwrap_err()
+            .to_string()
             .contains("without the encryption marker"));
     }
 

@@ -161,7 +161,7 @@ pub fn format_of(rel: &str) -> Result<Format> {
 /// `CTX_AGE_IDENTITY` that does not exist is a usage error (exit 2), like
 /// no identity at all: either way the user must point at one that exists.
 pub fn find_identity(flags: &[PathBuf]) -> Result<Option<Keyring>> {
-    Keyring::discover(flags).map_err(Error::Usage)
+    Ok(Keyring::discover(flags)?)
 }
 
 /// An identity is required and there is none: a *usage* error (exit 2),

@@ -91,7 +91,7 @@ pub fn rows(scope: &Scope, ring: Option<&Keyring>) -> Vec<Row> {
             }
             Ok(None) => continue,
             Err(e) => {
-                rows.push(row(State::Invalid, e, Vec::new()));
+                rows.push(row(State::Invalid, e.to_string(), Vec::new()));
                 continue;
             }
         };

@@ -21,7 +21,7 @@ use crate::object::Format;
 
 use super::config::{Recipient, CLEARABLE};
 use super::format::{BEGIN, CLEAR_FIELDS, DEFAULT_CLEAR, END};
-use super::EXTENSION;
+use super::{ArmorError, HeaderError, EXTENSION};
 
 /// Members the marker `extensions.ctx.private` may have.
 const MARKER_MEMBERS: [&str; 3] = ["encrypted", "recipients", "age"];
@@ -32,67 +32,55 @@ const MARKER_MEMBERS: [&str; 3] = ["encrypted", "recipients", "age"];
 pub fn check_header(
     fields: &Map<String, Value>,
     yaml: Option<(&str, usize)>,
-) -> Result<(), String> {
+) -> Result<(), HeaderError> {
     for k in fields.keys() {
         let allowed = k == "extensions"
             || CLEAR_FIELDS.contains(&k.as_str())
             || CLEARABLE.contains(&k.as_str());
         if !allowed {
-            return Err(format!(
-                "field `{k}` is stored in clear in an encrypted file; only governance fields (and a collection's `clear:` list) may stay in clear"
-            ));
+            return Err(HeaderError::ClearField(k.clone()));
         }
     }
     if let Some(ext) = fields.get("extensions") {
         let Some(ext) = ext.as_object() else {
-            return Err(
-                "`extensions` of an encrypted file must hold only the encryption marker".into(),
-            );
+            return Err(HeaderError::ExtensionsNotMarker);
         };
         if let Some(k) = ext.keys().find(|k| *k != EXTENSION) {
-            return Err(format!(
-                "`extensions.{k}` is stored in clear in an encrypted file; only `extensions.{EXTENSION}` may stay in clear"
-            ));
+            return Err(HeaderError::ClearExtension(k.clone()));
         }
         if let Some(marker) = ext.get(EXTENSION).and_then(Value::as_object) {
             if let Some(k) = marker
                 .keys()
                 .find(|k| !MARKER_MEMBERS.contains(&k.as_str()))
             {
-                return Err(format!(
-                    "`extensions.{EXTENSION}.{k}` is not part of the encryption marker (encrypted, recipients, age)"
-                ));
+                return Err(HeaderError::MarkerMember(k.clone()));
             }
             check_recipients(marker.get("recipients"))?;
         }
     }
     if let Some((text, first)) = yaml {
         if let Some(n) = comment_lines(text).first() {
-            return Err(format!(
-                "line {}: a YAML comment in the clear header of an encrypted file; comments are stored in clear, so remove it (keep notes inside the encrypted content)",
-                n + first - 1
-            ));
+            return Err(HeaderError::Comment(n + first - 1));
         }
     }
     Ok(())
 }
 
 /// The marker's recipients are normalized public keys, nothing else.
-fn check_recipients(list: Option<&Value>) -> Result<(), String> {
-    let bad = || {
-        format!("`extensions.{EXTENSION}.recipients` must list the normalized public keys the file is encrypted to")
-    };
+fn check_recipients(list: Option<&Value>) -> Result<(), HeaderError> {
     let Some(list) = list else {
         return Ok(());
     };
-    let items = list.as_array().ok_or_else(bad)?;
+    let items = list
+        .as_array()
+        .ok_or(HeaderError::Recipients { item: None })?;
     for (n, item) in items.iter().enumerate() {
         let ok = item
             .as_str()
             .and_then(|s| Recipient::parse(s).ok().map(|(r, _)| r.key() == s))
             .unwrap_or(false);
         if !ok {
-            return Err(format!("{} (item {n} is not one)", bad()));
+            return Err(HeaderError::Recipients { item: Some(n) });
         }
     }
     Ok(())
@@ -103,7 +91,7 @@ fn check_recipients(list: Option<&Value>) -> Result<(), String> {
 /// base64 lines of 64 columns, then at most one shorter padded line, then
 /// the end marker. Text inside or between blocks is refused. (Whether the
 /// ciphertext is authentic only decryption can tell: `private status --check`.)
-pub fn check_armor(s: &str) -> Result<(), String> {
+pub fn check_armor(s: &str) -> Result<(), ArmorError> {
     use base64::Engine as _;
     let lines: Vec<&str> = s
         .lines()
@@ -112,13 +100,11 @@ pub fn check_armor(s: &str) -> Result<(), String> {
     let first = lines.iter().position(|l| !l.trim().is_empty());
     let last = lines.iter().rposition(|l| !l.trim().is_empty());
     let (Some(first), Some(last)) = (first, last) else {
-        return Err("not one armored age block: it is empty".into());
+        return Err(ArmorError::Empty);
     };
     let block = &lines[first..=last];
     if block.len() < 3 || block[0].trim() != BEGIN || block[block.len() - 1].trim() != END {
-        return Err(format!(
-            "not one armored age block: it must start with `{BEGIN}` and end with `{END}`, with nothing before or after"
-        ));
+        return Err(ArmorError::NotOneBlock);
     }
     let data = &block[1..block.len() - 1];
     for (n, l) in data.iter().enumerate() {
@@ -128,10 +114,7 @@ pub fn check_armor(s: &str) -> Result<(), String> {
             && (l.len() == 64 && !l.contains('=') || is_last)
             && base64::engine::general_purpose::STANDARD.decode(l).is_ok();
         if !decodes {
-            return Err(format!(
-                "not one armored age block: line {} of the block is not canonical base64 armor (64 columns, one shorter last line); text inside or between blocks would be plaintext at rest",
-                n + 2
-            ));
+            return Err(ArmorError::NotBase64 { line: n + 2 });
         }
     }
     Ok(())
@@ -266,7 +249,7 @@ mod tests {
             ARMOR.replace("-----END", "X1X1\n-----END"),
             String::new(),
         ] {
-            let e = check_armor(&bad).unwrap_err();
+            let e = check_armor(&bad).unwrap_err().to_string();
             assert!(!e.contains("X1"), "{e}");
         }
     }
@@ -291,7 +274,9 @@ mod tests {
                 "recipients",
             ),
         ] {
-            let e = check_header(doc.as_object().unwrap(), None).unwrap_err();
+            let e = check_header(doc.as_object().unwrap(), None)
+                .unwrap_err()
+                .to_string();
             assert!(e.contains(field) && !e.contains("X1"), "{e}");
         }
         let h = json!({"id": "a", "title": "t", "tags": ["x"], "owner": "me"});

@@ -137,7 +137,14 @@ fn string<'a>(map: &'a Map<String, Value>, parent: &str, key: &str) -> Result<&'
 /// Ids are 1..=max characters, start and end with a non-space and contain
 /// no line terminator (the schema's `^\S(?:.*\S)?$`). `Err` describes the
 /// expectation.
-pub(crate) fn check_id(s: &str, max: usize) -> Result<(), String> {
+/// An id that breaks the schema's pattern; the message is the expectation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[error("1..={max} characters without surrounding whitespace or line breaks")]
+pub(crate) struct IdShapeError {
+    max: usize,
+}
+
+pub(crate) fn check_id(s: &str, max: usize) -> Result<(), IdShapeError> {
     let n = s.chars().count();
     let blank = |c: char| c.is_whitespace() || c == '\u{feff}';
     let ok = (1..=max).contains(&n)
@@ -147,15 +154,19 @@ pub(crate) fn check_id(s: &str, max: usize) -> Result<(), String> {
     if ok {
         Ok(())
     } else {
-        Err(format!(
-            "1..={max} characters without surrounding whitespace or line breaks"
-        ))
+        Err(IdShapeError { max })
     }
 }
 
 fn id(map: &Map<String, Value>, parent: &str, key: &str, max: usize) -> Result<String, Failure> {
     let s = string(map, parent, key)?;
-    check_id(s, max).map_err(|why| shape(&format!("{parent}/{key}"), why, describe(&map[key])))?;
+    check_id(s, max).map_err(|why| {
+        shape(
+            &format!("{parent}/{key}"),
+            why.to_string(),
+            describe(&map[key]),
+        )
+    })?;
     Ok(s.to_owned())
 }
 
@@ -319,7 +330,7 @@ pub(crate) fn check_shape(value: &Value, limits: &Limits) -> Result<Envelope, Fa
         let s = r
             .as_str()
             .ok_or_else(|| shape(&field, "a string", describe(r)))?;
-        check_id(s, 512).map_err(|why| shape(&field, why, describe(r)))?;
+        check_id(s, 512).map_err(|why| shape(&field, why.to_string(), describe(r)))?;
         if source_refs.iter().any(|seen| seen == s) {
             return Err(shape(
                 &field,

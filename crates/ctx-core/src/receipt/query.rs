@@ -8,11 +8,11 @@ use crate::error::{Error, Result};
 use crate::keys;
 use crate::manifest::Manifest;
 
-use super::{check_link, default_dir, read_json, store, verify_trusted, Store};
+use super::{check_link, default_dir, read_json, store, verify_trusted, ReceiptError, Store};
 
 /// The newest uncorrected receipt in `store` made for exactly this bundle
 /// file (id, digest and pinned volatile members all match).
-pub fn current_for_bundle(store: &Store, bundle: &Value) -> Result<Option<Value>, String> {
+pub fn current_for_bundle(store: &Store, bundle: &Value) -> Result<Option<Value>, ReceiptError> {
     let all = store.all()?;
     let by = store::supersessions(&all)?;
     Ok(all
@@ -42,18 +42,13 @@ pub struct CiteOptions<'a> {
 pub fn cited(o: CiteOptions<'_>) -> Result<Value> {
     let bundle_id = o.bundle.and_then(|b| b["bundle_id"].as_str());
     let r = match (o.receipt_file, o.bundle, o.manifest) {
-        (Some(f), _, _) => read_json(f).map_err(Error::Invalid)?.1,
+        (Some(f), _, _) => read_json(f)?.1,
         (None, Some(b), Some(m)) => {
             let store = Store::new(default_dir(&m.root));
-            current_for_bundle(&store, b)
-                .map_err(Error::Invalid)?
-                .ok_or_else(|| {
-                    Error::Invalid(format!(
-                        "no receipt for bundle {} in {}\n  help: produce the bundle with `ctx bundle --sign`, or pass --receipt FILE",
-                        bundle_id.unwrap_or(""),
-                        store.dir().display()
-                    ))
-                })?
+            current_for_bundle(&store, b)?.ok_or_else(|| ReceiptError::NoneForBundle {
+                bundle: bundle_id.unwrap_or("").to_string(),
+                dir: store.dir().to_path_buf(),
+            })?
         }
         _ => {
             return Err(Error::Usage(

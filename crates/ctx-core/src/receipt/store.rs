@@ -11,6 +11,8 @@ use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
+use super::ReceiptError;
+
 const LOCK_FILE: &str = ".lock";
 
 /// A receipt folder.
@@ -20,7 +22,7 @@ pub struct Store {
 }
 
 /// A receipt file and its parsed content (or why it could not be read).
-pub type Entry = (PathBuf, Result<Value, String>);
+pub type Entry = (PathBuf, Result<Value, ReceiptError>);
 
 impl Store {
     pub fn new(dir: impl Into<PathBuf>) -> Self {
@@ -33,11 +35,11 @@ impl Store {
 
     /// Every `*.json` file in the folder, sorted by name. A missing folder
     /// is an empty store.
-    pub fn scan(&self) -> Result<Vec<Entry>, String> {
+    pub fn scan(&self) -> Result<Vec<Entry>, ReceiptError> {
         let rd = match std::fs::read_dir(&self.dir) {
             Ok(rd) => rd,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
-            Err(e) => return Err(format!("{}: {e}", self.dir.display())),
+            Err(e) => return Err(ReceiptError::file(&self.dir, e)),
         };
         let mut paths: Vec<PathBuf> = rd
             .flatten()
@@ -56,7 +58,7 @@ impl Store {
 
     /// Every receipt in the store; any unreadable file is an error (a
     /// store that cannot be read completely is not trusted to be complete).
-    pub fn all(&self) -> Result<Vec<(PathBuf, Value)>, String> {
+    pub fn all(&self) -> Result<Vec<(PathBuf, Value)>, ReceiptError> {
         self.scan()?
             .into_iter()
             .map(|(p, v)| v.map(|v| (p, v)))
@@ -65,7 +67,7 @@ impl Store {
     }
 
     /// The receipts that name `bundle_id`.
-    pub fn for_bundle(&self, bundle_id: &str) -> Result<Vec<(PathBuf, Value)>, String> {
+    pub fn for_bundle(&self, bundle_id: &str) -> Result<Vec<(PathBuf, Value)>, ReceiptError> {
         Ok(self
             .all()?
             .into_iter()
@@ -77,8 +79,8 @@ impl Store {
     /// bundle was already signed). A receipt that `supersedes` another must
     /// name a receipt in this store that nothing supersedes yet, so
     /// corrections form chains, never forks. Returns the new file's path.
-    pub fn append(&self, receipt: &Value) -> Result<PathBuf, String> {
-        std::fs::create_dir_all(&self.dir).map_err(|e| format!("{}: {e}", self.dir.display()))?;
+    pub fn append(&self, receipt: &Value) -> Result<PathBuf, ReceiptError> {
+        std::fs::create_dir_all(&self.dir).map_err(|e| ReceiptError::file(&self.dir, e))?;
         let _lock = self.lock()?;
         if let Some(target) = receipt.get("supersedes").and_then(Value::as_str) {
             let all = self.all()?;
@@ -87,13 +89,16 @@ impl Store {
                 .iter()
                 .any(|(_, v)| v.get("id").and_then(Value::as_str) == Some(target))
             {
-                return Err(format!(
-                    "supersedes {target}: no such receipt in {}",
-                    self.dir.display()
-                ));
+                return Err(ReceiptError::NoSuchTarget {
+                    target: target.to_string(),
+                    dir: self.dir.clone(),
+                });
             }
             if let Some(other) = by.get(target) {
-                return Err(format!("supersedes {target}: it was already corrected by {other}; correct that one instead"));
+                return Err(ReceiptError::AlreadyCorrected {
+                    target: target.to_string(),
+                    by: other.clone(),
+                });
             }
         }
         let bundle_id = receipt
@@ -116,28 +121,30 @@ impl Store {
             match write_new(&path, text.as_bytes()) {
                 Ok(()) => return Ok(path),
                 Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
-                Err(e) => return Err(format!("{}: {e}", path.display())),
+                Err(e) => return Err(ReceiptError::file(&path, e)),
             }
         }
     }
 
     /// Exclusive lock on the folder itself where the platform allows it
     /// (no stray lock file among committed receipts), else on a lock file.
-    fn lock(&self) -> Result<File, String> {
+    fn lock(&self) -> Result<File, ReceiptError> {
         #[cfg(unix)]
         if let Ok(dir) = File::open(&self.dir) {
-            crate::fs::lock_open(&dir).map_err(|e| format!("{}: {e}", self.dir.display()))?;
+            crate::fs::lock_open(&dir).map_err(|e| ReceiptError::file(&self.dir, e))?;
             return Ok(dir);
         }
         let path = self.dir.join(LOCK_FILE);
         crate::fs::lock_file(&path, crate::fs::Mode::RepositoryDefault)
-            .map_err(|e| format!("{}: {e}", path.display()))
+            .map_err(|e| ReceiptError::file(&path, e))
     }
 }
 
 /// Superseded receipt id → the id of the receipt that corrects it. A
 /// receipt corrected twice (a fork) is an error.
-pub fn supersessions(receipts: &[(PathBuf, Value)]) -> Result<BTreeMap<String, String>, String> {
+pub fn supersessions(
+    receipts: &[(PathBuf, Value)],
+) -> Result<BTreeMap<String, String>, ReceiptError> {
     let mut by = BTreeMap::new();
     for (_, v) in receipts {
         let (Some(id), Some(target)) = (
@@ -148,9 +155,11 @@ pub fn supersessions(receipts: &[(PathBuf, Value)]) -> Result<BTreeMap<String, S
         };
         if let Some(first) = by.insert(target.to_string(), id.to_string()) {
             if first != id {
-                return Err(format!(
-                    "receipt {target} is superseded twice (by {first} and {id})"
-                ));
+                return Err(ReceiptError::Forked {
+                    target: target.to_string(),
+                    first,
+                    second: id.to_string(),
+                });
             }
         }
     }

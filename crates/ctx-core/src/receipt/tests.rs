@@ -192,14 +192,17 @@ fn store_appends_without_rewriting_and_refuses_forks() {
     assert!(store
         .append(&fork)
         .unwrap_err()
+        .to_string()
         .contains("already corrected"));
     assert!(store
         .append(&receipt(&b, Some("urn:ctx:receipt:00".into())))
         .unwrap_err()
+        .to_string()
         .contains("no such receipt"));
     let mut forked = all.clone();
     forked.push((dir.path().join("x.json"), fork));
     assert!(store::supersessions(&forked)
         .unwrap_err()
+        .to_string()
         .contains("superseded twice"));
 }

@@ -53,7 +53,12 @@ fn path_text(path: &[PathStep<'_>]) -> String {
     s
 }
 
-fn scan(src: &str) -> Result<Scan, String> {
+/// The YAML parser's reason a text cannot be reformatted (it does not parse).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct SyntaxError(String);
+
+fn scan(src: &str) -> Result<Scan, SyntaxError> {
     let mut out = Scan::default();
     let mut frames: Vec<Frame> = Vec::new();
     let mut parser = Parser::new_from_str(src);
@@ -78,7 +83,7 @@ fn scan(src: &str) -> Result<Scan, String> {
         }
     }
     while let Some(next) = parser.next_event() {
-        let (ev, span) = next.map_err(|e| e.info().to_string())?;
+        let (ev, span) = next.map_err(|e| SyntaxError(e.info().to_string()))?;
         let (start, end) = (span.start, span.end);
         if end.line() > start.line() + 1 || (end.line() == start.line() + 1 && end.col() > 0) {
             let last = if end.col() == 0 {
@@ -223,7 +228,7 @@ fn lines(src: &str) -> Option<Vec<&str>> {
 
 /// Format one YAML mapping document (an object file, or front matter).
 /// Returns the new text and what changed; the caller verifies the meaning.
-pub fn format(src: &str) -> Result<(String, Vec<Change>), String> {
+pub fn format(src: &str) -> Result<(String, Vec<Change>), SyntaxError> {
     let scan = scan(src)?;
     let mut changes = Vec::new();
     let mut text = src.to_string();

@@ -186,9 +186,7 @@ impl Request {
                 offline: o.offline,
                 ..AdapterOptions::default()
             },
-            identities: crate::private::Keyring::discover(&o.identities)
-                .map_err(Error::Usage)?
-                .map(std::sync::Arc::new),
+            identities: crate::private::Keyring::discover(&o.identities)?.map(std::sync::Arc::new),
         })
     }
 }

@@ -71,11 +71,33 @@ fn steps(path: &str) -> Option<Vec<Step>> {
 pub const PATH_SYNTAX: &str =
     "dotted keys with `[]`/`[*]` for every array element or `[N]` for one, e.g. `contacts[*].email`";
 
+/// Why a declared redaction rule cannot be compiled.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum RuleError {
+    #[error("`{0}` is not a valid redaction path ({PATH_SYNTAX})")]
+    BadPath(String),
+    /// Not a closed mapping of the known members (serde's reason attached).
+    #[error("a redaction rule is a mapping with `path` and optional `mode` (remove, mask, hash), `replacement` and `reason` ({0})")]
+    NotARule(String),
+    #[error("a redaction rule's `path` cannot be empty")]
+    EmptyPath,
+    #[error("`redact` must be a list of rules")]
+    NotAList,
+}
+
+/// Why a redaction key cannot be read or made.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum HashKeyError {
+    #[error("a redaction key file holds exactly 64 hex digits (32 bytes)")]
+    Malformed,
+    #[error("no randomness available: {0}")]
+    NoRandomness(String),
+}
+
 impl Rule {
     /// Compile a declared rule; the error says what is wrong with its path.
-    pub fn compile(r: &Redaction) -> Result<Rule, String> {
-        let steps = steps(&r.path)
-            .ok_or_else(|| format!("`{}` is not a valid redaction path ({PATH_SYNTAX})", r.path))?;
+    pub fn compile(r: &Redaction) -> Result<Rule, RuleError> {
+        let steps = steps(&r.path).ok_or_else(|| RuleError::BadPath(r.path.clone()))?;
         Ok(Rule {
             path: r.path.clone(),
             steps,
@@ -85,21 +107,20 @@ impl Rule {
     }
 
     /// Parse and compile one rule as written in a document (a closed mapping).
-    pub fn from_value(v: &Value) -> Result<Rule, String> {
-        let declared: Redaction = serde_json::from_value(v.clone()).map_err(|e| {
-            format!("a redaction rule is a mapping with `path` and optional `mode` (remove, mask, hash), `replacement` and `reason` ({e})")
-        })?;
+    pub fn from_value(v: &Value) -> Result<Rule, RuleError> {
+        let declared: Redaction =
+            serde_json::from_value(v.clone()).map_err(|e| RuleError::NotARule(e.to_string()))?;
         if declared.path.is_empty() {
-            return Err("a redaction rule's `path` cannot be empty".into());
+            return Err(RuleError::EmptyPath);
         }
         Rule::compile(&declared)
     }
 
     /// Compile a list of declared rules (`redact:`), stopping at the first bad one.
-    pub fn list(v: &Value) -> Result<Vec<Rule>, String> {
+    pub fn list(v: &Value) -> Result<Vec<Rule>, RuleError> {
         match v {
             Value::Array(items) => items.iter().map(Rule::from_value).collect(),
-            _ => Err("`redact` must be a list of rules".into()),
+            _ => Err(RuleError::NotAList),
         }
     }
 
@@ -136,19 +157,19 @@ const HASH_DOMAIN: &[u8] = b"ctx redact v1\0";
 
 impl HashKey {
     /// A key from the text of a key file (64 hex digits, surrounding whitespace ignored).
-    pub fn parse(text: &str) -> Result<HashKey, String> {
+    pub fn parse(text: &str) -> Result<HashKey, HashKeyError> {
         let t = text.trim();
         if t.len() != 64 || !t.bytes().all(|b| b.is_ascii_hexdigit()) {
-            return Err("a redaction key file holds exactly 64 hex digits (32 bytes)".into());
+            return Err(HashKeyError::Malformed);
         }
-        let bytes = hex::decode(t).map_err(|e| e.to_string())?;
+        let bytes = hex::decode(t).map_err(|_| HashKeyError::Malformed)?;
         Ok(HashKey(Zeroizing::new(bytes)))
     }
 
     /// A fresh random key, as the text of a key file.
-    pub fn generate() -> Result<Zeroizing<String>, String> {
+    pub fn generate() -> Result<Zeroizing<String>, HashKeyError> {
         let mut bytes = Zeroizing::new([0u8; 32]);
-        getrandom::fill(&mut bytes[..]).map_err(|e| format!("no randomness available: {e}"))?;
+        getrandom::fill(&mut bytes[..]).map_err(|e| HashKeyError::NoRandomness(e.to_string()))?;
         Ok(Zeroizing::new(format!("{}\n", hex::encode(&bytes[..]))))
     }
 

@@ -128,6 +128,39 @@ pub fn validate(repo: &Repo, opts: ValidateOptions) -> Vec<Diagnostic> {
 }
 
 /// Does the run fail? Errors always; warnings too under `--strict`.
+/// Keep the findings about `paths` (files or folders, relative to `cwd`; a
+/// path outside the repository keeps nothing, the repository root keeps all).
+/// No paths: every finding.
+pub fn restrict(
+    findings: Vec<Diagnostic>,
+    root: &std::path::Path,
+    cwd: &std::path::Path,
+    paths: &[std::path::PathBuf],
+) -> Vec<Diagnostic> {
+    if paths.is_empty() {
+        return findings;
+    }
+    let wanted: Vec<String> = paths
+        .iter()
+        .map(|p| {
+            let abs = cwd.join(p);
+            let abs = abs.canonicalize().unwrap_or(abs);
+            crate::fs::RelPath::strip(root, &abs)
+                .map(String::from)
+                .unwrap_or_default()
+        })
+        .collect();
+    findings
+        .into_iter()
+        .filter(|d| {
+            let file = d.file.as_deref().unwrap_or("");
+            wanted
+                .iter()
+                .any(|w| w.is_empty() || file == w || file.starts_with(&format!("{w}/")))
+        })
+        .collect()
+}
+
 pub fn failed(diags: &[Diagnostic], strict: bool) -> bool {
     diags
         .iter()

@@ -131,7 +131,11 @@ fn apply(view: &View<'_>, v: &mut Value, rules: &[&Rule]) -> Result<Vec<String>,
 
 fn no_key(view: &View<'_>, e: RedactError) -> Withheld {
     match view.key() {
-        Err(why) => Withheld::policy(format!("{e}: {why}")),
+        // The withheld record is one line: the reason, then how to fix it.
+        Err(why) => Withheld::policy(match miette::Diagnostic::help(why) {
+            Some(help) => format!("{e}: {why} ({help})"),
+            None => format!("{e}: {why}"),
+        }),
         Ok(_) => Withheld::policy(e),
     }
 }

@@ -57,7 +57,7 @@ pub struct View<'r> {
     at: Instant,
     sup: supersession::Supersession,
     /// The redaction key, read on first use (only a hash rule needs it).
-    key: OnceLock<std::result::Result<HashKey, String>>,
+    key: OnceLock<std::result::Result<HashKey, output::KeyFileError>>,
 }
 
 /// What a view shows of one object: its effective fields with the content redacted.
@@ -201,11 +201,10 @@ impl<'r> View<'r> {
     }
 
     /// The redaction key, when the repository has a readable one.
-    fn key(&self) -> std::result::Result<&HashKey, &str> {
+    fn key(&self) -> std::result::Result<&HashKey, &output::KeyFileError> {
         self.key
             .get_or_init(|| output::load_hash_key(&self.repo.manifest))
             .as_ref()
-            .map_err(String::as_str)
     }
 
     /// An object's inline content as this consumer sees it (borrowed when nothing

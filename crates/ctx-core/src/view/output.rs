@@ -8,7 +8,35 @@ use serde_json::Value;
 use crate::error::{Error, Result};
 use crate::git::Git;
 use crate::manifest::Manifest;
-use crate::resolve::redact::HashKey;
+use crate::resolve::redact::{HashKey, HashKeyError};
+
+/// Why the repository's redaction key is unusable. Content that a hash rule
+/// covers is withheld until it is fixed; the hint says how.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error, miette::Diagnostic)]
+pub enum KeyFileError {
+    #[error(
+        "`extensions.{REDACTION_EXTENSION}.hash_key` must be a file path inside the repository"
+    )]
+    NotAPath,
+    #[error(
+        "`extensions.{REDACTION_EXTENSION}.hash_key` `{0}` is not a path inside the repository"
+    )]
+    Outside(String),
+    #[error("{0} does not exist")]
+    #[diagnostic(help(
+        "run `ctx redaction-key` to create it, and commit it so every clone hashes alike"
+    ))]
+    Missing(String),
+    #[error("{rel}: {why}")]
+    Unreadable { rel: String, why: String },
+    #[error("{rel}: {source}")]
+    Malformed { rel: String, source: HashKeyError },
+    #[error("{0} already exists; a new key would change every hashed value")]
+    #[diagnostic(help("delete it first if that is what you want"))]
+    Exists(String),
+    #[error(transparent)]
+    Generate(HashKeyError),
+}
 
 /// Where the redaction key lives when the manifest does not say.
 pub const DEFAULT_KEY_FILE: &str = ".ctx/redaction.key";
@@ -17,53 +45,46 @@ pub const REDACTION_EXTENSION: &str = "ctx.redaction";
 
 /// The redaction key file (relative to the manifest folder, `/`-separated), or why
 /// the manifest's setting is unusable.
-pub fn key_file(m: &Manifest) -> std::result::Result<String, String> {
+pub fn key_file(m: &Manifest) -> std::result::Result<String, KeyFileError> {
     let declared = m
         .extension(REDACTION_EXTENSION)
         .and_then(|x| x.get("hash_key"));
     let rel = match declared {
         None => DEFAULT_KEY_FILE.to_string(),
         Some(Value::String(s)) => s.trim_start_matches("./").to_string(),
-        Some(_) => {
-            return Err(format!(
-            "`extensions.{REDACTION_EXTENSION}.hash_key` must be a file path inside the repository"
-        ))
-        }
+        Some(_) => return Err(KeyFileError::NotAPath),
     };
     if rel.is_empty() || !crate::fs::confine::lexically_inside(Path::new(&rel)) {
-        return Err(format!(
-            "`extensions.{REDACTION_EXTENSION}.hash_key` `{rel}` is not a path inside the repository"
-        ));
+        return Err(KeyFileError::Outside(rel));
     }
     Ok(rel)
 }
 
 /// Read the repository's redaction key. The error says how to create or fix it.
-pub fn load_hash_key(m: &Manifest) -> std::result::Result<HashKey, String> {
+pub fn load_hash_key(m: &Manifest) -> std::result::Result<HashKey, KeyFileError> {
     let rel = key_file(m)?;
     let path = m.root.join(&rel);
     match std::fs::read_to_string(&path) {
-        Ok(text) => HashKey::parse(&text).map_err(|e| format!("{rel}: {e}")),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Err(format!(
-            "{rel} does not exist (run `ctx redaction-key` to create it, and commit it so every clone hashes alike)"
-        )),
-        Err(e) => Err(format!("{rel}: {e}")),
+        Ok(text) => HashKey::parse(&text).map_err(|source| KeyFileError::Malformed { rel, source }),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Err(KeyFileError::Missing(rel)),
+        Err(e) => Err(KeyFileError::Unreadable {
+            rel,
+            why: e.to_string(),
+        }),
     }
 }
 
 /// Create the redaction key file; never replaces an existing one. Returns its path.
 pub fn create_hash_key(m: &Manifest) -> Result<PathBuf> {
-    let rel = key_file(m).map_err(Error::Invalid)?;
+    let rel = key_file(m)?;
     let path = m.root.join(&rel);
     if path.exists() {
-        return Err(Error::Invalid(format!(
-            "{rel} already exists; a new key would change every hashed value (delete it first if that is what you want)"
-        )));
+        return Err(KeyFileError::Exists(rel).into());
     }
     if let Some(dir) = path.parent() {
         std::fs::create_dir_all(dir).map_err(|e| Error::io(dir, &e))?;
     }
-    let text = HashKey::generate().map_err(Error::Invalid)?;
+    let text = HashKey::generate().map_err(KeyFileError::Generate)?;
     // A key: owner-only on disk, like every other secret ctx writes.
     crate::fs::write_atomic(
         &path,

@@ -5,12 +5,15 @@
 //! writers so two concurrent writes cannot lose an update.
 
 pub mod emit;
+mod error;
 pub mod plan;
 pub mod promote;
 pub mod seal;
 pub mod signoff;
 
 use std::path::Path;
+
+pub use error::WriteError;
 
 use serde_json::Value;
 
@@ -109,8 +112,8 @@ pub fn authorize_write(
     consumer: &Consumer,
     candidate: &ContextObject,
     existing: Option<&ContextObject>,
-) -> Result<(), String> {
-    let scope = roles::scope(m, &consumer.roles).map_err(|e| e.to_string())?;
+) -> Result<(), WriteError> {
+    let scope = roles::scope(m, &consumer.roles).map_err(|e| WriteError::Scope(e.to_string()))?;
     let names: Vec<&str> = std::iter::once(consumer.id.as_str())
         .chain(scope.principals.iter().map(String::as_str))
         .collect();
@@ -121,20 +124,20 @@ pub fn authorize_write(
     let who = format!("{} `{}`", consumer.kind.as_str(), consumer.id);
     for o in existing.into_iter().chain(std::iter::once(candidate)) {
         if named(&o.meta.deny) {
-            return Err(format!(
-                "{who} is denied `{}` by its permissions.deny",
-                o.id
-            ));
+            return Err(WriteError::Denied {
+                who,
+                id: o.id.clone(),
+            });
         }
         let p = Principals {
             consumer: &consumer.id,
             scope: &scope,
         };
         if authorize(o, &p).is_err() {
-            return Err(format!(
-                "{who} may not read `{}`, so it may not write it either",
-                o.id
-            ));
+            return Err(WriteError::Unreadable {
+                who,
+                id: o.id.clone(),
+            });
         }
     }
     let by_object = existing.is_some_and(|o| named(&o.meta.write));
@@ -154,12 +157,11 @@ pub fn authorize_write(
     if by_object || by_manifest {
         Ok(())
     } else {
-        Err(format!(
-            "{who} has no write grant for `{}`: writes are never implicit. Grant it with \
-             `permissions.write: [{}]` on the existing object, or under `extensions.{WRITE_EXTENSION}` \
-             in the manifest",
-            candidate.id, consumer.id
-        ))
+        Err(WriteError::NoGrant {
+            who,
+            id: candidate.id.clone(),
+            consumer: consumer.id.clone(),
+        })
     }
 }
 
@@ -196,39 +198,46 @@ pub fn planned_repo(repo: &Repo, replaced: &[String], added: Vec<ContextObject>)
 /// A replacement is refused if the file changed since it was read and keeps the
 /// file's mode; a new file is never created over an existing one and gets the mode
 /// an editor would give it. The caller holds the repository lock ([`crate::fs::RepoLock`]).
-pub fn apply(root: &Path, writes: &[FileWrite]) -> Result<(), String> {
+pub fn apply(root: &Path, writes: &[FileWrite]) -> Result<(), WriteError> {
     let mut ordered: Vec<&FileWrite> = writes.iter().filter(|w| w.replaces.is_some()).collect();
     ordered.extend(writes.iter().filter(|w| w.replaces.is_none()));
     for w in ordered {
         let rel = RelPath::parse(&w.rel)
             .ok()
             .filter(|r| confine::is_plain(r))
-            .ok_or_else(|| format!("{}: not a plain path inside the repository", w.rel))?;
+            .ok_or_else(|| WriteError::NotPlain(w.rel.clone()))?;
         let path = rel.to_path(root);
         match &w.replaces {
             Some(expected) => {
                 fs::replace_if_unchanged(&path, expected, &w.bytes, Mode::Preserve).map_err(
                     |e| match e {
-                        fs::ReplaceError::Changed => format!(
-                            "{} changed while ctx was writing; nothing of it was replaced",
-                            w.rel
-                        ),
-                        fs::ReplaceError::Io(e) => format!("{}: {e}", w.rel),
+                        fs::ReplaceError::Changed => WriteError::Changed(w.rel.clone()),
+                        fs::ReplaceError::Io(e) => WriteError::Io {
+                            path: w.rel.clone().into(),
+                            why: e.to_string(),
+                        },
                     },
                 )?;
             }
             None => {
                 if let Some(parent) = path.parent() {
-                    std::fs::create_dir_all(parent)
-                        .map_err(|e| format!("{}: {e}", parent.display()))?;
+                    std::fs::create_dir_all(parent).map_err(|e| WriteError::Io {
+                        path: parent.to_path_buf(),
+                        why: e.to_string(),
+                    })?;
                 }
-                fs::write_atomic(&path, &w.bytes, Mode::Preserve, Existing::Refuse).map_err(|e| {
-                    if e.kind() == std::io::ErrorKind::AlreadyExists {
-                        format!("{} already exists; ctx never replaces an existing file (choose another --file)", w.rel)
-                    } else {
-                        format!("{}: {e}", w.rel)
-                    }
-                })?;
+                fs::write_atomic(&path, &w.bytes, Mode::Preserve, Existing::Refuse).map_err(
+                    |e| {
+                        if e.kind() == std::io::ErrorKind::AlreadyExists {
+                            WriteError::Exists(w.rel.clone())
+                        } else {
+                            WriteError::Io {
+                                path: w.rel.clone().into(),
+                                why: e.to_string(),
+                            }
+                        }
+                    },
+                )?;
             }
         }
     }

@@ -104,23 +104,20 @@ const RESERVED: [&str; 6] = [
 
 /// Parse `KEY=VALUE` (`--set`): VALUE is JSON when it parses as JSON (`true`, `3`,
 /// `["a","b"]`, `{"required":true}`), else a string.
-pub fn parse_assignment(s: &str) -> std::result::Result<(String, Value), String> {
+pub fn parse_assignment(s: &str) -> std::result::Result<(String, Value), super::WriteError> {
+    use super::WriteError;
     let (k, v) = s
         .split_once('=')
-        .ok_or_else(|| format!("`{s}`: expected KEY=VALUE, e.g. status=draft"))?;
+        .ok_or_else(|| WriteError::NotAssignment(s.to_string()))?;
     let k = k.trim();
     let plain = !k.is_empty()
         && k.chars()
             .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_');
     if !plain {
-        return Err(format!(
-            "`{k}`: a field name is lowercase letters, digits and `_`"
-        ));
+        return Err(WriteError::BadFieldName(k.to_string()));
     }
     if RESERVED.contains(&k) {
-        return Err(format!(
-            "`{k}` is set by ctx itself (use the id argument, --type or --content)"
-        ));
+        return Err(WriteError::Reserved(k.to_string()));
     }
     let value = crate::json::parse_slice(v.as_bytes())
         .ok()
@@ -222,7 +219,7 @@ impl Session {
             [(plan.id.clone(), plan.decision)],
         );
         crate::evidence::record_after(m, Some(record), || {
-            super::apply(&m.root, &plan.writes).map_err(Error::Invalid)?;
+            super::apply(&m.root, &plan.writes)?;
             match &plan.signoff {
                 Some(p) => signoff::write(&m.root, p),
                 None => Ok(()),
@@ -275,8 +272,7 @@ pub fn add(repo: &Repo, id: &str, kind: &str, req: &Request, clock: &Clock) -> R
         )));
     }
     if let Some(c) = &consumer {
-        super::authorize_write(m, c, &obj, None)
-            .map_err(|e| Error::Invalid(format!("refusing to write: {e} (nothing was written)")))?;
+        super::authorize_write(m, c, &obj, None).map_err(super::WriteError::refused)?;
     }
     // `--promote` is the sign-off: recorded so CI can tell it from a hand edit.
     let signoff = signoff::needed(obj.meta.authority)
@@ -453,8 +449,7 @@ pub fn supersede(repo: &Repo, target: &str, req: &Request, clock: &Clock) -> Res
         )));
     }
     if let Some(c) = &consumer {
-        super::authorize_write(m, c, &obj, Some(prev))
-            .map_err(|e| Error::Invalid(format!("refusing to write: {e} (nothing was written)")))?;
+        super::authorize_write(m, c, &obj, Some(prev)).map_err(super::WriteError::refused)?;
     }
     // A new version at canonical or approved is signed off when the writer passed
     // --promote, or when it keeps the authority of a predecessor whose sign-off
@@ -592,9 +587,7 @@ fn sealed(
     match super::seal::seal_if_private(m, rel, format, &bytes) {
         Ok(Some(sealed)) => Ok(sealed),
         Ok(None) => Ok(bytes),
-        Err(e) => Err(Error::Invalid(format!(
-            "refusing to write: {e} (nothing was written)"
-        ))),
+        Err(e) => Err(e.refused()),
     }
 }
 

@@ -16,17 +16,17 @@ pub fn seal_if_private(
     rel: &str,
     format: Format,
     plaintext: &[u8],
-) -> Result<Option<Vec<u8>>, String> {
+) -> Result<Option<Vec<u8>>, super::WriteError> {
+    use super::WriteError;
     if m.extension(crate::private::EXTENSION).is_none() {
         return Ok(None);
     }
     let (cfg, diags) = PrivateConfig::from_manifest(m);
     if let Some(d) = diags.iter().find(|d| d.severity == Severity::Error) {
-        return Err(format!(
-            "the manifest's `extensions.{}` has errors, so ctx cannot tell whether {rel} must be encrypted or for whom: {} (run `ctx validate`)",
-            crate::private::EXTENSION,
-            d.message
-        ));
+        return Err(WriteError::PrivateConfig {
+            rel: rel.to_string(),
+            why: d.message.clone(),
+        });
     }
     let Some(MemberSource::Collection { name, .. }) = super::member_source(m, rel) else {
         return Ok(None);
@@ -34,8 +34,12 @@ pub fn seal_if_private(
     let Some(keys) = cfg.collection(&name) else {
         return Ok(None);
     };
-    let text = std::str::from_utf8(plaintext).map_err(|_| format!("{rel}: not UTF-8 text"))?;
-    let sealed = ops::seal(format, text, keys, None, None, false)
-        .map_err(|e| format!("cannot encrypt {rel} for private collection `{name}`: {e}"))?;
+    let text = std::str::from_utf8(plaintext).map_err(|_| WriteError::NotText(rel.to_string()))?;
+    let sealed =
+        ops::seal(format, text, keys, None, None, false).map_err(|source| WriteError::Seal {
+            rel: rel.to_string(),
+            collection: name.clone(),
+            source,
+        })?;
     Ok(Some(sealed.text.into_bytes()))
 }

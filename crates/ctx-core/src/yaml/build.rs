@@ -68,9 +68,9 @@ pub(crate) fn scan_error(e: ScanError) -> YamlError {
     err_at(*e.marker(), e.info())
 }
 
-pub(crate) fn err_at(m: Marker, message: impl Into<String>) -> YamlError {
+pub(crate) fn err_at(m: Marker, message: impl std::fmt::Display) -> YamlError {
     YamlError {
-        message: message.into(),
+        message: message.to_string(),
         line: u32::try_from(m.line()).unwrap_or(u32::MAX),
         column: u32::try_from(m.col() + 1).unwrap_or(u32::MAX),
     }

@@ -26,8 +26,26 @@ pub(crate) enum CoreTag {
     Seq,
 }
 
+/// Why a scalar (or its tag) has no value under the YAML 1.2 core schema as
+/// ctx reads it. The position is added by the caller.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub(crate) enum ScalarError {
+    #[error("unsupported tag `{0}` (only !!str, !!int, !!float, !!bool, !!null, !!map and !!seq are allowed)")]
+    UnsupportedTag(String),
+    #[error("invalid !!{tag} value `{text}`")]
+    Invalid { tag: &'static str, text: String },
+    #[error("tag !!{0} applied to a scalar")]
+    CollectionTag(&'static str),
+    #[error("integer `{0}` is out of the 64-bit range")]
+    OutOfRange(String),
+    #[error("float `{0}` is out of range")]
+    FloatOutOfRange(String),
+    #[error("`{0}` (infinity / not-a-number) cannot be represented in JSON")]
+    NotJson(String),
+}
+
 /// Map a parsed tag onto a [`CoreTag`], or explain why it is refused.
-pub(crate) fn core_tag(tag: &Tag) -> Result<CoreTag, String> {
+pub(crate) fn core_tag(tag: &Tag) -> Result<CoreTag, ScalarError> {
     let name = if tag.handle == CORE_PREFIX {
         Some(tag.suffix.as_str())
     } else if tag.handle.is_empty() {
@@ -44,10 +62,7 @@ pub(crate) fn core_tag(tag: &Tag) -> Result<CoreTag, String> {
         Some("null") => Ok(CoreTag::Null),
         Some("map") => Ok(CoreTag::Map),
         Some("seq") => Ok(CoreTag::Seq),
-        _ => Err(format!(
-            "unsupported tag `{}` (only !!str, !!int, !!float, !!bool, !!null, !!map and !!seq are allowed)",
-            display_tag(tag)
-        )),
+        _ => Err(ScalarError::UnsupportedTag(display_tag(tag))),
     }
 }
 
@@ -74,37 +89,38 @@ pub(crate) fn to_value(
     text: String,
     style: ScalarStyle,
     tag: Option<CoreTag>,
-) -> Result<Value, String> {
+) -> Result<Value, ScalarError> {
+    let invalid = |tag: &'static str, text: String| ScalarError::Invalid { tag, text };
     match tag {
         None if style == ScalarStyle::Plain => resolve_plain(text),
         None | Some(CoreTag::Str) => Ok(Value::String(text)),
         Some(CoreTag::Int) => match int(&text) {
             Some(r) => r,
-            None => Err(format!("invalid !!int value `{text}`")),
+            None => Err(invalid("int", text)),
         },
         // The core float pattern also matches plain digits, so `!!float 1` is 1.0.
         Some(CoreTag::Float) => match float(&text) {
             Some(r) => r,
-            None => Err(format!("invalid !!float value `{text}`")),
+            None => Err(invalid("float", text)),
         },
         Some(CoreTag::Bool) => match bool_(&text) {
             Some(b) => Ok(Value::Bool(b)),
-            None => Err(format!("invalid !!bool value `{text}`")),
+            None => Err(invalid("bool", text)),
         },
         Some(CoreTag::Null) => {
             if is_null(&text) {
                 Ok(Value::Null)
             } else {
-                Err(format!("invalid !!null value `{text}`"))
+                Err(invalid("null", text))
             }
         }
-        Some(CoreTag::Map) => Err("tag !!map applied to a scalar".to_string()),
-        Some(CoreTag::Seq) => Err("tag !!seq applied to a scalar".to_string()),
+        Some(CoreTag::Map) => Err(ScalarError::CollectionTag("map")),
+        Some(CoreTag::Seq) => Err(ScalarError::CollectionTag("seq")),
     }
 }
 
 /// Core-schema resolution of an untagged plain scalar.
-pub(crate) fn resolve_plain(text: String) -> Result<Value, String> {
+pub(crate) fn resolve_plain(text: String) -> Result<Value, ScalarError> {
     let Some(&first) = text.as_bytes().first() else {
         return Ok(Value::Null);
     };
@@ -145,8 +161,8 @@ fn bool_(s: &str) -> Option<bool> {
 
 /// `None` when `s` is not an integer literal; `Some(Err)` when it is one but
 /// does not fit in 64 bits.
-fn int(s: &str) -> Option<Result<Value, String>> {
-    let out_of_range = || Err(format!("integer `{s}` is out of the 64-bit range"));
+fn int(s: &str) -> Option<Result<Value, ScalarError>> {
+    let out_of_range = || Err(ScalarError::OutOfRange(s.to_string()));
     let radix = |digits: &str, r: u32, ok: fn(&u8) -> bool| {
         if digits.is_empty() || !digits.as_bytes().iter().all(ok) {
             return None;
@@ -180,13 +196,11 @@ fn int(s: &str) -> Option<Result<Value, String>> {
 
 /// Core-schema float: `[-+]? ( \.[0-9]+ | [0-9]+ ( \.[0-9]* )? ) ( [eE][-+]?[0-9]+ )?`,
 /// plus `.inf` / `.nan`, which are rejected as unrepresentable in JSON.
-fn float(s: &str) -> Option<Result<Value, String>> {
+fn float(s: &str) -> Option<Result<Value, ScalarError>> {
     let b = s.as_bytes();
     let mut i = usize::from(matches!(b.first(), Some(b'-' | b'+')));
     if matches!(&s[i..], ".inf" | ".Inf" | ".INF") || matches!(s, ".nan" | ".NaN" | ".NAN") {
-        return Some(Err(format!(
-            "`{s}` (infinity / not-a-number) cannot be represented in JSON"
-        )));
+        return Some(Err(ScalarError::NotJson(s.to_string())));
     }
     let digits = |i: &mut usize| {
         let start = *i;
@@ -219,6 +233,6 @@ fn float(s: &str) -> Option<Result<Value, String>> {
     let f: f64 = s.parse().ok()?;
     Some(match Number::from_f64(f) {
         Some(n) => Ok(Value::Number(n)),
-        None => Err(format!("float `{s}` is out of range")),
+        None => Err(ScalarError::FloatOutOfRange(s.to_string())),
     })
 }

@@ -376,7 +376,7 @@ pub fn commit(ex: &Exchange<'_>, o: &CommitOptions) -> ClResult<Committed> {
         WriteKind::Write
     };
     crate::evidence::record_after(m, Some(Record::write(None, &[], kind, audited)), || {
-        write::apply(&m.root, &writes).map_err(crate::error::Error::Invalid)?;
+        write::apply(&m.root, &writes)?;
         signoffs
             .iter()
             .try_for_each(|p| write::signoff::write(&m.root, p))
