@@ -186,6 +186,7 @@ impl Global {
             max_file_size,
             cache: self.cache,
             content: true,
+            prose: true,
         }
     }
 }

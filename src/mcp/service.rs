@@ -161,6 +161,7 @@ impl Service {
                 max_file_size: load::DEFAULT_MAX_FILE_SIZE,
                 cache: !load::cache_disabled_by_env(),
                 content: true,
+                prose: true,
             },
         )?;
         roles::require_sound(&repo.manifest)?;

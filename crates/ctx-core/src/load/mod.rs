@@ -21,7 +21,7 @@ use rayon::prelude::*;
 use crate::diag::{self, Code, Diagnostic};
 use crate::manifest::Manifest;
 use crate::object::ContextObject;
-use cache::{Entry, Key, ParseCache, Stamp, Usage};
+use cache::{Key, ParseCache, Stamp, Usage};
 use walk::Member;
 
 /// Files larger than this are refused (a context object is not a data dump).
@@ -38,6 +38,50 @@ pub struct LoadOptions {
     /// doctor) turn it off: a large repository then loads in far less memory, and
     /// cached content is not even read.
     pub content: bool,
+    /// With `content`: keep the words of prose content (a Markdown body or a text
+    /// `content` field). Checks that only ask whether content is prose or structured
+    /// (validate's redaction lints) turn it off: prose is then kept as an empty
+    /// string — its kind, not its text — while structured content is kept whole, so a
+    /// large repository checks in a fraction of the memory.
+    pub prose: bool,
+}
+
+impl LoadOptions {
+    /// How much content a load keeps.
+    pub(crate) fn keep(&self) -> Keep {
+        match (self.content, self.prose) {
+            (false, _) => Keep::Nothing,
+            (true, false) => Keep::Kind,
+            (true, true) => Keep::All,
+        }
+    }
+}
+
+/// How much of each object's content a load keeps ([`LoadOptions::content`],
+/// [`LoadOptions::prose`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Keep {
+    /// No content at all.
+    Nothing,
+    /// Structured content whole; prose as an empty string (what it is, not what it says).
+    Kind,
+    /// Everything.
+    All,
+}
+
+impl Keep {
+    /// Drop from `o` what this load does not keep.
+    pub(crate) fn trim(self, o: &mut ContextObject) {
+        match self {
+            Keep::All => {}
+            Keep::Nothing => o.content = None,
+            Keep::Kind => {
+                if let Some(serde_json::Value::String(s)) = &mut o.content {
+                    *s = String::new();
+                }
+            }
+        }
+    }
 }
 
 impl Default for LoadOptions {
@@ -46,6 +90,7 @@ impl Default for LoadOptions {
             max_file_size: DEFAULT_MAX_FILE_SIZE,
             cache: false,
             content: true,
+            prose: true,
         }
     }
 }
@@ -168,14 +213,15 @@ impl Slots {
 
 /// Fill the results of `members`: those `cache` holds under `keys` are decoded,
 /// the others made by `produce` (result, and whether the file could be read) in
-/// parallel; then the cache is saved. Without `content`, objects come back
-/// without it (the cache then never even reads it).
+/// parallel; then the cache is saved. Objects keep the content `keep` says. Fresh
+/// results are encoded for the cache as they are made, before their content is
+/// trimmed, so a load that keeps little never holds every file's content at once.
 pub(crate) fn fill(
     members: &[&Member],
     keys: &[Option<Key>],
     sources: &[cache::SourceId],
     cache: Option<ParseCache>,
-    content: bool,
+    keep: Keep,
     produce: impl Fn(&Member) -> (parse::Parsed, bool) + Sync,
 ) -> Slots {
     let n = members.len();
@@ -204,7 +250,7 @@ pub(crate) fn fill(
             slots.hit[i] = true;
         }
         let sink = std::sync::Mutex::new((&mut slots.objects, &mut slots.diags));
-        let failed = c.fetch(&wanted, content, &|i, f| {
+        let failed = c.fetch(&wanted, keep, &|i, f| {
             let mut s = sink.lock().unwrap_or_else(|e| e.into_inner());
             s.0[i] = f.object;
             s.1[i] = f.diags;
@@ -214,44 +260,49 @@ pub(crate) fn fill(
         }
     }
     let hit = &slots.hit;
-    slots
+    let encoder = cache.as_ref().map(|c| c.encoder());
+    // Each worker encodes what it parses into segments of its own.
+    let fresh: Vec<cache::Segments> = slots
         .objects
         .par_iter_mut()
         .zip(slots.diags.par_iter_mut())
         .zip(slots.read.par_iter_mut())
         .enumerate()
         .filter(|(i, _)| !hit[*i])
-        .for_each(|(i, ((o, d), r))| {
-            let (p, ok) = produce(members[i]);
-            *o = p.object;
-            *d = p.diags;
-            *r = ok;
-        });
-    if let Some(c) = cache {
-        let live: Vec<Entry<'_>> = (0..n)
-            .filter_map(|i| {
-                if slots.hit[i] {
-                    return tickets[i].map(Entry::Cached);
+        .fold(
+            cache::Segments::default,
+            |mut segments, (i, ((o, d), r))| {
+                let (p, ok) = produce(members[i]);
+                *o = p.object;
+                *d = p.diags;
+                *r = ok;
+                if let (Some(e), Some(key), true) = (&encoder, &keys[i], ok) {
+                    e.encode(
+                        &mut segments,
+                        &cache::Fresh {
+                            path: members[i].rel.as_str(),
+                            key,
+                            source: &sources[i],
+                            scope: cache::scope(members[i]),
+                            object: o.as_ref(),
+                            diags: d,
+                        },
+                    );
                 }
-                Some(Entry::Fresh {
-                    path: members[i].rel.as_str(),
-                    key: keys[i].clone()?,
-                    source: sources[i],
-                    scope: cache::scope(members[i]),
-                    object: slots.objects[i].as_ref(),
-                    diags: &slots.diags[i],
-                })
-                .filter(|_| slots.read[i])
-            })
+                if let Some(o) = o {
+                    keep.trim(o);
+                }
+                segments
+            },
+        )
+        .collect();
+    if let (Some(c), Some(e)) = (cache, encoder) {
+        let kept: Vec<cache::Ticket> = tickets
+            .iter()
+            .zip(&slots.hit)
+            .filter_map(|(t, hit)| t.filter(|_| *hit))
             .collect();
-        c.save(&live);
-    }
-    if !content {
-        slots
-            .objects
-            .par_iter_mut()
-            .flatten()
-            .for_each(|o| o.content = None);
+        c.save_encoded(&kept, e.finish(fresh));
     }
     slots
 }
@@ -298,7 +349,7 @@ impl Pass {
             .map(|s| s.filter(|s| s.size <= opts.max_file_size).map(Key::Stat))
             .collect();
         let refs: Vec<&Member> = members.iter().collect();
-        let slots = fill(&refs, &keys, &sources, cache, opts.content, |m| {
+        let slots = fill(&refs, &keys, &sources, cache, opts.keep(), |m| {
             let r = read_and_parse(manifest, m, opts);
             (r.0, r.1)
         });
