@@ -187,6 +187,7 @@ impl Global {
             cache: self.cache,
             content: true,
             prose: true,
+            content_for: None,
         }
     }
 }

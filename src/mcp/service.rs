@@ -162,6 +162,7 @@ impl Service {
                 cache: !load::cache_disabled_by_env(),
                 content: true,
                 prose: true,
+                content_for: None,
             },
         )?;
         roles::require_sound(&repo.manifest)?;

@@ -44,9 +44,43 @@ pub struct LoadOptions {
     /// string — its kind, not its text — while structured content is kept whole, so a
     /// large repository checks in a fraction of the memory.
     pub prose: bool,
+    /// Keep content only for the objects this accepts (None: every object). A
+    /// resolution keeps the content of objects its consumer may read and no other
+    /// ([`crate::resolve::content_filter`]), so the rest of a large repository never
+    /// sits in memory as text. The parse cache is written whole regardless.
+    pub content_for: Option<ContentFilter>,
+}
+
+/// Which objects keep their content (see [`LoadOptions::content_for`]).
+#[derive(Clone)]
+pub struct ContentFilter(std::sync::Arc<dyn Fn(&ContextObject) -> bool + Send + Sync>);
+
+impl ContentFilter {
+    pub fn new(keeps: impl Fn(&ContextObject) -> bool + Send + Sync + 'static) -> ContentFilter {
+        ContentFilter(std::sync::Arc::new(keeps))
+    }
+
+    /// Does `o` keep its content?
+    pub fn keeps(&self, o: &ContextObject) -> bool {
+        (self.0)(o)
+    }
+}
+
+impl std::fmt::Debug for ContentFilter {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("ContentFilter(..)")
+    }
 }
 
 impl LoadOptions {
+    /// Drop from a loaded object the content this load does not keep.
+    pub(crate) fn trim(&self, o: &mut ContextObject) {
+        self.keep().trim(o);
+        if self.content_for.as_ref().is_some_and(|f| !f.keeps(o)) {
+            o.content = None;
+        }
+    }
+
     /// How much content a load keeps.
     pub(crate) fn keep(&self) -> Keep {
         match (self.content, self.prose) {
@@ -91,6 +125,7 @@ impl Default for LoadOptions {
             cache: false,
             content: true,
             prose: true,
+            content_for: None,
         }
     }
 }
@@ -213,7 +248,7 @@ impl Slots {
 
 /// Fill the results of `members`: those `cache` holds under `keys` are decoded,
 /// the others made by `produce` (result, and whether the file could be read) in
-/// parallel; then the cache is saved. Objects keep the content `keep` says. Fresh
+/// parallel; then the cache is saved. Objects keep the content `opts` says. Fresh
 /// results are encoded for the cache as they are made, before their content is
 /// trimmed, so a load that keeps little never holds every file's content at once.
 pub(crate) fn fill(
@@ -221,9 +256,10 @@ pub(crate) fn fill(
     keys: &[Option<Key>],
     sources: &[cache::SourceId],
     cache: Option<ParseCache>,
-    keep: Keep,
+    opts: &LoadOptions,
     produce: impl Fn(&Member) -> (parse::Parsed, bool) + Sync,
 ) -> Slots {
+    let keep = opts.keep();
     let n = members.len();
     let mut slots = Slots {
         objects: (0..n).map(|_| None).collect(),
@@ -252,7 +288,10 @@ pub(crate) fn fill(
         let sink = std::sync::Mutex::new((&mut slots.objects, &mut slots.diags));
         let failed = c.fetch(&wanted, keep, &|i, f| {
             let mut s = sink.lock().unwrap_or_else(|e| e.into_inner());
-            s.0[i] = f.object;
+            s.0[i] = f.object.map(|mut o| {
+                opts.trim(&mut o);
+                o
+            });
             s.1[i] = f.diags;
         });
         for i in failed {
@@ -290,7 +329,7 @@ pub(crate) fn fill(
                     );
                 }
                 if let Some(o) = o {
-                    keep.trim(o);
+                    opts.trim(o);
                 }
                 segments
             },
@@ -349,7 +388,7 @@ impl Pass {
             .map(|s| s.filter(|s| s.size <= opts.max_file_size).map(Key::Stat))
             .collect();
         let refs: Vec<&Member> = members.iter().collect();
-        let slots = fill(&refs, &keys, &sources, cache, opts.keep(), |m| {
+        let slots = fill(&refs, &keys, &sources, cache, opts, |m| {
             let r = read_and_parse(manifest, m, opts);
             (r.0, r.1)
         });
@@ -394,8 +433,10 @@ pub(crate) fn assemble_slots(
     for d in slots.diags {
         diags.extend(d);
     }
-    // Collected in place: `Option<ContextObject>` and `ContextObject` have one size.
-    let mut objects: Vec<ContextObject> = slots.objects.into_iter().flatten().collect();
+    // Collected in place (`filter_map` reuses the buffer; `flatten` would not):
+    // `Option<ContextObject>` and `ContextObject` have one size.
+    #[allow(clippy::unnecessary_filter_map)]
+    let mut objects: Vec<ContextObject> = slots.objects.into_iter().filter_map(|o| o).collect();
     // URI entries come from the manifest alone: made afresh every time, never cached.
     for p in uri_entries::parsed(&manifest) {
         diags.extend(p.diags);
@@ -412,12 +453,32 @@ pub(crate) fn assemble_slots(
 }
 
 /// The canonical object order: id, version, file. Independent of walk order and threads.
+/// A stable sort of positions, then the objects moved into place: a stable sort of
+/// the objects themselves would take scratch space for half of them.
 pub fn sort_objects(objects: &mut [ContextObject]) {
-    objects.sort_by(|a, b| {
+    let mut order: Vec<usize> = (0..objects.len()).collect();
+    order.sort_by(|&a, &b| {
+        let (a, b) = (&objects[a], &objects[b]);
         a.id.cmp(&b.id)
             .then(a.version.cmp(&b.version))
             .then_with(|| a.origin.file.cmp(&b.origin.file))
     });
+    permute(objects, order);
+}
+
+/// Reorder `items` so that position `i` holds what was at `order[i]` (`order` a
+/// permutation), in place: each cycle of the permutation is walked once.
+fn permute<T>(items: &mut [T], mut order: Vec<usize>) {
+    for start in 0..items.len() {
+        let mut at = start;
+        while order[at] != start {
+            let from = order[at];
+            items.swap(at, from);
+            order[at] = at;
+            at = from;
+        }
+        order[at] = at;
+    }
 }
 
 /// Collect parse results into a repository in canonical order: objects by id,
@@ -441,5 +502,21 @@ pub fn assemble(
         objects,
         diags,
         files,
+    }
+}
+
+#[cfg(test)]
+mod order_tests {
+    use super::permute;
+
+    #[test]
+    fn permute_moves_every_item_where_the_order_says() {
+        let orders: [&[usize]; 5] = [&[], &[0], &[2, 0, 1], &[1, 0, 3, 2], &[4, 3, 0, 1, 2]];
+        for order in orders {
+            let mut items: Vec<char> = ('a'..).take(order.len()).collect();
+            let want: Vec<char> = order.iter().map(|&i| items[i]).collect();
+            permute(&mut items, order.to_vec());
+            assert_eq!(items, want, "order {order:?}");
+        }
     }
 }

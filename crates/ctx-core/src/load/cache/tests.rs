@@ -364,3 +364,36 @@ fn prose_kind_loads_match_full_loads_and_keep_the_cache_whole() {
     assert_eq!((u.hits, u.parsed), (6, 0));
     assert_eq!(observed(&whole), observed(&full));
 }
+
+/// A content filter drops the content of the objects it rejects, whether parsed or
+/// cached, and never what the cache holds for others.
+#[test]
+fn content_filters_keep_only_accepted_content() {
+    let dir = repo(&files());
+    let (m, diags) = Manifest::discover(Some(dir.path()), dir.path()).unwrap();
+    let only_b = |cache: bool| {
+        load_counted(
+            m.clone(),
+            diags.clone(),
+            &LoadOptions {
+                cache,
+                content_for: Some(crate::load::ContentFilter::new(|o| o.id == "notes.b")),
+                ..LoadOptions::default()
+            },
+        )
+    };
+    let (full, _) = load(dir.path(), false);
+    let mut want = full.clone();
+    for o in want.objects.iter_mut().filter(|o| o.id != "notes.b") {
+        o.content = None;
+    }
+    assert!(want.objects.iter().any(|o| o.content.is_some()));
+    for (cache, hits) in [(false, 0), (true, 0), (true, 6)] {
+        let (r, u) = only_b(cache);
+        assert_eq!(u.hits, hits);
+        assert_eq!(observed(&r), observed(&want));
+    }
+    let (whole, u) = load(dir.path(), true);
+    assert_eq!(u.hits, 6);
+    assert_eq!(observed(&whole), observed(&full));
+}
