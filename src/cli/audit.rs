@@ -2,9 +2,7 @@
 //! manifest's `audit` block configures.
 
 use clap::{Args, Subcommand};
-use serde_json::Value;
-
-use ctx_core::audit::Log;
+use ctx_core::audit::{render, Log};
 use ctx_core::error::{Exit, Result};
 use ctx_core::manifest::Manifest;
 
@@ -78,33 +76,16 @@ pub fn run(g: &Global, p: &Printer, a: &AuditArgs) -> Result<Exit> {
 fn show(g: &Global, p: &Printer, a: &ShowArgs) -> Result<Exit> {
     let (m, log) = log(g)?;
     let entries = log.read()?;
-    let skip = a.limit.map_or(0, |n| entries.len().saturating_sub(n));
     let mut s = String::new();
     if entries.is_empty() && a.format == LogFormat::Human {
         let rel = log.path().strip_prefix(&m.root).unwrap_or(log.path());
         s.push_str(&format!("no audit events in {}\n", rel.display()));
     }
-    for e in &entries[skip..] {
-        if a.format == LogFormat::Jsonl {
-            s.push_str(&serde_json::to_string(&e.event).expect("JSON"));
-            s.push('\n');
-            continue;
-        }
-        let ev = &e.event;
-        let get = |v: &Value, k: &str| v.get(k).and_then(Value::as_str).unwrap_or("-").to_string();
-        s.push_str(&format!(
-            "{:>5}  {}  {:<17} {}:{}  {:<8} {}\n",
-            e.seq,
-            get(ev, "at"),
-            get(ev, "event"),
-            get(&ev["actor"], "type"),
-            get(&ev["actor"], "id"),
-            get(ev, "outcome"),
-            ev.get("bundle")
-                .map(|b| format!("{} {}", get(b, "bundle_id"), get(b, "digest")))
-                .unwrap_or_default()
-        ));
-    }
+    s.push_str(&render::entries(
+        &entries,
+        a.limit,
+        a.format == LogFormat::Jsonl,
+    ));
     super::io_result(p.product(&s, a.output.as_deref()))?;
     Ok(Exit::Ok)
 }
@@ -113,41 +94,12 @@ fn verify(g: &Global, p: &Printer, a: &VerifyArgs) -> Result<Exit> {
     let (m, log) = log(g)?;
     let report = log.verify_and_rehead(a.rehead)?;
     let rel = |x: &std::path::Path| x.strip_prefix(&m.root).unwrap_or(x).display().to_string();
-    let ok = report.problems.is_empty();
     let text = if a.format == TextFormat::Json {
-        let doc = serde_json::json!({
-            "ok": ok,
-            "log": rel(log.path()),
-            "head": rel(log.head_path()),
-            "entries": report.entries,
-            "problems": report.problems,
-            "notes": report.notes,
-        });
+        let doc = report.json(&rel(log.path()), &rel(log.head_path()));
         serde_json::to_string_pretty(&doc).expect("JSON") + "\n"
     } else {
-        let mut s = String::new();
-        for x in &report.problems {
-            s.push_str(&format!("error: {x}\n"));
-        }
-        for x in &report.notes {
-            s.push_str(&format!("note: {x}\n"));
-        }
-        if ok {
-            s.push_str(&format!(
-                "✓ {}: {} entries, chain and head intact\n",
-                rel(log.path()),
-                report.entries
-            ));
-        } else {
-            s.push_str(&format!(
-                "✗ {}: {} entries, {} problem(s)\n",
-                rel(log.path()),
-                report.entries,
-                report.problems.len()
-            ));
-        }
-        s
+        report.text(&rel(log.path()))
     };
     super::io_result(p.product(&text, a.output.as_deref()))?;
-    Ok(if ok { Exit::Ok } else { Exit::Invalid })
+    Ok(if report.ok() { Exit::Ok } else { Exit::Invalid })
 }

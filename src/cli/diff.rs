@@ -4,12 +4,11 @@
 use clap::Args;
 use serde_json::json;
 
+use ctx_core::access::render as access_render;
 use ctx_core::changes;
 use ctx_core::error::{Error, Exit, Result};
+use ctx_core::git::revision;
 use ctx_core::git::Git;
-use ctx_core::load::Repo;
-use ctx_core::model::ObjectRef;
-use ctx_core::resolve::ConsumerKind;
 
 use ctx_core::view::View;
 
@@ -80,72 +79,14 @@ pub fn run(g: &Global, p: &Printer, a: &DiffArgs) -> Result<Exit> {
 fn objects(g: &Global, p: &Printer, a: &DiffArgs, x: &str, y: &str) -> Result<bool> {
     let repo = super::validate::load_repo(g, ctx_core::load::DEFAULT_MAX_FILE_SIZE)?;
     let v = View::open(&repo, &a.who.who(), g.clock.at(a.at))?;
-    let missing = |t: &str| Error::NotFound(format!("no object `{t}` is visible here"));
-    let (rx, ry) = (ObjectRef::parse(x), ObjectRef::parse(y));
-    // `diff p p@2` compares p's other version with p@2.
-    let j = v.find(&ry, None).ok_or_else(|| missing(y))?;
-    let i = v.find(&rx, Some(j)).ok_or_else(|| missing(x))?;
-    let j = if i == j {
-        v.find(&ry, Some(i)).ok_or_else(|| missing(y))?
-    } else {
-        j
-    };
-    // Both sides as the consumer sees them: redacted values never reach the diff.
-    let shown = |k: usize, t: &str| {
-        v.document(k)
-            .map(|d| {
-                let mut f = d.fields;
-                f.remove("redacted");
-                f
-            })
-            .map_err(|w| Error::Invalid(format!("`{t}` is withheld: {}", w.detail)))
-    };
-    let (db, da) = (shown(i, x)?, shown(j, y)?);
-    let changes = changes::object_diff(&db, &da);
-    let (ob, oa) = (&repo.objects[i], &repo.objects[j]);
-    let (kb, ka) = (ob.key(), oa.key());
+    let c = changes::compare_objects(&v, x, y)?;
     let text = if a.format == DiffFormat::Json {
-        ctx_core::bundle::render::json(&json!({
-            "before": {"key": kb, "file": ob.origin.file},
-            "after": {"key": ka, "file": oa.origin.file},
-            "changes": changes::changes_json(&changes),
-        }))
-    } else if changes.is_empty() {
-        format!("= {kb} and {ka} do not differ in any governance field or content\n")
+        ctx_core::bundle::render::json(&c.json(&repo))
     } else {
-        let title = if ob.id == oa.id {
-            ob.id.clone()
-        } else {
-            format!("{kb} → {ka}")
-        };
-        format!(
-            "~ {title}  (changed: {kb} → {ka})\n{}",
-            changes::render_changes(&changes, "    ")
-        )
+        c.text(&repo)
     };
     super::io_result(p.product(&text, a.output.as_deref()))?;
-    Ok(!changes.is_empty())
-}
-
-/// Split `A..B` into its sides; an empty side is HEAD, a missing `..` means the work tree.
-fn split_range(rev: &str) -> Result<(String, Option<String>)> {
-    match rev.split_once("..") {
-        Some((_, b)) if b.starts_with('.') => Err(Error::Usage(format!(
-            "--rev `{rev}`: symmetric ranges (A...B) are not supported; use A..B"
-        ))),
-        Some((a, b)) => {
-            let side = |s: &str| {
-                if s.is_empty() {
-                    "HEAD".to_string()
-                } else {
-                    s.to_string()
-                }
-            };
-            Ok((side(a), Some(side(b))))
-        }
-        None if rev.is_empty() => Err(Error::Usage("--rev needs a revision".into())),
-        None => Ok((rev.to_string(), None)),
-    }
+    Ok(!c.changes.is_empty())
 }
 
 fn revisions(g: &Global, p: &Printer, a: &DiffArgs, rev: &str) -> Result<bool> {
@@ -156,120 +97,48 @@ fn revisions(g: &Global, p: &Printer, a: &DiffArgs, rev: &str) -> Result<bool> {
             manifest.root.display()
         ))
     })?;
-    let (from, to) = split_range(rev)?;
     let opts = ctx_core::load::LoadOptions::default();
-    let before = ctx_core::git::revision::load_at(&git, &from, &manifest.file, &opts)?;
-    let (bname, after_rev) = (
-        before.short().to_string(),
-        match &to {
-            Some(t) => Some(ctx_core::git::revision::load_at(
-                &git,
-                t,
-                &manifest.file,
-                &opts,
-            )?),
-            None => None,
-        },
-    );
+    let range = revision::load_range(&git, rev, &manifest.file, &opts)?;
     let work_tree;
-    let (after, aname) = match &after_rev {
-        Some(r) => (&r.repo, r.short().to_string()),
+    let after = match &range.after {
+        Some(r) => &r.repo,
         None => {
             work_tree = super::validate::load_repo(g, ctx_core::load::DEFAULT_MAX_FILE_SIZE)?;
-            (&work_tree, "work tree".to_string())
+            &work_tree
         }
     };
-    let before = &before.repo;
+    let (before, now, label) = (&range.before.repo, g.clock.at(a.at), range.label());
+    let (bname, aname) = (
+        range.before.short(),
+        range.after.as_ref().map_or("work tree", |r| r.short()),
+    );
     if a.access {
-        return access(
-            g,
-            p,
-            a,
-            before,
-            after,
-            (&from, &bname),
-            (to.as_deref(), &aname),
-        );
+        let mut d = ctx_core::access::diff(before, after, now);
+        d.retain_named(&a.who.who())?;
+        let to = range.to.as_deref();
+        let text = match a.format {
+            DiffFormat::Json => ctx_core::bundle::render::json(&access_render::json(
+                &d,
+                json!({"rev": range.from, "commit": bname}),
+                json!({"rev": to, "commit": to.map(|_| aname)}),
+            )),
+            DiffFormat::Github => access_render::github(&d, &label),
+            DiffFormat::Human => access_render::text(&d, &label),
+        };
+        super::io_result(p.product(&text, a.output.as_deref()))?;
+        return Ok(!d.is_empty());
     }
-    let (who, now) = (a.who.who(), g.clock.at(a.at));
+    let who = a.who.who();
     let d = changes::repo_diff(
         &View::open(before, &who, now)?,
         &View::open(after, &who, now)?,
     );
-    let label = format!(
-        "{from} ({bname}) .. {} ({aname})",
-        to.as_deref().unwrap_or("work tree")
-    );
     let text = if a.format == DiffFormat::Json {
-        ctx_core::bundle::render::json(&d.json(&from, &bname, to.as_deref(), &aname))
+        let to = range.to.as_deref();
+        ctx_core::bundle::render::json(&d.json(&range.from, bname, to, aname))
     } else {
         d.text(&label, &after.manifest.id)
     };
     super::io_result(p.product(&text, a.output.as_deref()))?;
     Ok(!d.is_empty())
-}
-
-/// `--rev A..B --access`: every role and agent (or the one --role/--agent names).
-fn access(
-    g: &Global,
-    p: &Printer,
-    a: &DiffArgs,
-    before: &Repo,
-    after: &Repo,
-    (from, bname): (&str, &str),
-    (to, aname): (Option<&str>, &str),
-) -> Result<bool> {
-    let mut d = ctx_core::access::diff(before, after, g.clock.at(a.at));
-    let who = a.who.who();
-    if !who.is_author() {
-        let wanted = |c: &ctx_core::access::ConsumerDiff| match c.kind {
-            ConsumerKind::Agent => who.agent.as_deref() == Some(c.name.as_str()),
-            ConsumerKind::Role => who.roles.contains(&c.name),
-        };
-        let missing: Vec<String> = who
-            .agent
-            .iter()
-            .chain(who.roles.iter())
-            .filter(|n| !d.consumers.iter().any(|c| &c.name == *n && wanted(c)))
-            .cloned()
-            .collect();
-        if let Some(n) = missing.first() {
-            return Err(Error::Usage(format!(
-                "`{n}` is not defined at either revision"
-            )));
-        }
-        d.consumers.retain(wanted);
-    }
-    let label = format!(
-        "{from} ({bname}) .. {} ({aname})",
-        to.unwrap_or("work tree")
-    );
-    let text = match a.format {
-        DiffFormat::Json => ctx_core::bundle::render::json(&ctx_core::access::render::json(
-            &d,
-            json!({"rev": from, "commit": bname}),
-            json!({"rev": to, "commit": to.map(|_| aname)}),
-        )),
-        DiffFormat::Github => ctx_core::access::render::github(&d, &label),
-        DiffFormat::Human => ctx_core::access::render::text(&d, &label),
-    };
-    super::io_result(p.product(&text, a.output.as_deref()))?;
-    Ok(!d.is_empty())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn ranges() {
-        assert_eq!(split_range("a..b").unwrap(), ("a".into(), Some("b".into())));
-        assert_eq!(
-            split_range("a..").unwrap(),
-            ("a".into(), Some("HEAD".into()))
-        );
-        assert_eq!(split_range("v1").unwrap(), ("v1".into(), None));
-        assert!(split_range("a...b").is_err());
-        assert!(split_range("").is_err());
-    }
 }

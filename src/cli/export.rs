@@ -6,9 +6,8 @@ use std::path::PathBuf;
 use clap::Args;
 
 use ctx_core::error::{Error, Exit, Result};
-use ctx_core::evidence::{BundleEvent, Record};
+use ctx_core::export::plan::{self, Invocation, Verdict};
 use ctx_core::export::{self, State, Target};
-use ctx_core::fs::{Existing, Mode};
 
 /// `--target`: clap's view of [`Target`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -66,33 +65,17 @@ pub struct ExportArgs {
 
 /// The command line that regenerates the file (recorded in its marker).
 fn command_line(a: &ExportArgs) -> String {
-    // A command-line argument cannot hold NUL, the one thing shlex refuses.
-    let quote =
-        |s: &str| shlex::try_quote(s).map_or_else(|_| s.replace('\0', ""), |q| q.into_owned());
-    let mut c = format!("ctx export --target {}", Target::from(a.target).name());
     let who = &a.scope.who;
-    if let Some(x) = &who.agent {
-        c.push_str(&format!(" --agent {}", quote(x)));
-    }
-    for r in &who.role {
-        c.push_str(&format!(" --role {}", quote(r)));
-    }
-    if let Some(t) = &a.scope.task {
-        c.push_str(&format!(" --task {}", quote(t)));
-    }
-    for i in &a.scope.include {
-        c.push_str(&format!(" --include {}", quote(i)));
-    }
-    if let Some(o) = &a.output {
-        c.push_str(&format!(" --output {}", quote(&o.to_string_lossy())));
-    }
-    if a.allow_private_output {
-        c.push_str(" --allow-private-output");
-    }
-    if a.allow_findings {
-        c.push_str(" --allow-findings");
-    }
-    c
+    plan::command_line(&Invocation {
+        target: a.target.into(),
+        agent: who.agent.as_deref(),
+        roles: &who.role,
+        task: a.scope.task.as_deref(),
+        include: &a.scope.include,
+        output: a.output.as_deref(),
+        allow_private_output: a.allow_private_output,
+        allow_findings: a.allow_findings,
+    })
 }
 
 pub fn run(g: &Global, p: &Printer, a: &ExportArgs) -> Result<Exit> {
@@ -107,24 +90,21 @@ pub fn run(g: &Global, p: &Printer, a: &ExportArgs) -> Result<Exit> {
     if !a.check {
         super::gate::check(p, &repo, &resolution, a.allow_findings)?;
     }
+    let target = Target::from(a.target);
     let path = match &a.output {
-        Some(o) if o.is_absolute() => o.clone(),
-        Some(o) => g.cwd.join(o),
-        None => repo
-            .manifest
-            .root
-            .join(Target::from(a.target).default_path()),
+        Some(o) => super::input::absolute(&g.cwd, o),
+        None => repo.manifest.root.join(target.default_path()),
     };
     let shown = a
         .output
         .clone()
-        .unwrap_or_else(|| PathBuf::from(Target::from(a.target).default_path()));
+        .unwrap_or_else(|| target.default_path().into());
     // Decrypted private content never goes into the work tree unless explicitly allowed,
     // and never into a file git tracks; `--check` holds the file to the same rule.
     if resolution.holds_private() {
         output::check_private_output(&repo.manifest, &path, a.allow_private_output, !a.check)?;
     }
-    let text = export::render(a.target.into(), &bundle, &command_line(a));
+    let text = export::render(target, &bundle, &command_line(a));
     if a.output.is_some() && super::printer::output_file(a.output.as_deref()).is_none() {
         // `--output -`: the rendered file goes to stdout; there is no file to check.
         if a.check {
@@ -136,53 +116,37 @@ pub fn run(g: &Global, p: &Printer, a: &ExportArgs) -> Result<Exit> {
         super::io_result(p.out(&text))?;
         return Ok(Exit::Ok);
     }
-    let digest = bundle["digest"].as_str().unwrap_or("").to_string();
-    let existing = match std::fs::read(&path) {
-        Ok(b) => Some(String::from_utf8_lossy(&b).into_owned()),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
-        Err(e) => return Err(Error::io(&path, &e)),
-    };
+    let digest = bundle["digest"].as_str().unwrap_or("");
+    let existing = plan::read_existing(&path)?;
     let shown = shown.display();
-    let state = export::state(existing.as_deref(), &text, &digest);
-    let verdict = match (&state, a.check) {
-        (State::Current, _) => {
+    let state = export::state(existing.as_deref(), &text, digest);
+    let failed = match plan::verdict(state, a.check, a.force) {
+        Verdict::UpToDate => {
             let again = if a.check { "" } else { "already " };
             super::io_result(p.out(&format!("{shown} is {again}up to date ({digest})\n")))?;
             return Ok(Exit::Ok);
         }
-        (State::Foreign, false) if !a.force => {
+        Verdict::RefuseForeign => {
             return Err(Error::Invalid(format!(
                 "refusing to overwrite {shown}: ctx did not generate it (it has no `{}` marker). \
                  Move it away, or pass --force to replace it",
                 export::MARKER
             )))
         }
-        (_, false) => None,
-        (State::Missing, true) => Some(format!("{shown} is missing")),
-        (State::Foreign, true) => Some(format!("{shown} was not generated by ctx export")),
-        (State::Stale(recorded), true) => Some(format!(
+        Verdict::Write => None,
+        Verdict::CheckFailed(State::Missing) => Some(format!("{shown} is missing")),
+        Verdict::CheckFailed(State::Stale(recorded)) => Some(format!(
             "{shown} is out of date (it records {}, the repository now resolves to {digest})",
             recorded.as_deref().unwrap_or("no digest")
         )),
+        Verdict::CheckFailed(_) => Some(format!("{shown} was not generated by ctx export")),
     };
-    if let Some(verdict) = verdict {
-        super::io_result(p.err(&format!("✗ {verdict}\n  fix: run `{}`\n", command_line(a))))?;
+    if let Some(failed) = failed {
+        super::io_result(p.err(&format!("✗ {failed}\n  fix: run `{}`\n", command_line(a))))?;
         return Ok(Exit::Invalid);
     }
-    if let Some(parent) = path.parent() {
-        std::fs::create_dir_all(parent).map_err(|e| Error::io(parent, &e))?;
-    }
-    ctx_core::evidence::record_after(
-        &repo.manifest,
-        Some(Record::bundle(BundleEvent::Bundle, &bundle)),
-        || {
-            ctx_core::fs::write_atomic(&path, text.as_bytes(), Mode::Preserve, Existing::Replace)
-                .map_err(|e| Error::io(&path, &e))
-        },
-    )?;
-    super::io_result(p.out(&format!(
-        "wrote {shown} ({} objects, {digest})\n",
-        bundle["objects"].as_array().map_or(0, Vec::len)
-    )))?;
+    plan::write(&repo.manifest, &path, &text, &bundle)?;
+    let n = bundle["objects"].as_array().map_or(0, Vec::len);
+    super::io_result(p.out(&format!("wrote {shown} ({n} objects, {digest})\n")))?;
     Ok(Exit::Ok)
 }

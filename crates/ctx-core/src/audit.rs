@@ -607,6 +607,7 @@ fn link(line: &[u8]) -> Option<(u64, Value)> {
 }
 
 mod events;
+pub mod render;
 #[cfg(test)]
 mod tests;
 

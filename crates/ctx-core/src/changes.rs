@@ -391,9 +391,115 @@ impl RepoDiff {
     }
 }
 
+/// Two objects compared as one consumer sees them (`ctx diff id@1 id@2`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct ObjectComparison {
+    /// Indexes into the repository's objects.
+    pub before: usize,
+    pub after: usize,
+    pub changes: Vec<FieldChange>,
+}
+
+/// Find `x` and `y` (`id` or `id@version`) in what `v` shows and compare them
+/// field by field. Both sides are the consumer's documents: redacted values never
+/// reach the comparison. `p p@2` compares p's other version with p@2.
+pub fn compare_objects(v: &View<'_>, x: &str, y: &str) -> crate::error::Result<ObjectComparison> {
+    use crate::error::Error;
+    use crate::model::ObjectRef;
+    let missing = |t: &str| Error::NotFound(format!("no object `{t}` is visible here"));
+    let (rx, ry) = (ObjectRef::parse(x), ObjectRef::parse(y));
+    let j = v.find(&ry, None).ok_or_else(|| missing(y))?;
+    let i = v.find(&rx, Some(j)).ok_or_else(|| missing(x))?;
+    let j = if i == j {
+        v.find(&ry, Some(i)).ok_or_else(|| missing(y))?
+    } else {
+        j
+    };
+    let shown = |k: usize, t: &str| {
+        v.document(k)
+            .map(|d| {
+                let mut f = d.fields;
+                f.remove("redacted");
+                f
+            })
+            .map_err(|w| Error::Invalid(format!("`{t}` is withheld: {}", w.detail)))
+    };
+    let (before, after) = (shown(i, x)?, shown(j, y)?);
+    Ok(ObjectComparison {
+        before: i,
+        after: j,
+        changes: object_diff(&before, &after),
+    })
+}
+
+impl ObjectComparison {
+    /// The JSON document: both sides by key and file, and the changes.
+    pub fn json(&self, repo: &crate::load::Repo) -> Value {
+        let (b, a) = (&repo.objects[self.before], &repo.objects[self.after]);
+        json!({
+            "before": {"key": b.key(), "file": b.origin.file},
+            "after": {"key": a.key(), "file": a.origin.file},
+            "changes": changes_json(&self.changes),
+        })
+    }
+
+    /// The people view: a heading and the changed fields.
+    pub fn text(&self, repo: &crate::load::Repo) -> String {
+        let (b, a) = (&repo.objects[self.before], &repo.objects[self.after]);
+        let (kb, ka) = (b.key(), a.key());
+        if self.changes.is_empty() {
+            return format!("= {kb} and {ka} do not differ in any governance field or content\n");
+        }
+        let title = if b.id == a.id {
+            b.id.clone()
+        } else {
+            format!("{kb} → {ka}")
+        };
+        format!(
+            "~ {title}  (changed: {kb} → {ka})\n{}",
+            render_changes(&self.changes, "    ")
+        )
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn two_versions_compare_as_the_consumer_sees_them() {
+        use crate::view::{View, Who};
+        let files = [
+            ("opencontext.yaml", "opencontext: \"1.0\"\nid: acme\nname: ACME\ncollections:\n  policies: ./context/policies/**\nroles:\n  support:\n    include: [policies.*]\n"),
+            ("context/policies/refunds.md", "---\nid: policies.refunds\ntype: policy\nowner: support\nversion: 1\n---\nThirty days.\n"),
+            ("context/policies/refunds-2.md", "---\nid: policies.refunds\ntype: policy\nowner: billing\nversion: 2\nsupersedes: [policies.refunds@1]\n---\nSixty days.\n"),
+        ];
+        let (_dir, repo) = crate::testutil::repo_from(&files);
+        let at = crate::time::parse_at("2026-09-01").unwrap();
+        let who = Who {
+            agent: None,
+            roles: vec!["support".into()],
+        };
+        let v = View::open(&repo, &who, at).unwrap();
+        let c = compare_objects(&v, "policies.refunds@1", "policies.refunds@2").unwrap();
+        let fields: Vec<&str> = c.changes.iter().map(|x| x.field.as_str()).collect();
+        assert!(
+            fields.contains(&"owner") && fields.contains(&"content"),
+            "{fields:?}"
+        );
+        assert!(
+            c.text(&repo).starts_with(
+                "~ policies.refunds  (changed: policies.refunds@1 → policies.refunds@2)\n"
+            ),
+            "{}",
+            c.text(&repo)
+        );
+        assert_eq!(c.json(&repo)["after"]["key"], "policies.refunds@2");
+        let same = compare_objects(&v, "policies.refunds@2", "policies.refunds@2");
+        assert!(same.is_err() || same.unwrap().changes.is_empty());
+        let e = compare_objects(&v, "policies.refunds@1", "policies.nothing").unwrap_err();
+        assert!(matches!(e, crate::error::Error::NotFound(_)));
+    }
 
     fn map(v: Value) -> Map<String, Value> {
         v.as_object().cloned().unwrap()

@@ -30,6 +30,8 @@ pub mod frontmatter;
 pub mod fs;
 pub mod git;
 pub mod graph;
+pub mod history;
+pub mod init;
 pub mod jcs;
 pub mod json;
 pub mod keys;

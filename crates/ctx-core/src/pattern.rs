@@ -27,6 +27,14 @@ fn valid_segment(s: &str) -> bool {
         && chars.all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_' || c == '-')
 }
 
+/// Is `ns` a namespace id (`^[a-z0-9][a-z0-9-]*$`): a repository's `id`, an
+/// audit event's namespace?
+pub fn valid_namespace(ns: &str) -> bool {
+    let mut c = ns.chars();
+    matches!(c.next(), Some(x) if x.is_ascii_lowercase() || x.is_ascii_digit())
+        && c.all(|x| x.is_ascii_lowercase() || x.is_ascii_digit() || x == '-')
+}
+
 /// Is `id` a well-formed object id: dotted segments of lowercase letters, digits,
 /// `-` and `_`, each starting with a letter or digit?
 pub fn valid_id(id: &str) -> bool {

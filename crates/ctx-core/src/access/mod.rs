@@ -13,6 +13,7 @@
 
 pub mod causes;
 pub mod render;
+mod select;
 pub mod why;
 
 use std::collections::{BTreeMap, BTreeSet};

@@ -90,7 +90,7 @@ pub fn objects_event(
     e.insert("actor".into(), actor.to_json());
     e.insert("objects".into(), json!(dedup(objects)));
     e.insert("outcome".into(), json!("allowed"));
-    if let Some(ns) = namespace.filter(|ns| valid_namespace(ns)) {
+    if let Some(ns) = namespace.filter(|ns| crate::pattern::valid_namespace(ns)) {
         e.insert("namespace".into(), json!(ns));
     }
     Value::Object(e)
@@ -162,7 +162,7 @@ pub fn bundle_event(event: &str, bundle: &Value, at: &str) -> Value {
     if let Some(ns) = bundle
         .get("namespace")
         .and_then(Value::as_str)
-        .filter(|ns| valid_namespace(ns))
+        .filter(|ns| crate::pattern::valid_namespace(ns))
     {
         e.insert("namespace".into(), json!(ns));
     }
@@ -198,14 +198,4 @@ pub fn conflict_events(bundle: &Value, at: &str) -> Vec<Value> {
             e
         })
         .collect()
-}
-
-/// The audit-event schema's namespace pattern `^[a-z0-9][a-z0-9-]*$`.
-fn valid_namespace(ns: &str) -> bool {
-    ns.as_bytes()
-        .first()
-        .is_some_and(|b| b.is_ascii_lowercase() || b.is_ascii_digit())
-        && ns
-            .bytes()
-            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
 }

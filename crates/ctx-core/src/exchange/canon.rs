@@ -9,7 +9,6 @@
 
 use chrono::{DateTime, SecondsFormat, Utc};
 use serde_json::{Map, Number, Value};
-use sha2::{Digest, Sha256};
 
 use super::error::{fail, ClResult};
 use crate::time::Instant;
@@ -88,9 +87,9 @@ pub fn digest(v: &Value) -> String {
     }
 }
 
-/// H(bytes).
+/// H(bytes): the one digest function ([`crate::canonical::digest`]).
 pub fn digest_bytes(bytes: &[u8]) -> String {
-    format!("sha256:{}", hex::encode(Sha256::digest(bytes)))
+    crate::canonical::digest(bytes)
 }
 
 /// The 64 hex characters of a `sha256:` digest.

@@ -45,6 +45,26 @@ pub enum ExecOutcome {
     Indeterminate { receipt: Value, error: ClError },
 }
 
+impl ExecOutcome {
+    /// `success`, `failure` or `indeterminate`, as reported to the user.
+    pub fn status(&self) -> &'static str {
+        match self {
+            ExecOutcome::Success { .. } => "success",
+            ExecOutcome::Failure { .. } => "failure",
+            ExecOutcome::Indeterminate { .. } => "indeterminate",
+        }
+    }
+
+    /// The completion (or failure) receipt, stored or waiting to be.
+    pub fn receipt(&self) -> &Value {
+        match self {
+            ExecOutcome::Success { receipt }
+            | ExecOutcome::Failure { receipt }
+            | ExecOutcome::Indeterminate { receipt, .. } => receipt,
+        }
+    }
+}
+
 /// What an action handler reports back.
 pub struct ActionResult {
     pub success: bool,

@@ -32,6 +32,20 @@ impl ClError {
         }
     }
 
+    /// The 0.2-draft `error` object a JSON front end prints for this error.
+    pub fn document(&self, at: crate::time::Instant) -> serde_json::Value {
+        use serde_json::json;
+        let mut m = serde_json::Map::new();
+        m.insert("spec_version".into(), json!("context-layer/0.2-draft"));
+        m.insert("type".into(), json!("error"));
+        m.insert("created_at".into(), json!(super::canon::iso_ms(&at)));
+        m.insert("issuer".into(), json!({"id": "urn:cl:gateway:ctx"}));
+        m.insert("code".into(), json!(self.code));
+        m.insert("message".into(), json!(self.message));
+        m.insert("retryable".into(), json!(self.retryable()));
+        super::canon::finalize(m, "urn:cl:error:")
+    }
+
     /// Whether trying again later can succeed without changing the input.
     pub fn retryable(&self) -> bool {
         matches!(
@@ -68,4 +82,23 @@ pub type ClResult<T> = Result<T, ClError>;
 /// `Err(ClError)` in one call.
 pub fn fail<T>(code: &'static str, message: impl Into<String>) -> ClResult<T> {
     Err(ClError::new(code, message))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_error_document_names_code_message_and_retry() {
+        let at = crate::time::parse_timestamp("2026-08-09T12:00:00Z").unwrap();
+        let e = ClError::new("RECEIPT_LOCK_TIMEOUT", "busy");
+        let d = e.document(at);
+        assert_eq!(d["type"], "error");
+        assert_eq!(d["code"], "RECEIPT_LOCK_TIMEOUT");
+        assert_eq!(d["message"], "busy");
+        assert_eq!(d["retryable"], true);
+        assert!(d["id"].as_str().unwrap().starts_with("urn:cl:error:"));
+        assert_eq!(d, e.document(at), "deterministic");
+        assert_eq!(ClError::new("USAGE", "x").document(at)["retryable"], false);
+    }
 }

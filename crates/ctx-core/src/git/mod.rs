@@ -2,6 +2,7 @@
 //! Everything here is optional: without git, callers degrade (history still
 //! shows declared versions) or fail with a clear message.
 
+pub mod hook;
 pub mod revision;
 pub mod staged;
 

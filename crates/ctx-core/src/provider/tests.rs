@@ -513,3 +513,21 @@ fn published_fixture_keys_are_refused_by_their_bytes() {
     );
     assert_eq!(other.fixture_key(), None);
 }
+
+#[test]
+fn a_registration_is_narrowed_only_where_lists_are_given() {
+    let key = crate::signing::SigningKeyPair::from_seed(&[3; 32]).public_key();
+    let provider = ProviderRef {
+        id: "ctx".into(),
+        version: "1".into(),
+        instance_id: "local".into(),
+    };
+    let r = Registration::new(provider, "k", key).restricted_to(
+        &["w1".into()],
+        &[],
+        &["u1".into(), "u2".into()],
+    );
+    assert_eq!(r.workspace_ids, ["w1"]);
+    assert_eq!(r.agent_ids, ["*"]);
+    assert_eq!(r.user_ids, ["u1", "u2"]);
+}

@@ -96,6 +96,25 @@ impl Registration {
         }
     }
 
+    /// Narrow the allowed workspaces, agents and users; an empty list keeps "any".
+    pub fn restricted_to(
+        mut self,
+        workspaces: &[String],
+        agents: &[String],
+        users: &[String],
+    ) -> Self {
+        for (list, given) in [
+            (&mut self.workspace_ids, workspaces),
+            (&mut self.agent_ids, agents),
+            (&mut self.user_ids, users),
+        ] {
+            if !given.is_empty() {
+                *list = given.to_vec();
+            }
+        }
+        self
+    }
+
     /// Parse one registration object (the `trust.json` format).
     pub fn from_json(value: &Value) -> Result<Self, ConfigError> {
         let file: RegistrationFile = serde_json::from_value(value.clone())

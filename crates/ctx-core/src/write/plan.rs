@@ -223,16 +223,8 @@ impl Session {
     }
 }
 
-/// Is `id` a well-formed object id (dotted segments of lowercase letters, digits, `-`, `_`)?
-pub fn valid_id(id: &str) -> bool {
-    !id.is_empty()
-        && id.split('.').all(|s| {
-            let mut c = s.chars();
-            c.next()
-                .is_some_and(|f| f.is_ascii_lowercase() || f.is_ascii_digit())
-                && c.all(|x| x.is_ascii_lowercase() || x.is_ascii_digit() || x == '-' || x == '_')
-        })
-}
+/// Is `id` a well-formed object id? The one check the loader applies too.
+pub use crate::pattern::valid_id;
 
 /// Plan `add <id> --type <kind>`.
 pub fn add(repo: &Repo, id: &str, kind: &str, req: &Request, clock: &Clock) -> Result<Plan> {
@@ -306,8 +298,9 @@ const NOT_INHERITED: [&str; 6] = [
     "content",
 ];
 
-/// `context/pricing/enterprise.v2.md` beside `context/pricing/enterprise.md`.
-fn sibling(rel: &str, version: u64) -> String {
+/// `context/pricing/enterprise.v2.md` beside `context/pricing/enterprise.md`: where
+/// a new version's file goes (also for committed proposals).
+pub(crate) fn sibling(rel: &str, version: u64) -> String {
     let (dir, name) = rel.rsplit_once('/').map_or(("", rel), |(d, n)| (d, n));
     let (stem, ext) = name.rsplit_once('.').unwrap_or((name, "md"));
     let stem = match stem.rsplit_once(".v") {

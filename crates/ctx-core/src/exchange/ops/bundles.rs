@@ -315,6 +315,36 @@ pub fn revoke(ex: &Exchange<'_>, bundle_id: &str, reason: &str, at: Instant) -> 
     Ok(r.unwrap_or(Value::Null))
 }
 
+/// Parse `--trust KID=BASE64` pins: None when none are given (then the
+/// repository's bundle keys are trusted).
+pub fn parse_trust(pins: &[String]) -> ClResult<Option<Vec<(String, PublicKey)>>> {
+    if pins.is_empty() {
+        return Ok(None);
+    }
+    let mut out = Vec::new();
+    for t in pins {
+        let Some((kid, key)) = t.split_once('=') else {
+            return fail("USAGE", format!("--trust `{t}`: expected KID=BASE64"));
+        };
+        let key = PublicKey::from_base64(key)
+            .map_err(|e| ClError::new("USAGE", format!("--trust `{kid}`: {e}")))?;
+        out.push((kid.to_string(), key));
+    }
+    Ok(Some(out))
+}
+
+/// The opened bundle as one JSON document: the `bundle.consume` handler input,
+/// with the bundle id and every granted capability instead of one capability.
+pub fn opened_document(s: &Session) -> Value {
+    let mut out = s.handler_input("bundle.consume");
+    if let Some(m) = out.as_object_mut() {
+        m.remove("capability");
+        m.insert("bundle_id".into(), json!(s.bundle_id));
+        m.insert("capabilities".into(), s.bundle["capabilities"].clone());
+    }
+    out
+}
+
 /// Completion receipts waiting to be stored for this bundle (an earlier
 /// indeterminate outcome): while any exists, dependent actions are blocked.
 pub fn pending_for(ex: &Exchange<'_>, bundle_id: &str) -> ClResult<Vec<Value>> {
@@ -432,4 +462,26 @@ pub fn render_context(s: &Session) -> String {
         t.push_str(&format!("<<<end-context-data {fence}>>>\n"));
     }
     t
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn trust_pins_parse_or_name_the_bad_one() {
+        assert!(parse_trust(&[]).unwrap().is_none());
+        let key = crate::signing::SigningKeyPair::from_seed(&[7; 32]).public_key();
+        let pins = parse_trust(&[format!("k1={}", key.to_base64())])
+            .unwrap()
+            .unwrap();
+        assert!(pins.len() == 1 && pins[0].0 == "k1" && pins[0].1 == key);
+        let e = parse_trust(&["nokey".into()]).unwrap_err();
+        assert_eq!(
+            (e.code, e.message.as_str()),
+            ("USAGE", "--trust `nokey`: expected KID=BASE64")
+        );
+        let e = parse_trust(&["k2=!!".into()]).unwrap_err();
+        assert!(e.message.starts_with("--trust `k2`: "), "{}", e.message);
+    }
 }

@@ -49,31 +49,6 @@ pub struct Committed {
     pub dry_run: bool,
 }
 
-fn valid_id(id: &str) -> bool {
-    !id.is_empty()
-        && id.split('.').all(|s| {
-            let mut c = s.chars();
-            c.next()
-                .is_some_and(|f| f.is_ascii_lowercase() || f.is_ascii_digit())
-                && c.all(|x| x.is_ascii_lowercase() || x.is_ascii_digit() || x == '-' || x == '_')
-        })
-}
-
-/// `context/p/x.md` → `context/p/x.v3.md`.
-fn sibling(rel: &str, version: u64) -> String {
-    let (dir, name) = rel.rsplit_once('/').map_or(("", rel), |(d, n)| (d, n));
-    let (stem, ext) = name.rsplit_once('.').unwrap_or((name, "md"));
-    let stem = match stem.rsplit_once(".v") {
-        Some((s, n)) if !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()) => s,
-        _ => stem,
-    };
-    if dir.is_empty() {
-        format!("{stem}.v{version}.{ext}")
-    } else {
-        format!("{dir}/{stem}.v{version}.{ext}")
-    }
-}
-
 /// Raw sources behind a proposal's opaque provenance refs: from the map issued
 /// with the proposal's bundle, whose digest the `bundle.issue` receipt recorded
 /// (so an edited map is refused, not trusted).
@@ -193,7 +168,7 @@ pub fn commit(ex: &Exchange<'_>, o: &CommitOptions) -> ClResult<Committed> {
     });
     for claim in p["proposed_claims"].as_array().into_iter().flatten() {
         let id = claim["predicate"].as_str().unwrap_or("");
-        if !valid_id(id) {
+        if !crate::pattern::valid_id(id) {
             return fail(
                 "PROPOSAL_TARGET_INVALID",
                 format!("predicate {id:?} does not name an object id"),
@@ -278,7 +253,7 @@ pub fn commit(ex: &Exchange<'_>, o: &CommitOptions) -> ClResult<Committed> {
                 if operation == "retract" {
                     fields.insert("status".into(), json!("retired"));
                 }
-                (sibling(&prev.origin.file, next), Some(prev))
+                (crate::write::plan::sibling(&prev.origin.file, next), Some(prev))
             }
             (_, _) => {
                 return fail(

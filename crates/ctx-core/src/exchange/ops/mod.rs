@@ -4,6 +4,7 @@
 //! struct and an instant, and returns a typed result; none prints, none parses
 //! arguments. Errors carry the profile's codes.
 
+pub mod action;
 pub mod bundles;
 pub mod commit;
 pub mod decide;

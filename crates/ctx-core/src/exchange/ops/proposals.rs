@@ -57,6 +57,22 @@ pub struct Reviewed {
     pub problem: Option<crate::exchange::ClError>,
 }
 
+impl Reviewed {
+    /// The proposal's listing entry: id, status, who submitted it, what it asks,
+    /// its approval requirement, expiry and stored file.
+    pub fn summary(&self) -> Value {
+        let p = &self.proposal;
+        serde_json::json!({"id": p["id"], "status": self.status, "submitted_by": p["submitted_by"],
+            "operation": p["operation"], "approval_requirement": p["approval_requirement"],
+            "expires_at": p["expires_at"], "path": self.path})
+    }
+}
+
+/// The principal a reviewer name is recorded as.
+pub fn reviewer_urn(name: &str) -> String {
+    format!("urn:ctx:reviewer:{name}")
+}
+
 /// Every stored proposal with its status at `at`.
 pub fn list(ex: &Exchange<'_>, at: Instant) -> ClResult<Vec<Reviewed>> {
     let state = ex.log()?.verify()?;
@@ -225,4 +241,27 @@ pub fn transition(
 /// Check a stored proposal's record (the kit's `validate_proposal`).
 pub fn validate(p: &Value) -> ClResult<()> {
     proposal::validate(p)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn summaries_name_the_proposal_and_its_status() {
+        let r = Reviewed {
+            proposal: serde_json::json!({"id": "urn:cl:proposal:1", "submitted_by": "a", "operation": "add", "extra": 1}),
+            path: PathBuf::from("p.json"),
+            status: "pending".into(),
+            history: Vec::new(),
+            problem: None,
+        };
+        let s = r.summary();
+        assert_eq!(s["id"], "urn:cl:proposal:1");
+        assert_eq!(s["status"], "pending");
+        assert_eq!(s["path"], "p.json");
+        assert_eq!(s["expires_at"], Value::Null);
+        assert!(s.get("extra").is_none());
+        assert_eq!(reviewer_urn("kim"), "urn:ctx:reviewer:kim");
+    }
 }

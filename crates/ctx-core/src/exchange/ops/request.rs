@@ -54,6 +54,16 @@ pub struct RequestReport {
 }
 
 impl RequestReport {
+    /// `{"valid": bool, "problems": [{code, message}]}`.
+    pub fn json(&self) -> Value {
+        let problems: Vec<Value> = self
+            .problems
+            .iter()
+            .map(|x| serde_json::json!({"code": x.code, "message": x.message}))
+            .collect();
+        serde_json::json!({"valid": self.ok(), "problems": problems})
+    }
+
     pub fn ok(&self) -> bool {
         self.problems.is_empty()
     }
@@ -264,4 +274,20 @@ pub fn create(ex: &Exchange<'_>, o: &NewRequest) -> ClResult<(Value, std::path::
         .state
         .store(Kind::Request, &state::name_of(&id), &request)?;
     Ok((request, path))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_report_document_lists_problems_in_order() {
+        let mut r = RequestReport::default();
+        assert_eq!(r.json(), json!({"valid": true, "problems": []}));
+        r.push("REQUEST_EXPIRED", "expired");
+        r.push("PURPOSE_UNKNOWN", "unknown");
+        let d = r.json();
+        assert_eq!(d["valid"], false);
+        assert_eq!(d["problems"][1]["code"], "PURPOSE_UNKNOWN");
+    }
 }

@@ -2,6 +2,8 @@
 //! rules. Each carries a generated-file marker with the bundle digest, so ctx can
 //! tell its own files from hand-written ones and CI can tell a stale one.
 
+pub mod plan;
+
 use std::fmt::Write as _;
 
 use serde_json::Value;

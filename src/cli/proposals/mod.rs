@@ -1,14 +1,16 @@
 //! `ctx proposals list|show|approve|reject|expire|commit`: review memory
 //! proposals and commit approved ones through the governed write path.
 
+mod render;
+
 use clap::{Args, Subcommand};
 use serde_json::json;
 
 use ctx_core::error::{Exit, Result};
 use ctx_core::exchange::ops::proposals::{self, CommitOptions, Reviewed, Transition};
 
-use super::exchange::{at, exchange, print_json, reject, repo, CommonArgs};
-use super::{Global, Printer};
+use crate::cli::exchange::{at, exchange, print_json, reject, repo, CommonArgs};
+use crate::cli::{Global, Printer};
 
 #[derive(Debug, Args)]
 pub struct ProposalsArgs {
@@ -80,12 +82,6 @@ pub struct CommitArgs {
     pub common: CommonArgs,
 }
 
-fn row(r: &Reviewed) -> serde_json::Value {
-    json!({"id": r.proposal["id"], "status": r.status, "submitted_by": r.proposal["submitted_by"],
-           "operation": r.proposal["operation"], "approval_requirement": r.proposal["approval_requirement"],
-           "expires_at": r.proposal["expires_at"], "path": r.path})
-}
-
 pub fn run(g: &Global, p: &Printer, a: &ProposalsArgs) -> Result<Exit> {
     let c = match &a.command {
         ProposalsCommand::List(x) => &x.common,
@@ -102,19 +98,13 @@ pub fn run(g: &Global, p: &Printer, a: &ProposalsArgs) -> Result<Exit> {
         ProposalsCommand::List(_) => {
             let all = proposals::list(&ex, now).map_err(|e| reject(p, c, e))?;
             if c.json() {
-                print_json(p, &json!(all.iter().map(row).collect::<Vec<_>>()))?;
+                print_json(
+                    p,
+                    &json!(all.iter().map(Reviewed::summary).collect::<Vec<_>>()),
+                )?;
             } else {
-                let mut t = String::new();
-                for r in &all {
-                    t.push_str(&format!(
-                        "{:<20} {}  by {}\n",
-                        r.status,
-                        r.proposal["id"].as_str().unwrap_or(""),
-                        r.proposal["submitted_by"].as_str().unwrap_or("")
-                    ));
-                }
-                t.push_str(&format!("{} proposal(s)\n", all.len()));
-                super::io_result(p.out(&t))?;
+                let t = render::list(&all);
+                crate::cli::io_result(p.out(&t))?;
             }
         }
         ProposalsCommand::Show(x) => {
@@ -132,13 +122,13 @@ pub fn run(g: &Global, p: &Printer, a: &ProposalsArgs) -> Result<Exit> {
                 ProposalsCommand::Reject(_) => Transition::Reject,
                 _ => Transition::Expire,
             };
-            let reviewer = format!("urn:ctx:reviewer:{}", x.reviewer);
+            let reviewer = proposals::reviewer_urn(&x.reviewer);
             let r = proposals::transition(&ex, &x.id, t, &reviewer, &x.reason, now)
                 .map_err(|e| reject(p, c, e))?;
             if c.json() {
-                print_json(p, &row(&r))?;
+                print_json(p, &r.summary())?;
             } else {
-                super::io_result(p.out(&format!(
+                crate::cli::io_result(p.out(&format!(
                     "{} is now {}\n",
                     r.proposal["id"].as_str().unwrap_or(""),
                     r.status
@@ -150,7 +140,7 @@ pub fn run(g: &Global, p: &Printer, a: &ProposalsArgs) -> Result<Exit> {
                 &ex,
                 &CommitOptions {
                     id: x.id.clone(),
-                    reviewer: format!("urn:ctx:reviewer:{}", x.reviewer),
+                    reviewer: proposals::reviewer_urn(&x.reviewer),
                     kind: x.kind.clone(),
                     authority: x.authority.clone(),
                     promote: x.promote,
@@ -159,30 +149,8 @@ pub fn run(g: &Global, p: &Printer, a: &ProposalsArgs) -> Result<Exit> {
                 },
             )
             .map_err(|e| reject(p, c, e))?;
-            let mut t = String::new();
-            for w in &done.writes {
-                let verb = match (done.dry_run, w.replaces.is_some()) {
-                    (true, true) => "would update",
-                    (true, false) => "would create",
-                    (false, true) => "updated",
-                    (false, false) => "created",
-                };
-                t.push_str(&format!("{verb} {}\n", w.rel));
-                if done.dry_run {
-                    t.push_str(&String::from_utf8_lossy(&w.bytes));
-                    t.push('\n');
-                }
-            }
-            t.push_str(&format!(
-                "{} {}\n",
-                if done.dry_run {
-                    "dry run: would commit"
-                } else {
-                    "committed"
-                },
-                done.objects.join(", ")
-            ));
-            super::io_result(p.out(&t))?;
+            let t = render::committed(&done);
+            crate::cli::io_result(p.out(&t))?;
         }
     }
     Ok(Exit::Ok)
