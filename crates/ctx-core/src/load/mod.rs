@@ -435,7 +435,7 @@ pub(crate) fn assemble_slots(
     }
     // Collected in place (`filter_map` reuses the buffer; `flatten` would not):
     // `Option<ContextObject>` and `ContextObject` have one size.
-    #[allow(clippy::unnecessary_filter_map)]
+    #[allow(clippy::filter_map_identity)]
     let mut objects: Vec<ContextObject> = slots.objects.into_iter().filter_map(|o| o).collect();
     // URI entries come from the manifest alone: made afresh every time, never cached.
     for p in uri_entries::parsed(&manifest) {
