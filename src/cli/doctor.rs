@@ -74,17 +74,18 @@ pub fn run(g: &Global, p: &Printer, a: &DoctorArgs) -> Result<Exit> {
         min_score: a.min_score,
     };
     let progress = Progress::start("loading");
-    let report = match super::validate::load_repo(g, ctx_core::load::DEFAULT_MAX_FILE_SIZE) {
-        Ok(repo) => {
-            progress.phase("checking");
-            doctor::check(&repo, &opts)
-        }
-        Err(Error::Manifest { path, diag }) => {
-            let root = path.parent().map(PathBuf::from).unwrap_or_default();
-            HealthReport::unloadable(root, *diag, &opts)
-        }
-        Err(e) => return Err(e),
-    };
+    let report =
+        match super::validate::load_repo_for_validation(g, ctx_core::load::DEFAULT_MAX_FILE_SIZE) {
+            Ok(repo) => {
+                progress.phase("checking");
+                doctor::check(&repo, &opts)
+            }
+            Err(Error::Manifest { path, diag }) => {
+                let root = path.parent().map(PathBuf::from).unwrap_or_default();
+                HealthReport::unloadable(root, *diag, &opts)
+            }
+            Err(e) => return Err(e),
+        };
     progress.finish();
     emit(g, p, &report, a)?;
     Ok(if report.passed() {

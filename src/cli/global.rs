@@ -23,6 +23,8 @@ impl Global {
             max_file_size,
             cache: self.cache,
             content: true,
+            prose: true,
+            content_for: None,
         }
     }
 }

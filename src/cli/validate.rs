@@ -48,6 +48,17 @@ pub fn load_repo(g: &Global, max_file_size: u64) -> Result<Repo> {
     load::open(g.dir.as_deref(), &g.cwd, &g.load_options(max_file_size))
 }
 
+/// [`load_repo`] for validate and doctor: structured content whole, prose only as
+/// its kind (the redaction lints ask only whether content has fields to redact),
+/// so a large repository checks in far less memory.
+pub fn load_repo_for_validation(g: &Global, max_file_size: u64) -> Result<Repo> {
+    let opts = ctx_core::load::LoadOptions {
+        prose: false,
+        ..g.load_options(max_file_size)
+    };
+    load::open(g.dir.as_deref(), &g.cwd, &opts)
+}
+
 /// [`load_repo`] for commands that only check clocks and conflicts (stale, conflicts):
 /// objects come without their content, which no check reads, so a large
 /// repository loads in far less memory.
@@ -78,8 +89,11 @@ pub fn run(g: &Global, p: &Printer, args: &ValidateArgs) -> Result<Exit> {
     let progress = super::progress::Progress::start("loading");
     // `_checkout` keeps a temporary checkout of the index alive while findings are rendered.
     let loaded = if args.staged {
-        // The lints read content (which fields a redaction rule can reach).
-        let opts = g.load_options(args.max_file_size);
+        // The lints read structured content (which fields a redaction rule can reach).
+        let opts = ctx_core::load::LoadOptions {
+            prose: false,
+            ..g.load_options(args.max_file_size)
+        };
         ctx_core::git::staged::load_staged(g.dir.as_deref(), &g.cwd, &opts).map(|s| {
             for n in &s.notes {
                 let _ = p.err(&format!("note: {n}\n"));
@@ -87,8 +101,7 @@ pub fn run(g: &Global, p: &Printer, args: &ValidateArgs) -> Result<Exit> {
             (s.repo, s.checkout)
         })
     } else {
-        // The lints read content (which fields a redaction rule can reach).
-        load_repo(g, args.max_file_size).map(|r| (r, None))
+        load_repo_for_validation(g, args.max_file_size).map(|r| (r, None))
     };
     let (repo, _checkout) = match loaded {
         Ok(x) => x,

@@ -176,6 +176,8 @@ impl Service {
                 max_file_size: load::DEFAULT_MAX_FILE_SIZE,
                 cache: !load::cache_disabled_by_env(),
                 content: true,
+                prose: true,
+                content_for: None,
             },
         )?;
         let repo = opened.repo();

@@ -120,14 +120,16 @@ pub fn compile(repo: &Repo, r: &mut Resolution, generated_at: &str) -> Value {
 /// whether redaction applied. Moves the selection's content.
 fn compile_object(repo: &Repo, s: &mut crate::resolve::Selected) -> (Value, Value, usize, bool) {
     let o = &repo.objects[s.index];
-    let fields = match &s.decrypted {
+    // The effective document without its content (the selection holds the content
+    // the consumer sees): its values are moved into the bundle, never copied.
+    let mut fields = match &s.decrypted {
         Some(d) => d.fields.clone(),
-        None => o.fields(),
+        None => serde_json::from_str(&o.doc).unwrap_or_default(),
     };
     let mut b = Map::new();
     for key in CARRIED {
-        if let Some(v) = fields.get(key) {
-            b.insert(key.to_string(), v.clone());
+        if let Some(v) = fields.remove(key) {
+            b.insert(key.to_string(), v);
         }
     }
     if let Some(t) = s.trust {
@@ -156,19 +158,20 @@ fn compile_object(repo: &Repo, s: &mut crate::resolve::Selected) -> (Value, Valu
     if redacted {
         b.insert("redacted".into(), json!(s.redacted));
     }
-    if let Some(src) = fields.get("sources") {
+    let sources = fields.remove("sources");
+    if let Some(src) = &sources {
         b.insert("sources".into(), src.clone());
     }
-    if let Some(x) = fields.get("extensions") {
-        b.insert("extensions".into(), x.clone());
+    if let Some(x) = fields.remove("extensions") {
+        b.insert("extensions".into(), x);
     }
     let mut p = Map::new();
     p.insert("id".into(), json!(o.id));
     if o.meta.canonical_source {
         p.insert("canonical_source".into(), json!(true));
     }
-    if let Some(src) = fields.get("sources") {
-        p.insert("sources".into(), src.clone());
+    if let Some(src) = sources {
+        p.insert("sources".into(), src);
     }
     (Value::Object(b), Value::Object(p), characters, redacted)
 }

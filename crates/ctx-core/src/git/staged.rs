@@ -176,7 +176,7 @@ pub fn load(
         .collect();
     let blobs = git.blobs(&want)?;
     diags.extend(walk_diags);
-    let slots = crate::load::fill(&kept, &keys, &sources, cache, opts.content, |m| {
+    let slots = crate::load::fill(&kept, &keys, &sources, cache, opts, |m| {
         let defaults = parse::Defaults::for_member(&manifest, m);
         let bytes = if staged_blob(m) {
             match blobs.get(&index[m.rel.as_str()].oid) {

@@ -297,9 +297,7 @@ impl LiveRepo {
             .for_each(|(i, ((o, d), r))| {
                 let (p, ok) = read_and_parse(&manifest, &members[i], opts);
                 *o = p.object.map(|mut o| {
-                    if !opts.content {
-                        o.content = None;
-                    }
+                    opts.trim(&mut o);
                     o
                 });
                 *d = p.diags;

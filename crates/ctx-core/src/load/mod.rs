@@ -21,7 +21,7 @@ use rayon::prelude::*;
 use crate::diag::{self, Code, Diagnostic};
 use crate::manifest::Manifest;
 use crate::object::ContextObject;
-use cache::{Entry, Key, ParseCache, Stamp, Usage};
+use cache::{Key, ParseCache, Stamp, Usage};
 use walk::Member;
 
 /// Files larger than this are refused (a context object is not a data dump).
@@ -38,6 +38,84 @@ pub struct LoadOptions {
     /// doctor) turn it off: a large repository then loads in far less memory, and
     /// cached content is not even read.
     pub content: bool,
+    /// With `content`: keep the words of prose content (a Markdown body or a text
+    /// `content` field). Checks that only ask whether content is prose or structured
+    /// (validate's redaction lints) turn it off: prose is then kept as an empty
+    /// string — its kind, not its text — while structured content is kept whole, so a
+    /// large repository checks in a fraction of the memory.
+    pub prose: bool,
+    /// Keep content only for the objects this accepts (None: every object). A
+    /// resolution keeps the content of objects its consumer may read and no other
+    /// ([`crate::resolve::content_filter`]), so the rest of a large repository never
+    /// sits in memory as text. The parse cache is written whole regardless.
+    pub content_for: Option<ContentFilter>,
+}
+
+/// Which objects keep their content (see [`LoadOptions::content_for`]).
+#[derive(Clone)]
+pub struct ContentFilter(std::sync::Arc<dyn Fn(&ContextObject) -> bool + Send + Sync>);
+
+impl ContentFilter {
+    pub fn new(keeps: impl Fn(&ContextObject) -> bool + Send + Sync + 'static) -> ContentFilter {
+        ContentFilter(std::sync::Arc::new(keeps))
+    }
+
+    /// Does `o` keep its content?
+    pub fn keeps(&self, o: &ContextObject) -> bool {
+        (self.0)(o)
+    }
+}
+
+impl std::fmt::Debug for ContentFilter {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("ContentFilter(..)")
+    }
+}
+
+impl LoadOptions {
+    /// Drop from a loaded object the content this load does not keep.
+    pub(crate) fn trim(&self, o: &mut ContextObject) {
+        self.keep().trim(o);
+        if self.content_for.as_ref().is_some_and(|f| !f.keeps(o)) {
+            o.content = None;
+        }
+    }
+
+    /// How much content a load keeps.
+    pub(crate) fn keep(&self) -> Keep {
+        match (self.content, self.prose) {
+            (false, _) => Keep::Nothing,
+            (true, false) => Keep::Kind,
+            (true, true) => Keep::All,
+        }
+    }
+}
+
+/// How much of each object's content a load keeps ([`LoadOptions::content`],
+/// [`LoadOptions::prose`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Keep {
+    /// No content at all.
+    Nothing,
+    /// Structured content whole; prose as an empty string (what it is, not what it says).
+    Kind,
+    /// Everything.
+    All,
+}
+
+impl Keep {
+    /// Drop from `o` what this load does not keep.
+    pub(crate) fn trim(self, o: &mut ContextObject) {
+        match self {
+            Keep::All => {}
+            Keep::Nothing => o.content = None,
+            Keep::Kind => {
+                if let Some(serde_json::Value::String(s)) = &mut o.content {
+                    *s = String::new();
+                }
+            }
+        }
+    }
 }
 
 impl Default for LoadOptions {
@@ -46,6 +124,8 @@ impl Default for LoadOptions {
             max_file_size: DEFAULT_MAX_FILE_SIZE,
             cache: false,
             content: true,
+            prose: true,
+            content_for: None,
         }
     }
 }
@@ -168,16 +248,18 @@ impl Slots {
 
 /// Fill the results of `members`: those `cache` holds under `keys` are decoded,
 /// the others made by `produce` (result, and whether the file could be read) in
-/// parallel; then the cache is saved. Without `content`, objects come back
-/// without it (the cache then never even reads it).
+/// parallel; then the cache is saved. Objects keep the content `opts` says. Fresh
+/// results are encoded for the cache as they are made, before their content is
+/// trimmed, so a load that keeps little never holds every file's content at once.
 pub(crate) fn fill(
     members: &[&Member],
     keys: &[Option<Key>],
     sources: &[cache::SourceId],
     cache: Option<ParseCache>,
-    content: bool,
+    opts: &LoadOptions,
     produce: impl Fn(&Member) -> (parse::Parsed, bool) + Sync,
 ) -> Slots {
+    let keep = opts.keep();
     let n = members.len();
     let mut slots = Slots {
         objects: (0..n).map(|_| None).collect(),
@@ -204,9 +286,12 @@ pub(crate) fn fill(
             slots.hit[i] = true;
         }
         let sink = std::sync::Mutex::new((&mut slots.objects, &mut slots.diags));
-        let failed = c.fetch(&wanted, content, &|i, f| {
+        let failed = c.fetch(&wanted, keep, &|i, f| {
             let mut s = sink.lock().unwrap_or_else(|e| e.into_inner());
-            s.0[i] = f.object;
+            s.0[i] = f.object.map(|mut o| {
+                opts.trim(&mut o);
+                o
+            });
             s.1[i] = f.diags;
         });
         for i in failed {
@@ -214,44 +299,49 @@ pub(crate) fn fill(
         }
     }
     let hit = &slots.hit;
-    slots
+    let encoder = cache.as_ref().map(|c| c.encoder());
+    // Each worker encodes what it parses into segments of its own.
+    let fresh: Vec<cache::Segments> = slots
         .objects
         .par_iter_mut()
         .zip(slots.diags.par_iter_mut())
         .zip(slots.read.par_iter_mut())
         .enumerate()
         .filter(|(i, _)| !hit[*i])
-        .for_each(|(i, ((o, d), r))| {
-            let (p, ok) = produce(members[i]);
-            *o = p.object;
-            *d = p.diags;
-            *r = ok;
-        });
-    if let Some(c) = cache {
-        let live: Vec<Entry<'_>> = (0..n)
-            .filter_map(|i| {
-                if slots.hit[i] {
-                    return tickets[i].map(Entry::Cached);
+        .fold(
+            cache::Segments::default,
+            |mut segments, (i, ((o, d), r))| {
+                let (p, ok) = produce(members[i]);
+                *o = p.object;
+                *d = p.diags;
+                *r = ok;
+                if let (Some(e), Some(key), true) = (&encoder, &keys[i], ok) {
+                    e.encode(
+                        &mut segments,
+                        &cache::Fresh {
+                            path: members[i].rel.as_str(),
+                            key,
+                            source: &sources[i],
+                            scope: cache::scope(members[i]),
+                            object: o.as_ref(),
+                            diags: d,
+                        },
+                    );
                 }
-                Some(Entry::Fresh {
-                    path: members[i].rel.as_str(),
-                    key: keys[i].clone()?,
-                    source: sources[i],
-                    scope: cache::scope(members[i]),
-                    object: slots.objects[i].as_ref(),
-                    diags: &slots.diags[i],
-                })
-                .filter(|_| slots.read[i])
-            })
+                if let Some(o) = o {
+                    opts.trim(o);
+                }
+                segments
+            },
+        )
+        .collect();
+    if let (Some(c), Some(e)) = (cache, encoder) {
+        let kept: Vec<cache::Ticket> = tickets
+            .iter()
+            .zip(&slots.hit)
+            .filter_map(|(t, hit)| t.filter(|_| *hit))
             .collect();
-        c.save(&live);
-    }
-    if !content {
-        slots
-            .objects
-            .par_iter_mut()
-            .flatten()
-            .for_each(|o| o.content = None);
+        c.save_encoded(&kept, e.finish(fresh));
     }
     slots
 }
@@ -298,7 +388,7 @@ impl Pass {
             .map(|s| s.filter(|s| s.size <= opts.max_file_size).map(Key::Stat))
             .collect();
         let refs: Vec<&Member> = members.iter().collect();
-        let slots = fill(&refs, &keys, &sources, cache, opts.content, |m| {
+        let slots = fill(&refs, &keys, &sources, cache, opts, |m| {
             let r = read_and_parse(manifest, m, opts);
             (r.0, r.1)
         });
@@ -343,8 +433,10 @@ pub(crate) fn assemble_slots(
     for d in slots.diags {
         diags.extend(d);
     }
-    // Collected in place: `Option<ContextObject>` and `ContextObject` have one size.
-    let mut objects: Vec<ContextObject> = slots.objects.into_iter().flatten().collect();
+    // Collected in place (`filter_map` reuses the buffer; `flatten` would not):
+    // `Option<ContextObject>` and `ContextObject` have one size.
+    #[allow(clippy::filter_map_identity)]
+    let mut objects: Vec<ContextObject> = slots.objects.into_iter().filter_map(|o| o).collect();
     // URI entries come from the manifest alone: made afresh every time, never cached.
     for p in uri_entries::parsed(&manifest) {
         diags.extend(p.diags);
@@ -361,12 +453,32 @@ pub(crate) fn assemble_slots(
 }
 
 /// The canonical object order: id, version, file. Independent of walk order and threads.
+/// A stable sort of positions, then the objects moved into place: a stable sort of
+/// the objects themselves would take scratch space for half of them.
 pub fn sort_objects(objects: &mut [ContextObject]) {
-    objects.sort_by(|a, b| {
+    let mut order: Vec<usize> = (0..objects.len()).collect();
+    order.sort_by(|&a, &b| {
+        let (a, b) = (&objects[a], &objects[b]);
         a.id.cmp(&b.id)
             .then(a.version.cmp(&b.version))
             .then_with(|| a.origin.file.cmp(&b.origin.file))
     });
+    permute(objects, order);
+}
+
+/// Reorder `items` so that position `i` holds what was at `order[i]` (`order` a
+/// permutation), in place: each cycle of the permutation is walked once.
+fn permute<T>(items: &mut [T], mut order: Vec<usize>) {
+    for start in 0..items.len() {
+        let mut at = start;
+        while order[at] != start {
+            let from = order[at];
+            items.swap(at, from);
+            order[at] = at;
+            at = from;
+        }
+        order[at] = at;
+    }
 }
 
 /// Collect parse results into a repository in canonical order: objects by id,
@@ -390,5 +502,21 @@ pub fn assemble(
         objects,
         diags,
         files,
+    }
+}
+
+#[cfg(test)]
+mod order_tests {
+    use super::permute;
+
+    #[test]
+    fn permute_moves_every_item_where_the_order_says() {
+        let orders: [&[usize]; 5] = [&[], &[0], &[2, 0, 1], &[1, 0, 3, 2], &[4, 3, 0, 1, 2]];
+        for order in orders {
+            let mut items: Vec<char> = ('a'..).take(order.len()).collect();
+            let want: Vec<char> = order.iter().map(|&i| items[i]).collect();
+            permute(&mut items, order.to_vec());
+            assert_eq!(items, want, "order {order:?}");
+        }
     }
 }

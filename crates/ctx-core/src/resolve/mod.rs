@@ -254,6 +254,29 @@ impl Resolution {
     }
 }
 
+/// The objects a resolution for `opts` may read the content of: those its consumer
+/// is authorized to see. Load with it ([`crate::load::LoadOptions::content_for`]) and
+/// no other object's content is held. None when the request cannot be made (the
+/// resolution then says why) or the policy is unsound.
+pub fn content_filter(
+    m: &crate::manifest::Manifest,
+    opts: &ResolveOptions,
+) -> Option<crate::load::ContentFilter> {
+    crate::manifest::roles::require_sound(m).ok()?;
+    let consumer = Consumer::from_flags(m, opts.who.agent.as_deref(), &opts.who.roles).ok()?;
+    let scope = crate::manifest::roles::scope(m, &consumer.roles).ok()?;
+    Some(crate::load::ContentFilter::new(move |o| {
+        authorize::authorize(
+            o,
+            &authorize::Principals {
+                consumer: &consumer.id,
+                scope: &scope,
+            },
+        )
+        .is_ok()
+    }))
+}
+
 /// Resolve plain options and compile the bundle: the whole pipeline in one call.
 pub fn bundle(
     repo: &Repo,

@@ -143,6 +143,19 @@ pub fn decode_content(bytes: &[u8]) -> Option<Option<Value>> {
     }
 }
 
+/// The content back as a load that keeps only its kind wants it: structured
+/// content whole, prose (a string) as an empty string, never decoded.
+pub fn decode_content_kind(bytes: &[u8]) -> Option<Option<Value>> {
+    // `Some` (1), then the variant index of `Tree::Str` (5): postcard's layout.
+    if bytes.starts_with(&[1, TREE_STR]) {
+        return Some(Some(Value::String(String::new())));
+    }
+    decode_content(bytes)
+}
+
+/// `Tree::Str`'s variant index, as postcard writes it (one byte below 128).
+const TREE_STR: u8 = 5;
+
 /// An instant as whole seconds and nanoseconds: exact, and no text to parse.
 pub mod instant {
     use super::*;
@@ -368,5 +381,25 @@ mod tests {
                 serde_json::to_string(&h.v).unwrap()
             );
         }
+    }
+
+    #[test]
+    fn kind_only_decoding_keeps_structure_and_elides_prose() {
+        let prose = Value::String("a long Markdown body".into());
+        let bytes = encode_content(Some(&prose)).unwrap();
+        assert_eq!(decode_content(&bytes), Some(Some(prose)));
+        assert_eq!(
+            decode_content_kind(&bytes),
+            Some(Some(Value::String(String::new())))
+        );
+        let structured: Value = serde_json::from_str(r#"{"ssn": "1", "tags": ["x"]}"#).unwrap();
+        let bytes = encode_content(Some(&structured)).unwrap();
+        assert_eq!(decode_content_kind(&bytes), Some(Some(structured)));
+        let top_level_list = Value::Array(vec![Value::String("s".into())]);
+        let bytes = encode_content(Some(&top_level_list)).unwrap();
+        assert_eq!(decode_content_kind(&bytes), Some(Some(top_level_list)));
+        let none = encode_content(None).unwrap();
+        assert_eq!(decode_content_kind(&none), Some(None));
+        assert_eq!(decode_content_kind(&[9, 9]), None, "not a content blob");
     }
 }

@@ -275,9 +275,11 @@ pub fn append(path: &Path, salt: &Salt, segments: &[Vec<u8>]) -> io::Result<bool
     if f.read_exact(&mut header).is_err() || &header[..16] != MAGIC || &header[16..] != salt {
         return Ok(false);
     }
-    let all = segments.concat();
-    // One write: a reader sees whole segments, or a short tail it ignores.
-    f.write_all(&all)?;
+    // Segment by segment (never all of them copied into one buffer): a reader
+    // sees whole segments, or a short tail it ignores.
+    for s in segments {
+        f.write_all(s)?;
+    }
     Ok(true)
 }
 

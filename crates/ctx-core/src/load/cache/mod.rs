@@ -35,6 +35,7 @@ use sha2::{Digest, Sha256};
 
 use crate::diag::Diagnostic;
 use crate::load::walk::{Member, MemberSource};
+use crate::load::Keep;
 use crate::manifest::Manifest;
 use crate::object::ContextObject;
 
@@ -397,13 +398,14 @@ impl ParseCache {
     }
 
     /// Decode the results of `wanted` (ticket, slot) pairs, in parallel, one segment
-    /// at a time, handing each to `put(slot, result)`. With `content` false the
-    /// content regions are not even read. Returns the slots whose results could not
-    /// be read back (damage found late): parse those afresh.
-    pub fn fetch(
+    /// at a time, handing each to `put(slot, result)`, with the content `keep` says
+    /// (without content the content regions are not even read; prose is never
+    /// decoded unless kept). Returns the slots whose results could not be read back
+    /// (damage found late): parse those afresh.
+    pub(crate) fn fetch(
         &self,
         wanted: &[(Ticket, usize)],
-        content: bool,
+        keep: Keep,
         put: &(dyn Fn(usize, Fetched) + Sync),
     ) -> Vec<usize> {
         let Some(f) = &self.file else {
@@ -419,10 +421,9 @@ impl ParseCache {
             .filter(|(_, w)| !w.is_empty())
             .flat_map_iter(|(seg, w)| {
                 let meta = f.read(seg, Region::Meta);
-                let text = if content {
-                    f.read(seg, Region::Content)
-                } else {
-                    Some(Vec::new())
+                let text = match keep {
+                    Keep::Nothing => Some(Vec::new()),
+                    Keep::Kind | Keep::All => f.read(seg, Region::Content),
                 };
                 let mut failed = Vec::new();
                 for &(t, slot) in w {
@@ -435,8 +436,12 @@ impl ParseCache {
                             .map(DiagIn::into_diag)
                             .collect::<Option<Vec<_>>>()?;
                         let mut object = m.object;
-                        if let (true, Some(o)) = (content, object.as_mut()) {
-                            o.content = codec::decode_content(blob(c, h.content)?)?;
+                        if let Some(o) = object.as_mut() {
+                            o.content = match keep {
+                                Keep::Nothing => None,
+                                Keep::Kind => codec::decode_content_kind(blob(c, h.content)?)?,
+                                Keep::All => codec::decode_content(blob(c, h.content)?)?,
+                            };
                         }
                         Some(Fetched { object, diags })
                     });
@@ -464,20 +469,50 @@ impl ParseCache {
         &self.path
     }
 
+    /// What encodes this session's fresh results (see [`Encoder`]).
+    pub fn encoder(&self) -> Encoder {
+        Encoder {
+            privacy: self.privacy.clone(),
+            snapshot_ns: self.snapshot_ns,
+        }
+    }
+
     /// Persist this session. `live` is every result of the load: fresh ones are
     /// appended as a new segment, unless the file must be rewritten (missing,
     /// damaged, holding forbidden or mostly dead records), when cached ones are
     /// copied over as they are. Never fails the load: a cache that cannot be
     /// written costs only time.
     pub fn save(self, live: &[Entry<'_>]) {
-        let allowed = |e: &&Entry<'_>| match e {
-            Entry::Fresh { scope, object, .. } => self.privacy.allows(*scope, *object),
-            Entry::Cached(_) => true,
-        };
-        let fresh: Vec<&Entry<'_>> = live
-            .iter()
-            .filter(|e| matches!(e, Entry::Fresh { .. }))
-            .filter(allowed)
+        let encoder = self.encoder();
+        let fresh: Vec<Segments> = live
+            .par_chunks(256)
+            .map(|chunk| {
+                let mut segments = Segments::default();
+                for e in chunk {
+                    if let Entry::Fresh {
+                        path,
+                        key,
+                        source,
+                        scope,
+                        object,
+                        diags,
+                    } = e
+                    {
+                        encoder.encode(
+                            &mut segments,
+                            &Fresh {
+                                path,
+                                key,
+                                source,
+                                scope: *scope,
+                                object: *object,
+                                diags,
+                            },
+                        );
+                    }
+                }
+                segments
+            })
             .collect();
         let kept: Vec<Ticket> = live
             .iter()
@@ -486,32 +521,20 @@ impl ParseCache {
                 Entry::Fresh { .. } => None,
             })
             .collect();
-        let total = fresh.len() + kept.len();
+        self.save_encoded(&kept, encoder.finish(fresh));
+    }
+
+    /// [`ParseCache::save`] for results already encoded: `kept` are the cached
+    /// results still in use, `fresh` what [`Encoder::encode`] made of the new ones.
+    pub fn save_encoded(self, kept: &[Ticket], fresh: Segments) {
+        let total = fresh.records + kept.len();
         let damaged = self.damaged.load(std::sync::atomic::Ordering::Relaxed);
-        let compact = self.rewrite || damaged || self.stored + fresh.len() > total + total / 4 + 64;
-        if !compact && fresh.is_empty() {
+        let compact =
+            self.rewrite || damaged || self.stored + fresh.records > total + total / 4 + 64;
+        if !compact && fresh.records == 0 {
             return;
         }
-        let salt = salt();
-        let snapshot = self.snapshot_ns;
-        let fresh_segments: Vec<Vec<u8>> = fresh
-            .par_chunks(256)
-            .flat_map_iter(|chunk| {
-                let mut out = Vec::new();
-                let mut w = SegmentWriter::default();
-                for e in chunk {
-                    encode_fresh(&mut w, e);
-                    if w.len() >= file::SEGMENT_TARGET {
-                        out.push(std::mem::take(&mut w).finish(salt, snapshot));
-                    }
-                }
-                if !w.is_empty() {
-                    out.push(w.finish(salt, snapshot));
-                }
-                out
-            })
-            .collect();
-        let _ = self.persist(compact, &kept, &fresh_segments);
+        let _ = self.persist(compact, kept, &fresh.done);
     }
 
     fn persist(&self, compact: bool, kept: &[Ticket], fresh: &[Vec<u8>]) -> std::io::Result<()> {
@@ -576,37 +599,77 @@ fn blob(region: &[u8], (at, len): Span) -> Option<&[u8]> {
     region.get(at as usize..(at as usize).checked_add(len as usize)?)
 }
 
-/// Encode one fresh result into `w` (left out if it cannot be encoded).
-fn encode_fresh(w: &mut SegmentWriter, e: &Entry<'_>) {
-    let Entry::Fresh {
-        path,
-        key,
-        source,
-        scope,
-        object,
-        diags,
-    } = e
-    else {
-        return;
-    };
-    let Ok(meta) = postcard::to_stdvec(&MetaOut {
-        object: *object,
-        diags: diags.iter().map(DiagOut::of).collect(),
-    }) else {
-        return;
-    };
-    let Ok(content) = codec::encode_content(object.and_then(|o| o.content.as_ref())) else {
-        return;
-    };
-    w.push(&meta, &content, |meta, content| IndexOut {
-        path,
-        key,
-        source,
-        scope: *scope,
-        sealed: object.is_some_and(|o| o.meta.sealed.is_some()),
-        meta,
-        content,
-    });
+/// A result parsed in this session, to encode.
+pub struct Fresh<'a> {
+    pub path: &'a str,
+    pub key: &'a Key,
+    pub source: &'a SourceId,
+    pub scope: Option<&'a str>,
+    /// The object with its content (even when the load drops content afterwards).
+    pub object: Option<&'a ContextObject>,
+    pub diags: &'a [Diagnostic],
+}
+
+/// Finished segments of fresh results, and how many records they hold.
+#[derive(Default)]
+pub struct Segments {
+    done: Vec<Vec<u8>>,
+    open: SegmentWriter,
+    records: usize,
+}
+
+/// Encodes fresh results into segments as they are made (each worker into
+/// [`Segments`] of its own), applying what a private collection allows: the
+/// load can then drop their content at once.
+pub struct Encoder {
+    privacy: Privacy,
+    snapshot_ns: i64,
+}
+
+impl Encoder {
+    /// Add one result to `into` (left out if its collection forbids caching it or
+    /// it cannot be encoded: it is simply parsed again next time).
+    pub fn encode(&self, into: &mut Segments, e: &Fresh<'_>) {
+        if !self.privacy.allows(e.scope, e.object) {
+            return;
+        }
+        let Ok(meta) = postcard::to_stdvec(&MetaOut {
+            object: e.object,
+            diags: e.diags.iter().map(DiagOut::of).collect(),
+        }) else {
+            return;
+        };
+        let Ok(content) = codec::encode_content(e.object.and_then(|o| o.content.as_ref())) else {
+            return;
+        };
+        let pushed = into.open.push(&meta, &content, |meta, content| IndexOut {
+            path: e.path,
+            key: e.key,
+            source: e.source,
+            scope: e.scope,
+            sealed: e.object.is_some_and(|o| o.meta.sealed.is_some()),
+            meta,
+            content,
+        });
+        into.records += usize::from(pushed);
+        if into.open.len() >= file::SEGMENT_TARGET {
+            let full = std::mem::take(&mut into.open);
+            into.done.push(full.finish(salt(), self.snapshot_ns));
+        }
+    }
+
+    /// Close every part's open segment and gather them.
+    pub fn finish(&self, parts: Vec<Segments>) -> Segments {
+        let mut out = Segments::default();
+        for mut p in parts {
+            if !p.open.is_empty() {
+                p.done.push(p.open.finish(salt(), self.snapshot_ns));
+            }
+            out.done.append(&mut p.done);
+            out.records += p.records;
+        }
+        out
+    }
 }
 
 #[cfg(test)]

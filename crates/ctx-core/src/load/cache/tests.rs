@@ -157,15 +157,13 @@ fn racy_results_are_read_again() {
         .find("notes/a.md", &source, &Key::Blob("0".repeat(40)))
         .is_none());
     let t = c.find("notes/a.md", &source, &Key::Stat(s)).unwrap();
-    for content in [true, false] {
+    for keep in [Keep::All, Keep::Kind, Keep::Nothing] {
         let got = std::sync::Mutex::new(None);
-        let failed = c.fetch(&[(t, 0)], content, &|_, f| *got.lock().unwrap() = Some(f));
+        let failed = c.fetch(&[(t, 0)], keep, &|_, f| *got.lock().unwrap() = Some(f));
         assert!(failed.is_empty());
         let back = got.into_inner().unwrap().unwrap();
         let mut want = parsed.object.clone().unwrap();
-        if !content {
-            want.content = None;
-        }
+        keep.trim(&mut want);
         assert_eq!(format!("{:?}", back.object), format!("{:?}", Some(want)));
         assert_eq!(format!("{:?}", back.diags), format!("{:?}", parsed.diags));
     }
@@ -308,4 +306,94 @@ fn private_plaintext_never_reaches_the_cache() {
         (1, 2),
         "only the sealed member is cached"
     );
+}
+
+/// A load that keeps only the kind of prose (validate, doctor) sees what a full
+/// load sees with prose emptied — parsed cold, parsed while writing the cache, and
+/// from the cache — and the cache it writes still serves full loads whole.
+#[test]
+fn prose_kind_loads_match_full_loads_and_keep_the_cache_whole() {
+    let dir = repo(&files());
+    let (m, diags) = Manifest::discover(Some(dir.path()), dir.path()).unwrap();
+    let kind = |cache: bool| {
+        load_counted(
+            m.clone(),
+            diags.clone(),
+            &LoadOptions {
+                cache,
+                prose: false,
+                ..LoadOptions::default()
+            },
+        )
+    };
+    let (full, _) = load(dir.path(), false);
+    let mut want = full.clone();
+    want.objects.iter_mut().for_each(|o| Keep::Kind.trim(o));
+    let b = |r: &Repo| {
+        r.objects
+            .iter()
+            .find(|o| o.id == "notes.b")
+            .unwrap()
+            .content
+            .clone()
+    };
+    assert!(
+        matches!(b(&want), Some(Value::Object(_))),
+        "structured content stays whole"
+    );
+    assert_eq!(
+        want.objects
+            .iter()
+            .find(|o| o.id == "notes.c")
+            .unwrap()
+            .content,
+        Some(Value::String(String::new())),
+        "prose keeps its kind only"
+    );
+    let (cold, u) = kind(false);
+    assert_eq!(u.hits, 0);
+    assert_eq!(observed(&cold), observed(&want));
+    let (writing, u) = kind(true);
+    assert_eq!((u.hits, u.parsed), (0, 6));
+    assert_eq!(observed(&writing), observed(&want));
+    let (cached, u) = kind(true);
+    assert_eq!((u.hits, u.parsed), (6, 0));
+    assert_eq!(observed(&cached), observed(&want));
+    // What the kind-only load wrote holds every word.
+    let (whole, u) = load(dir.path(), true);
+    assert_eq!((u.hits, u.parsed), (6, 0));
+    assert_eq!(observed(&whole), observed(&full));
+}
+
+/// A content filter drops the content of the objects it rejects, whether parsed or
+/// cached, and never what the cache holds for others.
+#[test]
+fn content_filters_keep_only_accepted_content() {
+    let dir = repo(&files());
+    let (m, diags) = Manifest::discover(Some(dir.path()), dir.path()).unwrap();
+    let only_b = |cache: bool| {
+        load_counted(
+            m.clone(),
+            diags.clone(),
+            &LoadOptions {
+                cache,
+                content_for: Some(crate::load::ContentFilter::new(|o| o.id == "notes.b")),
+                ..LoadOptions::default()
+            },
+        )
+    };
+    let (full, _) = load(dir.path(), false);
+    let mut want = full.clone();
+    for o in want.objects.iter_mut().filter(|o| o.id != "notes.b") {
+        o.content = None;
+    }
+    assert!(want.objects.iter().any(|o| o.content.is_some()));
+    for (cache, hits) in [(false, 0), (true, 0), (true, 6)] {
+        let (r, u) = only_b(cache);
+        assert_eq!(u.hits, hits);
+        assert_eq!(observed(&r), observed(&want));
+    }
+    let (whole, u) = load(dir.path(), true);
+    assert_eq!(u.hits, 6);
+    assert_eq!(observed(&whole), observed(&full));
 }

@@ -1,0 +1,125 @@
+//! Where a load's memory goes, for performance work: a counting allocator around the
+//! system one, and the live and peak heap after each stage of the pipeline a command
+//! runs (load, validate, resolve, compile, render), with the sizes of what the loaded
+//! repository holds.
+//!
+//!     memprobe validate|resolve|cached DIR [ROLE]
+//!
+//! `validate` loads as `ctx validate --no-cache` does and checks; `cached` the same
+//! through the parse cache (delete the cache first to see the first, writing run);
+//! `resolve` loads with content and compiles ROLE's (default `support`) whole bundle.
+
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
+
+struct Counting;
+
+static LIVE: AtomicUsize = AtomicUsize::new(0);
+static PEAK: AtomicUsize = AtomicUsize::new(0);
+
+unsafe impl GlobalAlloc for Counting {
+    unsafe fn alloc(&self, l: Layout) -> *mut u8 {
+        let p = unsafe { System.alloc(l) };
+        if !p.is_null() {
+            let now = LIVE.fetch_add(l.size(), Relaxed) + l.size();
+            PEAK.fetch_max(now, Relaxed);
+        }
+        p
+    }
+    unsafe fn dealloc(&self, p: *mut u8, l: Layout) {
+        unsafe { System.dealloc(p, l) };
+        LIVE.fetch_sub(l.size(), Relaxed);
+    }
+    unsafe fn realloc(&self, p: *mut u8, l: Layout, new: usize) -> *mut u8 {
+        let q = unsafe { System.realloc(p, l, new) };
+        if !q.is_null() {
+            if new >= l.size() {
+                let now = LIVE.fetch_add(new - l.size(), Relaxed) + new - l.size();
+                PEAK.fetch_max(now, Relaxed);
+            } else {
+                LIVE.fetch_sub(l.size() - new, Relaxed);
+            }
+        }
+        q
+    }
+}
+
+#[global_allocator]
+static A: Counting = Counting;
+
+fn mib(n: usize) -> f64 {
+    n as f64 / (1024.0 * 1024.0)
+}
+
+fn stage(name: &str, t: std::time::Instant) {
+    println!(
+        "{name:<28} live {:>7.1} MiB   peak {:>7.1} MiB   {:>6.2} s",
+        mib(LIVE.load(Relaxed)),
+        mib(PEAK.load(Relaxed)),
+        t.elapsed().as_secs_f64()
+    );
+    PEAK.store(LIVE.load(Relaxed), Relaxed);
+}
+
+fn main() {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let (mode, dir) = match args.as_slice() {
+        [m, d, ..] => (m.as_str(), std::path::PathBuf::from(d)),
+        _ => panic!("usage: memprobe validate|resolve|cached DIR [ROLE]"),
+    };
+    let role = args.get(2).cloned().unwrap_or_else(|| "support".into());
+    let t = std::time::Instant::now();
+    let opts = ctx_core::load::LoadOptions {
+        cache: mode == "cached",
+        content: mode == "resolve",
+        ..Default::default()
+    };
+    let repo = ctx_core::load::open(Some(&dir), &dir, &opts).expect("a repository");
+    stage("load", t);
+    let objects = &repo.objects;
+    let doc: usize = objects.iter().map(|o| o.doc.len()).sum();
+    let content: usize = objects
+        .iter()
+        .filter_map(|o| o.content.as_ref())
+        .map(|c| match c {
+            serde_json::Value::String(s) => s.capacity(),
+            other => other.to_string().len(),
+        })
+        .sum();
+    println!(
+        "  {} objects × {} B struct = {:.1} MiB; doc text {:.1} MiB; content ≈ {:.1} MiB; {} findings × {} B",
+        objects.len(),
+        std::mem::size_of::<ctx_core::object::ContextObject>(),
+        mib(objects.len() * std::mem::size_of::<ctx_core::object::ContextObject>()),
+        mib(doc),
+        mib(content),
+        repo.diags.len(),
+        std::mem::size_of::<ctx_core::diag::Diagnostic>(),
+    );
+    if mode == "resolve" {
+        let who = ctx_core::view::Who {
+            agent: None,
+            roles: vec![role],
+        };
+        let o = ctx_core::resolve::ResolveOptions::new(who, chrono::Utc::now());
+        let req = ctx_core::resolve::Request::build(&repo.manifest, &o).expect("a request");
+        let mut r = ctx_core::resolve::resolve(&repo, req).expect("resolves");
+        stage("resolve", t);
+        let bundle = ctx_core::bundle::compile(&repo, &mut r, "2026-11-01T00:00:00Z");
+        stage("compile", t);
+        let mut out = std::io::BufWriter::new(std::io::sink());
+        serde_json::to_writer_pretty(&mut out, &bundle).expect("writes");
+        stage("render", t);
+        println!("  {} objects in the bundle", r.included.len());
+    } else {
+        let findings = ctx_core::validate::validate(
+            &repo,
+            ctx_core::validate::ValidateOptions {
+                strict: false,
+                at: None,
+            },
+        );
+        stage("validate", t);
+        println!("  {} findings", findings.len());
+    }
+}
