@@ -25,7 +25,9 @@ fn main() {
         ..LoadOptions::default()
     };
     let t = Instant::now();
-    let mut live = LiveRepo::open(Some(&dir), &dir, opts).expect("a repository");
+    // DIR is taken relative to where the benchmark runs, like `ctx -C DIR`.
+    let cwd = std::env::current_dir().expect("a working folder");
+    let mut live = LiveRepo::open(Some(&dir), &cwd, opts).expect("a repository");
     let open = t.elapsed().as_secs_f64();
     let objects = live.repo().objects.len();
     let time = |live: &mut LiveRepo| {

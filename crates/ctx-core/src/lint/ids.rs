@@ -60,9 +60,14 @@ fn in_scope(s: &Scope, id: &str) -> bool {
 
 pub fn check(repo: &Repo, out: &mut Vec<Diagnostic>) {
     let m = &repo.manifest;
-    let scopes: Vec<(&String, Scope)> = if super::scope::policy_broken(repo) {
-        Vec::new()
-    } else {
+    // Each role's effective scope, computed only once an id actually differs from
+    // its path (rare): flattening every role up front is quadratic in a deep
+    // inheritance chain, and most repositories never need it.
+    let mut scopes: Option<Vec<(&String, Scope)>> = None;
+    let mut all_scopes = || {
+        if super::scope::policy_broken(repo) {
+            return Vec::new();
+        }
         m.roles
             .keys()
             .filter_map(|name| {
@@ -84,6 +89,7 @@ pub fn check(repo: &Repo, out: &mut Vec<Diagnostic>) {
         }
         // Roles the declared id lets in where the path's id would have kept it out.
         let widened: Vec<&str> = scopes
+            .get_or_insert_with(&mut all_scopes)
             .iter()
             .filter(|(_, s)| in_scope(s, &o.id) && !in_scope(s, &expected))
             .map(|(n, _)| n.as_str())
