@@ -78,6 +78,20 @@ pub fn needed(a: Authority) -> bool {
     matches!(a, Authority::Canonical | Authority::Approved)
 }
 
+/// Does a new version `new` of an object (replacing `prev`, if any) get its writer's
+/// sign-off? When it needs one ([`needed`]) and the writer promotes it, or when it
+/// keeps the authority of a predecessor whose sign-off still holds: keeping an
+/// authority is not a promotion. A predecessor edited by hand since its sign-off
+/// passes nothing on. `ctx supersede` and a committed proposal share this rule.
+pub fn due(m: &Manifest, new: &ContextObject, prev: Option<&ContextObject>, promote: bool) -> bool {
+    needed(new.meta.authority)
+        && (promote
+            || prev.is_some_and(|p| {
+                p.meta.authority == new.meta.authority
+                    && matches!(standing(m, p), Standing::Signed(_))
+            }))
+}
+
 /// What a sign-off covers: the object's file byte for byte, so any edit after the
 /// sign-off (content, fields, even formatting) needs a new one. Two exceptions, where
 /// the file holds more than the object or changes without its meaning changing:
