@@ -80,6 +80,7 @@ mod mcp_personal;
 mod mcp_personal_canary;
 mod mcp_python;
 mod mcp_wire;
+mod not_found_exits;
 mod personal;
 mod piped_output;
 mod plugins;

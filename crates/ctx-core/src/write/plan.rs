@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use serde_json::{Map, Value};
 
 use crate::diag::{Code, Diagnostic, Severity};
-use crate::error::{Error, Result};
+use crate::error::{Error, Exit, Result};
 use crate::evidence::{Record, WriteKind};
 use crate::fs::{confine, RepoLock};
 use crate::load::{self, LoadOptions, Repo};
@@ -610,6 +610,7 @@ fn planned_object(repo: &Repo, rel: &str, bytes: &[u8]) -> Result<ContextObject>
             ),
             findings: errors,
             help: None,
+            exit: Exit::Invalid,
         });
     }
     parsed
@@ -643,6 +644,7 @@ fn check_repository(repo: &Repo, planned: &Repo) -> Result<()> {
         ),
         findings: new,
         help,
+        exit: Exit::Invalid,
     })
 }
 
