@@ -93,6 +93,7 @@ mod provider_state;
 mod readme;
 mod refusal;
 mod release;
+mod request_output;
 mod resolve;
 mod resolve_budget;
 mod serve_canary;
