@@ -65,6 +65,7 @@ mod fmt;
 mod graph;
 mod health;
 mod history;
+mod hook_fail_on;
 mod info;
 mod init;
 mod init_git;
