@@ -27,7 +27,7 @@ use rmcp::model::{
 use rmcp::service::{ElicitationMode, RequestContext, RoleServer};
 use serde_json::{json, Value};
 
-use ctx_core::model::Classification;
+use ctx_core::personal::Tier;
 
 use super::inert::quoted;
 
@@ -37,50 +37,6 @@ pub const APPROVAL_TTL: Duration = Duration::from_secs(300);
 const ELICIT_TIMEOUT: Duration = Duration::from_secs(600);
 /// The key of the approval in `inputRequests` / `inputResponses`.
 const INPUT_KEY: &str = "approval";
-
-/// Seed 004's sensitivity tiers, mapped one-to-one onto OpenContext classification:
-/// public ↔ public, standard ↔ internal, sensitive ↔ confidential, critical ↔ restricted.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-pub enum Tier {
-    Public,
-    Standard,
-    Sensitive,
-    Critical,
-}
-
-impl Tier {
-    pub fn of(c: Classification) -> Tier {
-        match c {
-            Classification::Public => Tier::Public,
-            Classification::Internal => Tier::Standard,
-            Classification::Confidential => Tier::Sensitive,
-            Classification::Restricted => Tier::Critical,
-        }
-    }
-
-    pub fn classification(self) -> Classification {
-        match self {
-            Tier::Public => Classification::Public,
-            Tier::Standard => Classification::Internal,
-            Tier::Sensitive => Classification::Confidential,
-            Tier::Critical => Classification::Restricted,
-        }
-    }
-
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Tier::Public => "public",
-            Tier::Standard => "standard",
-            Tier::Sensitive => "sensitive",
-            Tier::Critical => "critical",
-        }
-    }
-
-    /// Sensitive and critical context leaves only with the user's approval.
-    pub fn needs_approval(self) -> bool {
-        self >= Tier::Sensitive
-    }
-}
 
 /// One object (or value) an approval covers. Never its content.
 #[derive(Debug, Clone)]
@@ -124,7 +80,7 @@ impl Ask {
     fn critical(&self) -> Vec<&Item> {
         self.items
             .iter()
-            .filter(|i| i.tier == Tier::Critical)
+            .filter(|i| i.tier.needs_confirmation())
             .collect()
     }
 
@@ -518,15 +474,6 @@ mod tests {
             binding: "sha256:00".into(),
             second_factor: SecondFactor::Phrase,
         }
-    }
-
-    #[test]
-    fn tiers_map_one_to_one_onto_classification() {
-        for c in Classification::ALL {
-            assert_eq!(Tier::of(*c).classification(), *c);
-        }
-        assert!(!Tier::Standard.needs_approval());
-        assert!(Tier::Sensitive.needs_approval());
     }
 
     #[test]

@@ -29,13 +29,13 @@ use ctx_core::write::{self, emit, FileWrite};
 use rmcp::model::{CallToolResponse, CallToolResult, ContentBlock, ErrorData, JsonObject};
 use rmcp::service::{RequestContext, RoleServer};
 
-use super::approval::Tier;
 use super::calls::arg_error;
 use super::evidence::Note;
 use super::exchange::ProposalDraft;
 use super::server::{client_name, parse, tool_error, CtxServer};
 use super::service::{Service, MEMORY_EXTENSION};
 use super::tools;
+use ctx_core::personal::Tier;
 
 /// The largest value `context_set` accepts, in bytes.
 pub const MAX_VALUE_BYTES: usize = 64 * 1024;

@@ -31,10 +31,11 @@ use ctx_core::error::Result;
 use ctx_core::load::live::LiveRepo;
 use ctx_core::load::{self, LoadOptions, Repo};
 use ctx_core::manifest::{roles, Manifest};
+use ctx_core::personal::Tier;
 use ctx_core::resolve::{self, Consumer, Exclusion, Request, Resolution, ResolveOptions};
 use ctx_core::view::{View, Who};
 
-use super::approval::{Item, Tier};
+use super::approval::Item;
 
 /// The object extension recording who wrote a value (seed 004 §5 `written_by`).
 pub const MEMORY_EXTENSION: &str = "ctx.memory";

@@ -27,7 +27,7 @@ use ctx_core::personal::service::{Answer, Decide, FieldQuery, Gate as Pending, R
 use ctx_core::personal::tokens::Mode;
 
 use super::tools;
-use crate::mcp::approval::{self, Ask, Gate, Item, SecondFactor, Tier, Verdict};
+use crate::mcp::approval::{self, Ask, Gate, Item, SecondFactor, Verdict};
 use crate::mcp::inert::quoted;
 use crate::mcp::server::{parse, NOT_FOUND, REFUSED};
 use crate::mcp::tools::MAX_ARGUMENTS_BYTES;
@@ -126,7 +126,7 @@ impl PersonalServer {
                 .map(|(id, tier, proposed)| Item {
                     id: id.clone(),
                     title: None,
-                    tier: Tier::of(tier.classification()),
+                    tier: *tier,
                     // Compact JSON from the vault: a text value is shown as its text.
                     proposed: proposed.as_ref().map(|v| {
                         serde_json::from_str::<String>(v).unwrap_or_else(|_| v.to_string())
