@@ -162,8 +162,9 @@ impl CtxServer {
             "action": action, "approval": {"via": a.via, "request": a.binding, "outcome": "approved"},
             "era": era(ctx), "client": client_name(ctx),
         });
+        // The snapshot the disclosure was computed from: no second refresh.
+        let repo = d.repo.clone();
         self.blocking(move |s| {
-            let (repo, _) = s.load()?;
             evidence::event(
                 s,
                 &repo,
