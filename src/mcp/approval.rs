@@ -27,6 +27,7 @@ use rmcp::model::{
 use rmcp::service::{ElicitationMode, RequestContext, RoleServer};
 use serde_json::{json, Value};
 
+use ctx_core::error::Error;
 use ctx_core::personal::Tier;
 
 use super::inert::quoted;
@@ -321,11 +322,12 @@ pub struct Gate {
 
 impl Gate {
     /// A gate with a fresh random key: states never survive the process.
-    pub fn new() -> Result<Gate, String> {
+    pub fn new() -> Result<Gate, Error> {
         let mut key = [0u8; 32];
         getrandom::fill(&mut key)
-            .map_err(|e| format!("no randomness for the request-state key: {e}"))?;
-        let codec = RequestStateCodec::try_new(key.to_vec()).map_err(|e| e.to_string())?;
+            .map_err(|e| Error::Invalid(format!("no randomness for the request-state key: {e}")))?;
+        let codec = RequestStateCodec::try_new(key.to_vec())
+            .map_err(|e| Error::Invalid(format!("cannot key the request-state codec: {e}")))?;
         Ok(Gate {
             codec,
             used: Mutex::new(HashMap::new()),

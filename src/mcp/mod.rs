@@ -131,8 +131,7 @@ pub fn serve(cfg: Config, flags: &Who) -> Result<Exit> {
     let (who, consumer, label) = identity(&cfg, flags)?;
     let who = service::Identity::new(who, &consumer);
     let svc = service::Service::new(cfg, who, label);
-    let server =
-        server::CtxServer::new(svc, Arc::new(exchange::LocalExchange)).map_err(Error::Invalid)?;
+    let server = server::CtxServer::new(svc, Arc::new(exchange::LocalExchange))?;
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()

@@ -51,7 +51,10 @@ pub(super) enum Gated {
 }
 
 impl CtxServer {
-    pub fn new(svc: Service, exchange: Arc<dyn Exchange>) -> Result<CtxServer, String> {
+    pub fn new(
+        svc: Service,
+        exchange: Arc<dyn Exchange>,
+    ) -> Result<CtxServer, ctx_core::error::Error> {
         Ok(CtxServer {
             svc: Arc::new(svc),
             gate: Arc::new(Gate::new()?),

@@ -91,8 +91,7 @@ pub fn serve(o: Options) -> Result<Exit> {
         o.consumer.clone(),
         o.scope.clone(),
         o.mode,
-    )
-    .map_err(Error::Invalid)?;
+    )?;
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()

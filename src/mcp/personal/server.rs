@@ -61,7 +61,7 @@ impl PersonalServer {
         consumer: String,
         scope: Vec<String>,
         mode: Mode,
-    ) -> Result<PersonalServer, String> {
+    ) -> Result<PersonalServer, ctx_core::error::Error> {
         Ok(PersonalServer {
             svc,
             token: Arc::new(token),
