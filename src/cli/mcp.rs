@@ -162,7 +162,8 @@ fn personal(
     let secret = super::personal::secret_key(&cfg, v.secret_key_file.as_deref())?;
     if v.password.password_file.is_none() && !std::io::stdin().is_terminal() {
         return Err(Error::Usage(
-            "ctx mcp on a personal vault needs the profile password, and stdin carries the MCP transport:              give --password-file FILE (a file only you can read) in the client's configuration"
+            "ctx mcp on a personal vault needs the profile password, and stdin carries the MCP transport: \
+             give --password-file FILE (a file only you can read) in the client's configuration"
                 .into(),
         ));
     }
