@@ -211,7 +211,7 @@ impl Ask {
     }
 
     /// Did the user approve? Returns the outcome word for the record.
-    pub fn judge(&self, answer: &ElicitResult) -> Result<(), Refusal> {
+    fn judge(&self, answer: &ElicitResult) -> Result<(), Refusal> {
         match answer.action {
             ElicitationAction::Accept => {}
             ElicitationAction::Cancel => return Err(Refusal::Cancelled),
