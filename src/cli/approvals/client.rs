@@ -47,8 +47,13 @@ pub fn server(g: &Global, url: Option<&str>) -> Result<Server> {
     Ok(Server { host, token })
 }
 
-/// One HTTP/1.1 request to the loopback server; returns the status and JSON body.
-fn request(s: &Server, method: &str, path: &str, body: Option<&Value>) -> Result<(u16, Value)> {
+/// One HTTP/1.1 request to the loopback server; returns the status and the JSON body.
+fn request(
+    s: &Server,
+    method: &str,
+    path: &str,
+    body: Option<&Value>,
+) -> Result<(u16, Option<Value>)> {
     let mut conn = std::net::TcpStream::connect(&s.host)
         .map_err(|e| Error::Usage(format!("cannot reach ctx serve at {}: {e}", s.host)))?;
     let payload = body.map(Value::to_string).unwrap_or_default();
@@ -69,8 +74,17 @@ fn request(s: &Server, method: &str, path: &str, body: Option<&Value>) -> Result
     let mut raw = Vec::new();
     conn.read_to_end(&mut raw)
         .map_err(|e| Error::io(&s.host, &e))?;
-    let text = String::from_utf8_lossy(&raw);
-    let (head, body) = text.split_once("\r\n\r\n").unwrap_or((&text, ""));
+    response(&raw)
+}
+
+/// A raw HTTP/1.1 response: its status and, if the body is JSON, the body.
+/// Framing is undone on bytes, so a chunk boundary inside a character is harmless.
+fn response(raw: &[u8]) -> Result<(u16, Option<Value>)> {
+    let (head, body) = match raw.windows(4).position(|w| w == b"\r\n\r\n") {
+        Some(i) => (&raw[..i], &raw[i + 4..]),
+        None => (raw, &[][..]),
+    };
+    let head = String::from_utf8_lossy(head);
     let status = head
         .split_whitespace()
         .nth(1)
@@ -82,21 +96,24 @@ fn request(s: &Server, method: &str, path: &str, body: Option<&Value>) -> Result
     let body = if chunked {
         dechunk(body)
     } else {
-        body.to_string()
+        body.to_vec()
     };
-    Ok((status, serde_json::from_str(&body).unwrap_or(Value::Null)))
+    Ok((status, serde_json::from_slice(&body).ok()))
 }
 
-fn dechunk(s: &str) -> String {
-    let mut out = String::new();
-    let mut rest = s;
-    while let Some((len, tail)) = rest.split_once("\r\n") {
-        let n = usize::from_str_radix(len.trim(), 16).unwrap_or(0);
+fn dechunk(mut rest: &[u8]) -> Vec<u8> {
+    let mut out = Vec::new();
+    while let Some(i) = rest.windows(2).position(|w| w == b"\r\n") {
+        let n = std::str::from_utf8(&rest[..i])
+            .ok()
+            .and_then(|line| usize::from_str_radix(line.split(';').next()?.trim(), 16).ok())
+            .unwrap_or(0);
+        let tail = &rest[i + 2..];
         if n == 0 || tail.len() < n {
             break;
         }
-        out.push_str(&tail[..n]);
-        rest = tail[n..].trim_start_matches("\r\n");
+        out.extend_from_slice(&tail[..n]);
+        rest = tail[n..].strip_prefix(b"\r\n").unwrap_or(&tail[n..]);
     }
     out
 }
@@ -116,9 +133,33 @@ fn fail(status: u16, v: &Value) -> Error {
 
 /// One request; any answer but 200 is an error.
 pub fn ask(s: &Server, method: &str, path: &str, body: Option<&Value>) -> Result<Value> {
-    let (status, v) = request(s, method, path, body)?;
-    if status != 200 {
-        return Err(fail(status, &v));
+    match request(s, method, path, body)? {
+        (200, Some(v)) => Ok(v),
+        // Never "no approvals waiting" from an answer that could not be read.
+        (200, None) => Err(Error::Invalid(
+            "ctx serve answered 200 with a body that is not JSON".into(),
+        )),
+        (status, v) => Err(fail(status, &v.unwrap_or(Value::Null))),
     }
-    Ok(v)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_chunked_body_is_reassembled_on_bytes() {
+        // "é" (c3 a9) split across two chunks.
+        let raw = b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n7\r\n{\"a\":\"\xc3\r\n3\r\n\xa9\"}\r\n0\r\n\r\n";
+        let (status, v) = response(raw).expect("parses");
+        assert_eq!(status, 200);
+        assert_eq!(v, Some(serde_json::json!({"a": "é"})));
+    }
+
+    #[test]
+    fn a_body_that_is_not_json_is_none_not_an_empty_answer() {
+        let (status, v) = response(b"HTTP/1.1 200 OK\r\n\r\n<html>").expect("parses");
+        assert_eq!((status, v), (200, None));
+        assert!(response(b"garbage").is_err());
+    }
 }
