@@ -77,6 +77,7 @@ mod mcp_approval;
 mod mcp_canary;
 mod mcp_live;
 mod mcp_personal;
+mod mcp_personal_args;
 mod mcp_personal_canary;
 mod mcp_python;
 mod mcp_wire;
