@@ -278,12 +278,7 @@ pub fn open(ex: &Exchange<'_>, o: &ConsumerOptions) -> ClResult<Session> {
 
 /// Revoke a bundle: future opens, reads, actions and proposals are refused.
 pub fn revoke(ex: &Exchange<'_>, bundle_id: &str, reason: &str, at: Instant) -> ClResult<Value> {
-    let Some((_, envelope)) = ex
-        .state
-        .all(Kind::Bundle)?
-        .into_iter()
-        .find(|(_, e)| e["bundle"]["id"] == bundle_id)
-    else {
+    let Some((_, envelope)) = ex.state.bundle(bundle_id)? else {
         return fail(
             "BUNDLE_NOT_FOUND",
             format!("no bundle {bundle_id} was issued from this repository"),
