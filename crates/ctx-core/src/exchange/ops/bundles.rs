@@ -237,10 +237,8 @@ fn trusted_keys(ex: &Exchange<'_>, o: &ConsumerOptions) -> Vec<(String, PublicKe
 }
 
 /// Revocation as recorded in the receipt log (`bundle.revoke`).
-fn revoked(log: &ReceiptLog, bundle_id: &str) -> Result<bool, String> {
-    let state = log
-        .verify()
-        .map_err(|e| format!("{}: {}", e.code, e.message))?;
+fn revoked(log: &ReceiptLog, bundle_id: &str) -> ClResult<bool> {
+    let state = log.verify()?;
     let hit = state.receipts().any(|r| {
         r["operation"] == "bundle.revoke"
             && r["outcome"] == "success"
