@@ -97,14 +97,15 @@ pub fn read_doc(path: &Path) -> Result<Value> {
     let bytes = read_bytes(path)?;
     let text = String::from_utf8(bytes)
         .map_err(|_| Error::Invalid(format!("{}: not UTF-8 text", path.display())))?;
-    ctx_core::json::parse(&text).map_err(|e| {
-        Error::Invalid(format!(
-            "INVALID_JSON: {}:{}:{}: {}\n  help: the file must be one JSON document",
+    ctx_core::json::parse(&text).map_err(|e| Error::InvalidHint {
+        message: format!(
+            "INVALID_JSON: {}:{}:{}: {}",
             path.display(),
             e.line,
             e.column,
             e.message
-        ))
+        ),
+        help: "the file must be one JSON document".into(),
     })
 }
 
