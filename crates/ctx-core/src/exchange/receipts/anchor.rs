@@ -85,7 +85,7 @@ impl Anchor {
 
     /// Read and verify the whole anchor chain. `Ok(None)`: there is no anchor
     /// file. Records this process already verified (same bytes, same key)
-    /// are not verified again; see [`super::seen`].
+    /// are not verified again; see `receipts/seen.rs`.
     pub fn read(&self) -> ClResult<Option<Arc<Vec<Value>>>> {
         let bytes = match std::fs::read(&self.path) {
             Ok(b) => b,

@@ -181,7 +181,7 @@ impl ReceiptLog {
     }
 
     /// Read and verify every entry (not the anchor). Bytes this process
-    /// already verified are not verified again ([`seen`]): only the entries
+    /// already verified are not verified again (`receipts/seen.rs`): only the entries
     /// appended since are parsed and chained onto the remembered tail.
     fn read_log(&self) -> ClResult<LogState> {
         let bytes = match std::fs::read(&self.path) {
