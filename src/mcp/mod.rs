@@ -82,11 +82,12 @@ pub fn personal_consumer(m: &Manifest, flags: &Who) -> Result<String> {
 }
 
 fn default_consumer(m: &Manifest) -> Result<Who> {
-    let bad = |why: &str| {
-        Error::Usage(format!(
-            "{}: extensions.{EXTENSION}: {why}\n  help: write `{EXTENSION}: {{agent: <name>}}` or `{{role: <name>}}`, or pass --agent/--role",
-            m.file
-        ))
+    // A malformed block is an invalid manifest (exit 1), never a default consumer.
+    let bad = |why: &str| Error::InvalidHint {
+        message: format!("{}: extensions.{EXTENSION}: {why}", m.file),
+        help: format!(
+            "write `{EXTENSION}: {{agent: <name>}}` or `{{role: <name>}}`, or pass --agent/--role"
+        ),
     };
     let Some(v) = m.extension(EXTENSION) else {
         return Err(Error::Usage(

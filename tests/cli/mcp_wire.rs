@@ -201,6 +201,21 @@ fn an_unknown_or_missing_consumer_refuses_to_start() {
     let r = repo.ctx(&["mcp"]);
     assert_eq!(r.code, 2);
     assert!(r.stderr.contains("--agent"), "{}", r.stderr);
+    // A malformed default in the manifest is invalid (exit 1), its fix a hint of its own.
+    let manifest = std::fs::read_to_string(repo.path().join("opencontext.yaml")).unwrap();
+    repo.write(
+        "opencontext.yaml",
+        &manifest.replace("extensions:\n", "extensions:\n  ctx.mcp: {agnt: helper}\n"),
+    );
+    let r = repo.ctx(&["mcp"]);
+    assert_eq!(r.code, 1, "{}", r.stderr);
+    assert!(
+        r.stderr.contains("extensions.ctx.mcp: unknown key `agnt`")
+            && r.stderr.contains("help: write `ctx.mcp: {agent: <name>}`"),
+        "{}",
+        r.stderr
+    );
+    assert!(r.stdout.is_empty(), "stdout must stay clean");
 }
 
 #[test]
