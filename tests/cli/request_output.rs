@@ -63,3 +63,29 @@ fn request_evaluate_with_output_writes_the_decision_and_prints_nothing() {
     assert_eq!(again.code, 0, "{}", again.stderr);
     assert_eq!(again.json()["type"], "policy_decision");
 }
+
+#[test]
+fn exchange_issue_follows_the_same_output_rule() {
+    let r = ClRepo::init();
+    let req = r.file("req.json");
+    assert_eq!(new_request(&r, &["-o", req.to_str().unwrap()]).code, 0);
+    assert_eq!(r.evaluate("req.json", "dec.json", 1).code, 0);
+    let dec = r.file("dec.json");
+    let issue = |extra: &[&str], s: i64| {
+        let mut args = vec!["exchange", "issue", dec.to_str().unwrap(), "--at"];
+        let when = at(s);
+        args.push(&when);
+        args.extend_from_slice(extra);
+        r.run(&args)
+    };
+    // `-o -` with --format json: the envelope once on stdout (twice is not one document).
+    let dash = issue(&["-o", "-", "--format", "json"], 2);
+    assert_eq!(dash.code, 0, "{}", dash.stderr);
+    assert!(dash.json()["bundle"].is_object(), "{}", dash.stdout);
+    // `-o FILE`: the file, and nothing on stdout.
+    let file = r.file("env.json");
+    let f = issue(&["-o", file.to_str().unwrap()], 3);
+    assert_eq!(f.code, 0, "{}", f.stderr);
+    assert!(f.stdout.is_empty(), "{}", f.stdout);
+    assert!(r.envelope("env.json")["bundle"].is_object());
+}

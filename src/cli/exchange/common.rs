@@ -16,6 +16,7 @@ use ctx_core::exchange::view::ViewOptions;
 use ctx_core::load::Repo;
 use ctx_core::time::{Clock, Instant};
 
+use crate::cli::printer::output_file;
 use crate::cli::{Global, Printer};
 
 /// Flags every exchange command that reads the repository shares.
@@ -112,6 +113,21 @@ pub fn read_doc(path: &Path) -> Result<Value> {
 /// Print a JSON document.
 pub fn print_json(p: &Printer, v: &Value) -> Result<()> {
     crate::cli::io_result(p.out(&(serde_json::to_string_pretty(v).expect("JSON") + "\n")))
+}
+
+/// The document goes to `-o FILE` (atomically) or, without one (or with `-o -`), to
+/// stdout, the one rule of every exchange document command; `--format json` prints it with `-o` too.
+pub fn emit(p: &Printer, c: &CommonArgs, doc: &Value, output: Option<&Path>) -> Result<()> {
+    match output_file(output) {
+        Some(out) => {
+            crate::cli::io_result(p.product_json(doc, Some(out)))?;
+            if c.json() {
+                print_json(p, doc)?;
+            }
+            Ok(())
+        }
+        None => print_json(p, doc),
+    }
 }
 
 #[cfg(test)]

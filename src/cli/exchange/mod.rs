@@ -18,7 +18,7 @@ use ctx_core::exchange::ops::bundles::{self, ConsumerOptions, IssueOptions};
 use ctx_core::exchange::{kit, local};
 
 use super::{Global, Printer};
-pub use common::{at, exchange, print_json, read_bytes, read_doc, reject, repo, CommonArgs};
+pub use common::{at, emit, exchange, print_json, read_bytes, read_doc, reject, repo, CommonArgs};
 
 pub fn run(g: &Global, p: &Printer, a: &ExchangeArgs) -> Result<Exit> {
     match &a.command {
@@ -41,12 +41,7 @@ fn issue(g: &Global, p: &Printer, a: &IssueArgs) -> Result<Exit> {
     let (key, o) = (a.key.clone(), &a.output);
     let issued =
         bundles::issue(&ex, &IssueOptions { decision, key, at }).map_err(|e| reject(g, p, c, e))?;
-    if let Some(out) = o {
-        super::io_result(p.product_json(&issued.envelope, Some(out)))?;
-    }
-    if c.json() || o.is_none() {
-        print_json(p, &issued.envelope)?;
-    }
+    emit(p, c, &issued.envelope, o.as_deref())?;
     let b = &issued.envelope["bundle"];
     let (to, until) = (b["recipient"].as_str(), b["expires_at"].as_str());
     let _ = p.err(&format!(
