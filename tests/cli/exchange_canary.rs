@@ -243,6 +243,19 @@ fn no_canary_reaches_any_output_of_the_exchange() {
         &["discover", "denied body", "--as", "bot", "--at", &at(10)],
         0,
     );
+    step(
+        &[
+            "discover",
+            "customer passport ssn denied body",
+            "--as",
+            "bot",
+            "--at",
+            &at(11),
+            "--format",
+            "json",
+        ],
+        0,
+    );
 
     // The exchange disclosed what resolve gives `bot`, and nothing else.
     let envelope = std::fs::read_to_string(&env).unwrap();
