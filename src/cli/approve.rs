@@ -62,10 +62,10 @@ pub fn run(g: &Global, p: &Printer, a: &ApproveArgs) -> Result<Exit> {
     let doc = read_doc(&a.file)?;
     let repo = repo(g)?;
     let ex = exchange(g, &repo, c)?;
-    let now = at(c.at.as_deref())?;
-    let request = decide::request_for_approval(&ex, &doc).map_err(|e| reject(p, c, e))?;
+    let now = at(&g.clock, c.at.as_deref())?;
+    let request = decide::request_for_approval(&ex, &doc).map_err(|e| reject(g, p, c, e))?;
     let summary =
-        decide::approval_summary(&ex, &request, now, valid_for).map_err(|e| reject(p, c, e))?;
+        decide::approval_summary(&ex, &request, now, valid_for).map_err(|e| reject(g, p, c, e))?;
     let text = decide::render_summary(&summary);
     if a.show {
         super::io_result(p.out(&text))?;
@@ -93,7 +93,7 @@ pub fn run(g: &Global, p: &Printer, a: &ApproveArgs) -> Result<Exit> {
     }
     let approver = format!("urn:ctx:approver:{}", a.approver);
     let (approval, path) =
-        decide::approve(&ex, &summary, &approver, now).map_err(|e| reject(p, c, e))?;
+        decide::approve(&ex, &summary, &approver, now).map_err(|e| reject(g, p, c, e))?;
     if let Some(out) = &a.output {
         super::io_result(p.product_json(&approval, Some(out)))?;
     }

@@ -33,11 +33,11 @@ pub fn run(g: &Global, p: &Printer, a: &DiscoverArgs) -> Result<Exit> {
         &DiscoverOptions {
             query: a.query.clone(),
             requester: a.requester.clone(),
-            at: at(c.at.as_deref())?,
+            at: at(&g.clock, c.at.as_deref())?,
             version: a.spec_version,
         },
     )
-    .map_err(|e| reject(p, c, e))?;
+    .map_err(|e| reject(g, p, c, e))?;
     print_json(p, &response)?;
     Ok(Exit::Ok)
 }

@@ -35,10 +35,11 @@ pub fn run(g: &Global, p: &Printer, a: &ProposeArgs) -> Result<Exit> {
     let o = ConsumerOptions {
         envelope: read_bytes(&a.bundle)?,
         recipient: a.recipient.clone(),
-        at: at(c.at.as_deref())?,
+        at: at(&g.clock, c.at.as_deref())?,
         trust: None,
     };
-    let (proposal, path) = proposals::submit(&ex, &o, &candidate).map_err(|e| reject(p, c, e))?;
+    let (proposal, path) =
+        proposals::submit(&ex, &o, &candidate).map_err(|e| reject(g, p, c, e))?;
     print_json(p, &proposal)?;
     let needs = proposal["approval_requirement"]
         .as_array()

@@ -88,7 +88,7 @@ pub fn run(g: &Global, p: &Printer, a: &ReceiptsArgs) -> Result<Exit> {
                     operation: x.operation.clone(),
                 },
             )
-            .map_err(|e| reject(p, c, e))?;
+            .map_err(|e| reject(g, p, c, e))?;
             if c.json() {
                 print_json(p, &json!(rows.iter().map(listed_json).collect::<Vec<_>>()))?;
             } else {
@@ -98,11 +98,11 @@ pub fn run(g: &Global, p: &Printer, a: &ReceiptsArgs) -> Result<Exit> {
             }
         }
         ReceiptsCommand::Show(x) => {
-            let r = ledger::show(&ex, &x.id).map_err(|e| reject(p, c, e))?;
+            let r = ledger::show(&ex, &x.id).map_err(|e| reject(g, p, c, e))?;
             print_json(p, &listed_json(&r))?;
         }
         ReceiptsCommand::Verify(_) => {
-            let s = ledger::verify(&ex).map_err(|e| reject(p, c, e))?;
+            let s = ledger::verify(&ex).map_err(|e| reject(g, p, c, e))?;
             if c.json() {
                 print_json(
                     p,
@@ -117,7 +117,7 @@ pub fn run(g: &Global, p: &Printer, a: &ReceiptsArgs) -> Result<Exit> {
             }
         }
         ReceiptsCommand::Retry(_) => {
-            let r = ledger::retry(&ex).map_err(|e| reject(p, c, e))?;
+            let r = ledger::retry(&ex).map_err(|e| reject(g, p, c, e))?;
             if c.json() {
                 print_json(p, &json!({"completed": r.completed}))?;
             } else {
@@ -134,8 +134,14 @@ pub fn run(g: &Global, p: &Printer, a: &ReceiptsArgs) -> Result<Exit> {
             }
         }
         ReceiptsCommand::Supersede(x) => {
-            let r = ledger::supersede(&ex, &x.id, &x.outcome, &x.summary, at(c.at.as_deref())?)
-                .map_err(|e| reject(p, c, e))?;
+            let r = ledger::supersede(
+                &ex,
+                &x.id,
+                &x.outcome,
+                &x.summary,
+                at(&g.clock, c.at.as_deref())?,
+            )
+            .map_err(|e| reject(g, p, c, e))?;
             print_json(p, &r)?;
         }
     }

@@ -56,6 +56,7 @@ mod exchange_bad_input;
 mod exchange_canary;
 mod exchange_conformance;
 mod exchange_examples;
+mod exchange_hints;
 mod exchange_receipts;
 mod explain_causes;
 mod export;

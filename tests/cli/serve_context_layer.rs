@@ -6,15 +6,13 @@
 //! Idempotency-Key replay and conflict, media type, malformed JSON,
 //! authentication and unknown ids.
 
-use std::io::{BufRead, BufReader, Read};
 use std::path::Path;
-use std::sync::{Arc, Mutex};
-use std::time::Duration;
 
 use serde_json::{json, Value};
 
 use crate::exchange::ClRepo;
-use crate::support::{ctx_in, Spawned};
+use crate::serve_support::Running;
+use crate::support::ctx_in;
 
 pub const MEDIA: &str = "application/vnd.context-layer+json";
 
@@ -61,38 +59,37 @@ impl Resp {
 
 /// A running `ctx serve` with the binding, and this launch's tokens.
 pub struct ClServer {
-    spawned: Option<Spawned>,
-    pub url: String,
+    pub running: Running,
     pub operator: String,
     pub tokens: Value,
-    agent: ureq::Agent,
-    log: Arc<Mutex<String>>,
+}
+
+impl std::ops::Deref for ClServer {
+    type Target = Running;
+    fn deref(&self) -> &Running {
+        &self.running
+    }
+}
+
+impl std::ops::DerefMut for ClServer {
+    fn deref_mut(&mut self) -> &mut Running {
+        &mut self.running
+    }
 }
 
 impl ClServer {
     /// Start `ctx serve --listen 127.0.0.1:0` in `dir` with this config folder.
     pub fn start(dir: &Path, config: &Path) -> ClServer {
-        let mut spawned = ctx_in(&dir.to_path_buf())
+        let spawned = ctx_in(&dir.to_path_buf())
             .args(["serve", "--listen", "127.0.0.1:0", "--no-prompt"])
             .env("HOME", config)
             .env("XDG_CONFIG_HOME", config)
             .spawn();
-        let stderr = spawned.child.stderr.take().expect("stderr pipe");
-        let mut reader = BufReader::new(stderr);
-        let mut line = String::new();
-        reader.read_line(&mut line).expect("first stderr line");
-        let url = line
-            .trim()
-            .strip_prefix("listening on ")
-            .unwrap_or_else(|| panic!("first line of stderr: {line:?}"))
-            .to_string();
-        line.clear();
-        reader.read_line(&mut line).expect("second stderr line");
-        let path = line
-            .trim()
+        let (running, lines) = Running::start(spawned, 1);
+        let path = lines[0]
             .rsplit_once(" in ")
             .map(|(_, p)| p.to_string())
-            .unwrap_or_else(|| panic!("second line of stderr: {line:?}"));
+            .unwrap_or_else(|| panic!("second line of stderr: {:?}", lines[0]));
         let creds: Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
         #[cfg(unix)]
         {
@@ -100,25 +97,10 @@ impl ClServer {
             let mode = std::fs::metadata(&path).unwrap().permissions().mode() & 0o777;
             assert_eq!(mode, 0o600, "the credentials file is private");
         }
-        let log = Arc::new(Mutex::new(String::new()));
-        let sink = log.clone();
-        std::thread::spawn(move || {
-            let mut rest = String::new();
-            let _ = reader.read_to_string(&mut rest);
-            sink.lock().unwrap().push_str(&rest);
-        });
-        let agent: ureq::Agent = ureq::Agent::config_builder()
-            .http_status_as_error(false)
-            .timeout_global(Some(Duration::from_secs(60)))
-            .build()
-            .into();
         ClServer {
-            spawned: Some(spawned),
-            url,
+            running,
             operator: creds["operator"].as_str().unwrap().to_string(),
             tokens: creds["requesters"].clone(),
-            agent,
-            log,
         }
     }
 
@@ -185,26 +167,6 @@ impl ClServer {
         let mut h = vec![("Authorization", auth.as_str()), ("Content-Type", MEDIA)];
         h.extend_from_slice(extra);
         self.call("POST", path, &h, Some(body.to_string().as_bytes()))
-    }
-
-    /// Everything the server wrote to stderr after its second line.
-    pub fn stderr(&mut self) -> String {
-        self.stop();
-        std::thread::sleep(Duration::from_millis(100));
-        self.log.lock().unwrap().clone()
-    }
-
-    pub fn stop(&mut self) {
-        if let Some(mut s) = self.spawned.take() {
-            let _ = s.child.kill();
-            let _ = s.child.wait();
-        }
-    }
-}
-
-impl Drop for ClServer {
-    fn drop(&mut self) {
-        self.stop();
     }
 }
 

@@ -64,16 +64,38 @@ impl Vault {
     pub fn serve(&self, extra: &[&str]) -> Server {
         let mut args = vec!["-C", "v", "serve", "--listen", "127.0.0.1:0", "--no-prompt"];
         args.extend_from_slice(extra);
-        let mut spawned = ctx_in(&self.repo).args(&args).spawn();
+        let (running, _) = Running::start(ctx_in(&self.repo).args(&args).spawn(), 0);
+        Server { running }
+    }
+}
+
+/// A running `ctx serve` (either binding): its URL, an HTTP client that
+/// reports every status, and what it writes to stderr after its first lines.
+/// Stopped when dropped.
+pub struct Running {
+    spawned: Option<Spawned>,
+    pub url: String,
+    pub agent: ureq::Agent,
+    log: Arc<Mutex<String>>,
+}
+
+impl Running {
+    /// Read `listening on <url>` and `more` further stderr lines (returned),
+    /// then collect the rest in the background.
+    pub fn start(mut spawned: Spawned, more: usize) -> (Running, Vec<String>) {
         let stderr = spawned.child.stderr.take().expect("stderr pipe");
         let mut reader = BufReader::new(stderr);
-        let mut first = String::new();
-        reader.read_line(&mut first).expect("first stderr line");
+        let mut line = || {
+            let mut l = String::new();
+            reader.read_line(&mut l).expect("a stderr line");
+            l.trim().to_string()
+        };
+        let first = line();
         let url = first
-            .trim()
             .strip_prefix("listening on ")
             .unwrap_or_else(|| panic!("first line of stderr: {first:?}"))
             .to_string();
+        let lines = (0..more).map(|_| line()).collect();
         let log = Arc::new(Mutex::new(String::new()));
         let sink = log.clone();
         std::thread::spawn(move || {
@@ -86,12 +108,33 @@ impl Vault {
             .timeout_global(Some(Duration::from_secs(60)))
             .build()
             .into();
-        Server {
+        let running = Running {
             spawned: Some(spawned),
             url,
             agent,
             log,
+        };
+        (running, lines)
+    }
+
+    /// Everything the server wrote to stderr after the lines read at start.
+    pub fn stderr(&mut self) -> String {
+        self.stop();
+        std::thread::sleep(Duration::from_millis(100));
+        self.log.lock().unwrap().clone()
+    }
+
+    pub fn stop(&mut self) {
+        if let Some(mut s) = self.spawned.take() {
+            let _ = s.child.kill();
+            let _ = s.child.wait();
         }
+    }
+}
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        self.stop();
     }
 }
 
@@ -124,11 +167,22 @@ impl Resp {
     }
 }
 
+/// The personal vault's binding.
 pub struct Server {
-    spawned: Option<Spawned>,
-    pub url: String,
-    pub agent: ureq::Agent,
-    log: Arc<Mutex<String>>,
+    pub running: Running,
+}
+
+impl std::ops::Deref for Server {
+    type Target = Running;
+    fn deref(&self) -> &Running {
+        &self.running
+    }
+}
+
+impl std::ops::DerefMut for Server {
+    fn deref_mut(&mut self) -> &mut Running {
+        &mut self.running
+    }
 }
 
 impl Server {
@@ -247,26 +301,6 @@ impl Server {
         let r = self.send("POST", "/context/tokens/service", None, body);
         r.expect(201);
         r.body["token"].as_str().expect("token").to_string()
-    }
-
-    /// Everything the server wrote to stderr after its first line.
-    pub fn stderr(&mut self) -> String {
-        self.stop();
-        std::thread::sleep(Duration::from_millis(100));
-        self.log.lock().unwrap().clone()
-    }
-
-    pub fn stop(&mut self) {
-        if let Some(mut s) = self.spawned.take() {
-            let _ = s.child.kill();
-            let _ = s.child.wait();
-        }
-    }
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        self.stop();
     }
 }
 

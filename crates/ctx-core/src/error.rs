@@ -86,6 +86,11 @@ pub enum Error {
     /// The audit configuration is invalid or the log is damaged.
     #[error(transparent)]
     Audit(#[from] crate::audit::AuditError),
+
+    /// Invalid input whose remediation is known: the hint is a field, rendered
+    /// under the message (never baked into it as `help:` text).
+    #[error("{message}")]
+    InvalidHint { message: String, help: String },
 }
 
 fn manifest_message(path: &std::path::Path, d: &Diagnostic) -> String {
@@ -113,6 +118,7 @@ impl Error {
             Error::RedactionKey(_) => Exit::Invalid,
             Error::Write(e) => e.exit(),
             Error::Audit(_) => Exit::Invalid,
+            Error::InvalidHint { .. } => Exit::Invalid,
         }
     }
 
@@ -131,6 +137,7 @@ impl Error {
             Error::RedactionKey(e) => hint(e),
             Error::Write(e) => hint(e),
             Error::Audit(e) => hint(e),
+            Error::InvalidHint { help, .. } => Some(help.clone()),
             _ => None,
         }
     }

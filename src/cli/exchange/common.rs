@@ -14,7 +14,7 @@ use ctx_core::exchange::error::{ClError, ErrorKind};
 use ctx_core::exchange::ops::Exchange;
 use ctx_core::exchange::view::ViewOptions;
 use ctx_core::load::Repo;
-use ctx_core::time::Instant;
+use ctx_core::time::{Clock, Instant};
 
 use crate::cli::{Global, Printer};
 
@@ -35,15 +35,17 @@ impl CommonArgs {
     }
 }
 
-/// `--at` or now, at the profile's millisecond resolution.
-pub fn at(s: Option<&str>) -> Result<Instant> {
+/// `--at`, or the command's one reading of the clock, at the profile's
+/// millisecond resolution. Every exchange command judges at this instant, like
+/// the rest of ctx does with [`Clock::at`].
+pub fn at(clock: &Clock, s: Option<&str>) -> Result<Instant> {
     let t = match s {
         Some(s) => canon::parse_time(s).ok_or_else(|| {
             Error::Usage(format!(
                 "--at `{s}` is not an RFC 3339 instant such as 2026-08-09T12:00:00Z"
             ))
         })?,
-        None => chrono::Utc::now(),
+        None => clock.precise(),
     };
     Ok(canon::to_ms(t))
 }
@@ -70,9 +72,9 @@ pub fn cl(e: ClError) -> Error {
 
 /// Report a protocol error: on stdout as an error object with `--format json`,
 /// always on stderr (through the returned error).
-pub fn reject(p: &Printer, c: &CommonArgs, e: ClError) -> Error {
+pub fn reject(g: &Global, p: &Printer, c: &CommonArgs, e: ClError) -> Error {
     if c.json() {
-        let at = at(c.at.as_deref()).unwrap_or_else(|_| chrono::Utc::now());
+        let at = at(&g.clock, c.at.as_deref()).unwrap_or_else(|_| canon::to_ms(g.clock.precise()));
         let _ = print_json(p, &e.document(at));
     }
     cl(e)
@@ -95,18 +97,39 @@ pub fn read_doc(path: &Path) -> Result<Value> {
     let bytes = read_bytes(path)?;
     let text = String::from_utf8(bytes)
         .map_err(|_| Error::Invalid(format!("{}: not UTF-8 text", path.display())))?;
-    ctx_core::json::parse(&text).map_err(|e| {
-        Error::Invalid(format!(
-            "INVALID_JSON: {}:{}:{}: {}\n  help: the file must be one JSON document",
+    ctx_core::json::parse(&text).map_err(|e| Error::InvalidHint {
+        message: format!(
+            "INVALID_JSON: {}:{}:{}: {}",
             path.display(),
             e.line,
             e.column,
             e.message
-        ))
+        ),
+        help: "the file must be one JSON document".into(),
     })
 }
 
 /// Print a JSON document.
 pub fn print_json(p: &Printer, v: &Value) -> Result<()> {
     crate::cli::io_result(p.out(&(serde_json::to_string_pretty(v).expect("JSON") + "\n")))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Without `--at` the command's clock decides, not a fresh system reading,
+    /// so a fixed clock (tests, replays) reaches every exchange command.
+    #[test]
+    fn at_reads_the_injected_clock() {
+        let t = canon::parse_time("2031-02-03T04:05:06.789Z").unwrap();
+        let clock = Clock::fixed(t);
+        assert_eq!(at(&clock, None).unwrap(), t);
+        let given = canon::parse_time("2026-08-09T12:00:00Z").unwrap();
+        assert_eq!(at(&clock, Some("2026-08-09T12:00:00Z")).unwrap(), given);
+        assert!(matches!(
+            at(&clock, Some("yesterday")),
+            Err(Error::Usage(_))
+        ));
+    }
 }

@@ -14,7 +14,7 @@ pub fn run(g: &Global, p: &Printer, a: &ExecArgs) -> Result<Exit> {
     let c = &a.common;
     let repo = repo(g)?;
     let ex = exchange(g, &repo, c)?;
-    let o = consumer_options(&a.who, c)?;
+    let o = consumer_options(g, &a.who, c)?;
     let mut output = Vec::new();
     let report = bundles::exec(&ex, &o, &a.action, |input| {
         let run = action::run_command(&a.command, input);
@@ -27,7 +27,7 @@ pub fn run(g: &Global, p: &Printer, a: &ExecArgs) -> Result<Exit> {
         output = run.stdout;
         run.result
     })
-    .map_err(|e| reject(p, c, e))?;
+    .map_err(|e| reject(g, p, c, e))?;
     let exit = match &report.outcome {
         ExecOutcome::Success { .. } => Exit::Ok,
         ExecOutcome::Failure { .. } => Exit::Invalid,

@@ -37,10 +37,10 @@ fn issue(g: &Global, p: &Printer, a: &IssueArgs) -> Result<Exit> {
     let decision = read_doc(&a.decision)?;
     let repo = repo(g)?;
     let ex = exchange(g, &repo, c)?;
-    let at = at(c.at.as_deref())?;
+    let at = at(&g.clock, c.at.as_deref())?;
     let (key, o) = (a.key.clone(), &a.output);
     let issued =
-        bundles::issue(&ex, &IssueOptions { decision, key, at }).map_err(|e| reject(p, c, e))?;
+        bundles::issue(&ex, &IssueOptions { decision, key, at }).map_err(|e| reject(g, p, c, e))?;
     if let Some(out) = o {
         super::io_result(p.product_json(&issued.envelope, Some(out)))?;
     }
@@ -59,11 +59,11 @@ fn issue(g: &Global, p: &Printer, a: &IssueArgs) -> Result<Exit> {
     Ok(Exit::Ok)
 }
 
-pub fn consumer_options(a: &ConsumerArgs, c: &CommonArgs) -> Result<ConsumerOptions> {
+pub fn consumer_options(g: &Global, a: &ConsumerArgs, c: &CommonArgs) -> Result<ConsumerOptions> {
     Ok(ConsumerOptions {
         envelope: read_bytes(&a.envelope)?,
         recipient: a.recipient.clone(),
-        at: at(c.at.as_deref())?,
+        at: at(&g.clock, c.at.as_deref())?,
         trust: bundles::parse_trust(&a.trust).map_err(common::cl)?,
     })
 }
@@ -72,7 +72,8 @@ fn open(g: &Global, p: &Printer, a: &OpenArgs) -> Result<Exit> {
     let c = &a.common;
     let repo = repo(g)?;
     let ex = exchange(g, &repo, c)?;
-    let session = bundles::open(&ex, &consumer_options(&a.who, c)?).map_err(|e| reject(p, c, e))?;
+    let session =
+        bundles::open(&ex, &consumer_options(g, &a.who, c)?).map_err(|e| reject(g, p, c, e))?;
     if c.json() {
         print_json(p, &bundles::opened_document(&session))?;
     } else {
@@ -97,8 +98,8 @@ fn revoke(g: &Global, p: &Printer, a: &RevokeArgs) -> Result<Exit> {
     };
     let repo = repo(g)?;
     let ex = exchange(g, &repo, c)?;
-    let r =
-        bundles::revoke(&ex, &id, &a.reason, at(c.at.as_deref())?).map_err(|e| reject(p, c, e))?;
+    let r = bundles::revoke(&ex, &id, &a.reason, at(&g.clock, c.at.as_deref())?)
+        .map_err(|e| reject(g, p, c, e))?;
     if c.json() {
         return print_json(p, &r).map(|()| Exit::Ok);
     }
@@ -113,8 +114,8 @@ fn policy(g: &Global, p: &Printer, a: &PolicyArgs) -> Result<Exit> {
     let ex = exchange(g, &repo, c)?;
     let principal = ctx_core::exchange::ops::principal_arg(&a.requester);
     let prepared = ex
-        .prepare(&principal, at(c.at.as_deref())?)
-        .map_err(|e| reject(p, c, e))?;
+        .prepare(&principal, at(&g.clock, c.at.as_deref())?)
+        .map_err(|e| reject(g, p, c, e))?;
     if prepared.requester.is_none() {
         let _ = p.err(&format!("note: {principal} is not listed under extensions.ctx.exchange.requesters; it is granted nothing\n"));
     }

@@ -93,10 +93,10 @@ pub fn run(g: &Global, p: &Printer, a: &ProposalsArgs) -> Result<Exit> {
     };
     let repo = repo(g)?;
     let ex = exchange(g, &repo, c)?;
-    let now = at(c.at.as_deref())?;
+    let now = at(&g.clock, c.at.as_deref())?;
     match &a.command {
         ProposalsCommand::List(_) => {
-            let all = proposals::list(&ex, now).map_err(|e| reject(p, c, e))?;
+            let all = proposals::list(&ex, now).map_err(|e| reject(g, p, c, e))?;
             if c.json() {
                 print_json(
                     p,
@@ -108,7 +108,7 @@ pub fn run(g: &Global, p: &Printer, a: &ProposalsArgs) -> Result<Exit> {
             }
         }
         ProposalsCommand::Show(x) => {
-            let r = proposals::show(&ex, &x.id, now).map_err(|e| reject(p, c, e))?;
+            let r = proposals::show(&ex, &x.id, now).map_err(|e| reject(g, p, c, e))?;
             print_json(
                 p,
                 &json!({"status": r.status, "proposal": r.proposal, "history": r.history}),
@@ -124,7 +124,7 @@ pub fn run(g: &Global, p: &Printer, a: &ProposalsArgs) -> Result<Exit> {
             };
             let reviewer = proposals::reviewer_urn(&x.reviewer);
             let r = proposals::transition(&ex, &x.id, t, &reviewer, &x.reason, now)
-                .map_err(|e| reject(p, c, e))?;
+                .map_err(|e| reject(g, p, c, e))?;
             if c.json() {
                 print_json(p, &r.summary())?;
             } else {
@@ -148,7 +148,7 @@ pub fn run(g: &Global, p: &Printer, a: &ProposalsArgs) -> Result<Exit> {
                     at: now,
                 },
             )
-            .map_err(|e| reject(p, c, e))?;
+            .map_err(|e| reject(g, p, c, e))?;
             let t = render::committed(&done);
             crate::cli::io_result(p.out(&t))?;
         }

@@ -59,11 +59,11 @@ fn new(g: &Global, p: &Printer, a: &NewArgs) -> Result<Exit> {
             expires_in,
             client: None,
             authenticated_by: None,
-            at: at(c.at.as_deref())?,
+            at: at(&g.clock, c.at.as_deref())?,
             version: a.spec_version,
         },
     )
-    .map_err(|e| reject(p, c, e))?;
+    .map_err(|e| reject(g, p, c, e))?;
     emit(p, c, &req, a.output.as_deref())?;
     let _ = p.err(&format!("stored {}\n", path.display()));
     Ok(Exit::Ok)
@@ -89,7 +89,7 @@ fn validate(g: &Global, p: &Printer, a: &ValidateArgs) -> Result<Exit> {
     let doc = read_doc(&a.file)?;
     let repo = repo(g)?;
     let ex = exchange(g, &repo, c)?;
-    let report = request::validate(&ex, &doc, at(c.at.as_deref())?);
+    let report = request::validate(&ex, &doc, at(&g.clock, c.at.as_deref())?);
     if c.json() {
         print_json(p, &report.json())?;
     } else if report.ok() {
@@ -120,11 +120,11 @@ fn evaluate(g: &Global, p: &Printer, a: &EvaluateArgs) -> Result<Exit> {
         &EvaluateOptions {
             request,
             approval,
-            at: at(c.at.as_deref())?,
+            at: at(&g.clock, c.at.as_deref())?,
             version: a.spec_version,
         },
     )
-    .map_err(|e| reject(p, c, e))?;
+    .map_err(|e| reject(g, p, c, e))?;
     let d = &decided.evaluation.decision;
     emit(p, c, d, a.output.as_deref())?;
     let reasons = d["reason_codes"]

@@ -23,7 +23,7 @@ pub const MAX_ENVELOPE_BYTES: usize = 2_097_152;
 
 /// A revocation provider: `Ok(true)` revoked, `Ok(false)` not, `Err` cannot tell.
 /// Arguments: bundle id, decision id.
-pub type RevocationCheck<'a> = &'a dyn Fn(&str, &str) -> Result<bool, String>;
+pub type RevocationCheck<'a> = &'a dyn Fn(&str, &str) -> ClResult<bool>;
 
 /// What the deployment says about revocation.
 pub enum Revocation<'a> {

@@ -267,11 +267,14 @@ struct ConsumerInput {
     legacy: Option<Vec<u8>>,
 }
 
-fn revocation_mode(mode: &str) -> impl Fn(&str, &str) -> Result<bool, String> + '_ {
+fn revocation_mode(mode: &str) -> impl Fn(&str, &str) -> ClResult<bool> + '_ {
     move |_, _| match mode {
         "clear" => Ok(false),
         "revoked" => Ok(true),
-        _ => Err("the revocation provider failed".into()),
+        _ => fail(
+            "REVOCATION_PROVIDER_FAILED",
+            "the revocation provider failed",
+        ),
     }
 }
 

@@ -165,9 +165,36 @@ impl StateDir {
         Ok(out)
     }
 
-    /// Find a stored object by its `id`.
+    /// Find a stored object by its `id`. Objects are stored under the name
+    /// of their id, so this reads one file; only a miss scans the folder (a
+    /// request whose id came back with other content is kept under its
+    /// digest instead).
     pub fn find(&self, kind: Kind, id: &str) -> ClResult<Option<(PathBuf, Value)>> {
+        if let Some(hit) = self.named(kind, id, |v| &v["id"])? {
+            return Ok(Some(hit));
+        }
         Ok(self.all(kind)?.into_iter().find(|(_, v)| v["id"] == id))
+    }
+
+    /// The stored envelope of a bundle. Bundles are only ever stored under
+    /// the name of their id, so this reads that one file and never scans.
+    pub fn bundle(&self, bundle_id: &str) -> ClResult<Option<(PathBuf, Value)>> {
+        self.named(Kind::Bundle, bundle_id, |e| &e["bundle"]["id"])
+    }
+
+    /// The file stored under the name of `id`, when it exists and `id_of` it is `id`.
+    fn named(
+        &self,
+        kind: Kind,
+        id: &str,
+        id_of: impl Fn(&Value) -> &Value,
+    ) -> ClResult<Option<(PathBuf, Value)>> {
+        let path = self.path(kind, &name_of(id));
+        if !path.is_file() {
+            return Ok(None);
+        }
+        let v = read_json(&path)?;
+        Ok((id_of(&v) == id).then_some((path, v)))
     }
 }
 

@@ -72,10 +72,10 @@ pub struct PersonalConfig {
 }
 
 fn bad(m: &Manifest, field: &str, why: impl std::fmt::Display) -> Error {
-    Error::Invalid(format!(
-        "{}: extensions.{EXTENSION}.{field}: {why}\n  help: this block is written by `ctx init --template personal`; restore it from version control",
-        m.file
-    ))
+    Error::InvalidHint {
+        message: format!("{}: extensions.{EXTENSION}.{field}: {why}", m.file),
+        help: "this block is written by `ctx init --template personal`; restore it from version control".into(),
+    }
 }
 
 fn string<'a>(m: &Manifest, o: &'a Value, field: &str) -> Result<&'a str> {
@@ -289,5 +289,39 @@ impl PersonalConfig {
     /// Where the sealed token store, the audit log and other vault state live.
     pub fn state_dir(&self, m: &Manifest) -> std::path::PathBuf {
         m.root.join(".ctx").join("personal")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::error::Exit;
+
+    /// The fix travels as the error's hint, beside the message, not as text
+    /// inside it; the exit status is still "invalid".
+    #[test]
+    fn a_bad_block_carries_its_hint_apart_from_its_message() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("opencontext.yaml");
+        let text = format!(
+            "opencontext: \"1.0\"\nid: me\ncontext:\n  mission: ./m.md\nextensions:\n  {EXTENSION}:\n    format: 2\n"
+        );
+        std::fs::write(&path, text).unwrap();
+        std::fs::write(
+            dir.path().join("m.md"),
+            "---\nid: m\ntype: mission\n---\nx\n",
+        )
+        .unwrap();
+        let (m, _) = Manifest::load(&path).unwrap();
+        let e = PersonalConfig::from_manifest(&m).unwrap_err();
+        let message = e.to_string();
+        assert!(
+            message.ends_with(&format!("extensions.{EXTENSION}.format: expected 1")),
+            "{message}"
+        );
+        assert!(!message.contains("help"), "{message}");
+        let help = e.help().expect("a hint");
+        assert!(help.contains("ctx init --template personal"), "{help}");
+        assert_eq!(e.exit(), Exit::Invalid);
     }
 }

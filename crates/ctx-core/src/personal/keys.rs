@@ -51,23 +51,23 @@ impl KdfParams {
     }
 
     /// Fail closed on parameters weaker than the seed's.
-    pub fn check(&self) -> std::result::Result<(), String> {
+    pub fn check(&self) -> Result<()> {
         if self.memory_kib < MIN_MEMORY_KIB || self.iterations < MIN_ITERATIONS {
-            return Err(format!(
+            return Err(Error::Invalid(format!(
                 "key derivation parameters are weaker than 64 MiB / 3 iterations (found {} KiB / {})",
                 self.memory_kib, self.iterations
-            ));
+            )));
         }
         if !(1..=16).contains(&self.parallelism) || self.salt.len() < 16 {
-            return Err(
+            return Err(Error::Invalid(
                 "key derivation needs parallelism 1..16 and a salt of at least 16 bytes".into(),
-            );
+            ));
         }
         if self.memory_kib > 4 * 1024 * 1024 || self.iterations > 64 {
-            return Err(
+            return Err(Error::Invalid(
                 "key derivation parameters are implausibly large (over 4 GiB or 64 iterations)"
                     .into(),
-            );
+            ));
         }
         Ok(())
     }
@@ -133,7 +133,7 @@ pub fn context_key(
     secret: &SecretKey,
     p: &KdfParams,
 ) -> Result<Zeroizing<[u8; 32]>> {
-    p.check().map_err(Error::Invalid)?;
+    p.check()?;
     let params = argon2::Params::new(p.memory_kib, p.iterations, p.parallelism, Some(32))
         .map_err(|e| Error::Invalid(format!("key derivation parameters: {e}")))?;
     let kdf = argon2::Argon2::new_with_secret(

@@ -237,10 +237,8 @@ fn trusted_keys(ex: &Exchange<'_>, o: &ConsumerOptions) -> Vec<(String, PublicKe
 }
 
 /// Revocation as recorded in the receipt log (`bundle.revoke`).
-fn revoked(log: &ReceiptLog, bundle_id: &str) -> Result<bool, String> {
-    let state = log
-        .verify()
-        .map_err(|e| format!("{}: {}", e.code, e.message))?;
+fn revoked(log: &ReceiptLog, bundle_id: &str) -> ClResult<bool> {
+    let state = log.verify()?;
     let hit = state.receipts().any(|r| {
         r["operation"] == "bundle.revoke"
             && r["outcome"] == "success"
@@ -278,12 +276,7 @@ pub fn open(ex: &Exchange<'_>, o: &ConsumerOptions) -> ClResult<Session> {
 
 /// Revoke a bundle: future opens, reads, actions and proposals are refused.
 pub fn revoke(ex: &Exchange<'_>, bundle_id: &str, reason: &str, at: Instant) -> ClResult<Value> {
-    let Some((_, envelope)) = ex
-        .state
-        .all(Kind::Bundle)?
-        .into_iter()
-        .find(|(_, e)| e["bundle"]["id"] == bundle_id)
-    else {
+    let Some((_, envelope)) = ex.state.bundle(bundle_id)? else {
         return fail(
             "BUNDLE_NOT_FOUND",
             format!("no bundle {bundle_id} was issued from this repository"),

@@ -354,17 +354,12 @@ pub fn decide_request(
 
 /// The stored envelope of a bundle, as bytes a consumer would have received.
 fn envelope(ex: &Exchange<'_>, bundle_id: &str) -> ClResult<Value> {
-    ex.state
-        .all(Kind::Bundle)?
-        .into_iter()
-        .find(|(_, e)| e["bundle"]["id"] == bundle_id)
-        .map(|(_, e)| e)
-        .ok_or_else(|| {
-            ClError::new(
-                "BUNDLE_NOT_FOUND",
-                format!("no bundle {bundle_id} was issued here"),
-            )
-        })
+    ex.state.bundle(bundle_id)?.map(|(_, e)| e).ok_or_else(|| {
+        ClError::new(
+            "BUNDLE_NOT_FOUND",
+            format!("no bundle {bundle_id} was issued here"),
+        )
+    })
 }
 
 fn consumer(

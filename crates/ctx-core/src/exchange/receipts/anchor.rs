@@ -7,12 +7,14 @@
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use base64::Engine;
 use serde_json::{json, Map, Value};
 
 use super::log::LogState;
+use super::seen::Memo;
 use crate::exchange::canon;
 use crate::exchange::error::{fail, ClError, ClResult};
 use crate::signing::{PublicKey, Signature, SigningKeyPair};
@@ -24,6 +26,9 @@ pub const ANCHOR_VERSION: u64 = 2;
 pub fn genesis_previous_sig() -> String {
     format!("ed25519:{}", "0".repeat(86))
 }
+
+/// Anchor chains this process verified, by path, log and key: their records.
+static VERIFIED_ANCHORS: Memo<Arc<Vec<Value>>> = Memo::new();
 
 /// Where the anchor lives and who signs it.
 pub struct Anchor {
@@ -78,8 +83,10 @@ impl Anchor {
         Value::Object(m)
     }
 
-    /// Read and verify the whole anchor chain. `Ok(None)`: there is no anchor file.
-    pub fn read(&self) -> ClResult<Option<Vec<Value>>> {
+    /// Read and verify the whole anchor chain. `Ok(None)`: there is no anchor
+    /// file. Records this process already verified (same bytes, same key)
+    /// are not verified again; see `receipts/seen.rs`.
+    pub fn read(&self) -> ClResult<Option<Arc<Vec<Value>>>> {
         let bytes = match std::fs::read(&self.path) {
             Ok(b) => b,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
@@ -112,9 +119,36 @@ impl Anchor {
             return Err(invalid("the last anchor record is incomplete".into()));
         }
         let public = self.public_key();
-        let mut out = Vec::new();
-        let mut previous = genesis_previous_sig();
-        for (i, line) in text[..text.len() - 1].split('\n').enumerate() {
+        let key = format!(
+            "{}\n{}\n{}",
+            self.path.display(),
+            self.log_id,
+            public.to_base64()
+        );
+        let (start, mut out) = VERIFIED_ANCHORS
+            .take(&key, &bytes)
+            .unwrap_or_else(|| (0, Arc::default()));
+        if start < bytes.len() {
+            self.extend(Arc::make_mut(&mut out), &text[start..], &public, &invalid)?;
+        }
+        VERIFIED_ANCHORS.keep(key, bytes, out.clone());
+        Ok(Some(out))
+    }
+
+    /// Verify `text` (whole records) as the records after `records` and add them.
+    fn extend(
+        &self,
+        records: &mut Vec<Value>,
+        text: &str,
+        public: &PublicKey,
+        invalid: &dyn Fn(String) -> ClError,
+    ) -> ClResult<()> {
+        let mut previous = records
+            .last()
+            .and_then(|r| r["sig"].as_str())
+            .map_or_else(genesis_previous_sig, str::to_string);
+        for line in text[..text.len() - 1].split('\n') {
+            let i = records.len();
             let v: Value = serde_json::from_str(line)
                 .map_err(|_| invalid(format!("record {} is not JSON", i + 1)))?;
             let m = v
@@ -163,7 +197,7 @@ impl Anchor {
                     crate::signing::verify_bytes(
                         &canon::canonical_bytes(&Value::Object(unsigned)),
                         &s,
-                        &public,
+                        public,
                     )
                     .is_ok()
                 });
@@ -178,9 +212,9 @@ impl Anchor {
                 );
             }
             previous = sig.to_string();
-            out.push(v);
+            records.push(v);
         }
-        Ok(Some(out))
+        Ok(())
     }
 
     /// Compare a verified log with the newest anchor record.

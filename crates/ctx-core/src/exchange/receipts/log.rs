@@ -1,19 +1,23 @@
 //! The append-only receipt log: UTF-8 JSON Lines of C(entry), each entry
 //! `{log_version: 1, sequence, previous_entry_digest, receipt, entry_digest}`
 //! with `entry_digest = D(the other four)`. Every read verifies the whole
-//! chain and compares it with the signed anchor; every append happens under
+//! chain (what this process verified before is remembered, not redone) and
+//! compares it with the signed anchor; every append happens under
 //! one interprocess lock across read, verify, replay check, append, re-read
 //! and anchor advance. A crash between log and anchor leaves an unanchored
 //! suffix, and the store then refuses to work (fail closed).
 
 use std::fs::{File, OpenOptions};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::{Duration, Instant as Clock};
 
 use serde_json::{json, Map, Value};
+use sha2::{Digest, Sha256};
 
 use super::anchor::{append_line, Anchor};
 use super::record;
+use super::seen::Memo;
 use crate::exchange::canon::{self, GENESIS_DIGEST};
 use crate::exchange::error::{fail, ClError, ClResult};
 use crate::signing::SigningKeyPair;
@@ -23,11 +27,16 @@ pub const LOG_VERSION: u64 = 1;
 const LOCK_TIMEOUT: Duration = Duration::from_millis(5_000);
 const LOCK_RETRY: Duration = Duration::from_millis(10);
 
+/// Logs this process verified, by resolved path: their state and the SHA-256
+/// state after their bytes (so the file digest extends without rehashing).
+static VERIFIED_LOGS: Memo<(LogState, Sha256)> = Memo::new();
+
 /// A verified log: its entries and the figures the anchor vouches for.
 #[derive(Debug, Clone)]
 pub struct LogState {
-    /// Each entry as stored (`receipt` inside).
-    pub entries: Vec<Value>,
+    /// Each entry as stored (`receipt` inside); shared with the process's
+    /// memo of verified logs, so handing a state out does not copy it.
+    pub entries: Arc<Vec<Value>>,
     pub tail_digest: String,
     pub byte_length: u64,
     pub file_digest: String,
@@ -36,7 +45,7 @@ pub struct LogState {
 impl LogState {
     fn empty() -> LogState {
         LogState {
-            entries: Vec::new(),
+            entries: Arc::default(),
             tail_digest: GENESIS_DIGEST.into(),
             byte_length: 0,
             file_digest: canon::digest_bytes(b""),
@@ -171,7 +180,9 @@ impl ReceiptLog {
         }
     }
 
-    /// Read and verify every entry (not the anchor).
+    /// Read and verify every entry (not the anchor). Bytes this process
+    /// already verified are not verified again (`receipts/seen.rs`): only the entries
+    /// appended since are parsed and chained onto the remembered tail.
     fn read_log(&self) -> ClResult<LogState> {
         let bytes = match std::fs::read(&self.path) {
             Ok(b) => b,
@@ -195,12 +206,37 @@ impl ReceiptLog {
                 "the log does not end at an entry boundary".into(),
             ));
         }
-        let text = std::str::from_utf8(&bytes)
+        let key = self.path.to_string_lossy().into_owned();
+        let (start, (mut state, mut hasher)) = VERIFIED_LOGS
+            .take(&key, &bytes)
+            .unwrap_or_else(|| (0, (LogState::empty(), Sha256::new())));
+        if start < bytes.len() {
+            Self::extend(&mut state, &bytes[start..], &broken)?;
+            hasher.update(&bytes[start..]);
+            state.byte_length = bytes.len() as u64;
+            state.file_digest = format!(
+                "{}{}",
+                crate::canonical::DIGEST_PREFIX,
+                hex::encode(hasher.clone().finalize())
+            );
+        }
+        VERIFIED_LOGS.keep(key, bytes, (state.clone(), hasher));
+        Ok(state)
+    }
+
+    /// Verify `appended` (whole lines) as the entries after `state`'s and
+    /// chain them on (the entries and tail; the caller updates the byte figures).
+    fn extend(
+        state: &mut LogState,
+        appended: &[u8],
+        broken: &dyn Fn(&'static str, String) -> ClError,
+    ) -> ClResult<()> {
+        let text = std::str::from_utf8(appended)
             .map_err(|_| broken("RECEIPT_LOG_INVALID_JSON", "the log is not UTF-8".into()))?;
-        let mut entries = Vec::new();
-        let mut previous = GENESIS_DIGEST.to_string();
-        for (i, line) in text[..text.len() - 1].split('\n').enumerate() {
-            let n = i + 1;
+        let mut previous = std::mem::take(&mut state.tail_digest);
+        let entries = Arc::make_mut(&mut state.entries);
+        for line in text[..text.len() - 1].split('\n') {
+            let n = entries.len() + 1;
             let entry: Value = crate::json::parse(line).map_err(|_| {
                 broken(
                     "RECEIPT_LOG_INVALID_JSON",
@@ -232,26 +268,23 @@ impl ReceiptLog {
             previous = expected;
             entries.push(entry);
         }
-        Ok(LogState {
-            entries,
-            tail_digest: previous,
-            byte_length: bytes.len() as u64,
-            file_digest: canon::digest_bytes(&bytes),
-        })
+        state.tail_digest = previous;
+        Ok(())
     }
 
     /// Verify the log against its anchor and return it.
     pub fn verify(&self) -> ClResult<LogState> {
         let _g = self.lock()?;
-        self.verified()
+        self.verified().map(|(state, _)| state)
     }
 
-    fn verified(&self) -> ClResult<LogState> {
+    /// The verified log and the anchor records it matches.
+    fn verified(&self) -> ClResult<(LogState, Arc<Vec<Value>>)> {
         let state = self.read_log()?;
         match self.anchor.read()? {
             Some(records) => {
                 self.anchor.check(&records, &state)?;
-                Ok(state)
+                Ok((state, records))
             }
             None => fail(
                 "RECEIPT_ANCHOR_MISSING",
@@ -282,8 +315,7 @@ impl ReceiptLog {
     pub fn append(&self, receipt: &Value) -> ClResult<Value> {
         record::validate(receipt)?;
         let _g = self.lock()?;
-        let state = self.verified()?;
-        let records = self.anchor.read()?.unwrap_or_default();
+        let (state, records) = self.verified()?;
         if let Some(existing) = state
             .entries
             .iter()
@@ -311,9 +343,13 @@ impl ReceiptLog {
         let digest = canon::digest(&Value::Object(unsigned.clone()));
         unsigned.insert("entry_digest".into(), json!(digest));
         let entry = Value::Object(unsigned);
+        let expected_len = state.entries.len() + 1;
+        // The re-read extends the remembered entries in place only if no
+        // other copy of them is alive.
+        drop(state);
         append_line(&self.path, &canon::canonical_text(&entry), false)?;
         let next = self.read_log()?;
-        if next.entries.len() != state.entries.len() + 1 || next.tail_digest != digest {
+        if next.entries.len() != expected_len || next.tail_digest != digest {
             return fail(
                 "RECEIPT_LOG_APPEND_AMBIGUOUS",
                 "the receipt log append did not produce the expected state",
@@ -327,4 +363,150 @@ impl ReceiptLog {
 /// A successful `bundle.consume` receipt.
 pub fn is_consume(r: &Value) -> bool {
     r["operation"] == "bundle.consume" && r["outcome"] == "success"
+}
+
+#[cfg(test)]
+mod tests {
+    //! The process remembers what it verified; these tamper with the files
+    //! between reads in one process, where only the memo could hide a change.
+    use super::*;
+    use crate::exchange::receipts::{build, ReceiptDraft};
+    use crate::exchange::wire::SpecVersion;
+
+    fn receipt(n: u32) -> Value {
+        let at = crate::time::parse_timestamp("2026-01-01T00:00:00Z").unwrap();
+        build(
+            &ReceiptDraft {
+                operation: "policy.evaluate".into(),
+                actor: format!("urn:agent:memo-{n}"),
+                subject_ref: "urn:cl:alias:memo".into(),
+                outcome: "success".into(),
+                user_summary: "Memo test receipt.".into(),
+                ..Default::default()
+            },
+            at,
+            SpecVersion::V02,
+        )
+        .unwrap()
+    }
+
+    /// A log with three receipts, verified (and so remembered) by this process.
+    fn store() -> (tempfile::TempDir, ReceiptLog, PathBuf) {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("receipts.jsonl");
+        let anchor = dir.path().join("receipts.anchor.jsonl");
+        let key = SigningKeyPair::generate().unwrap();
+        let log = ReceiptLog::open(&path, Some((anchor, key))).unwrap();
+        for n in 0..3 {
+            log.append(&receipt(n)).unwrap();
+        }
+        assert_eq!(log.verify().unwrap().entries.len(), 3);
+        (dir, log, path)
+    }
+
+    fn code(log: &ReceiptLog) -> &'static str {
+        log.verify().expect_err("tampering must be caught").code
+    }
+
+    #[test]
+    fn appends_after_a_remembered_read_chain_on() {
+        let (_d, log, path) = store();
+        log.append(&receipt(9)).unwrap();
+        let s = log.verify().unwrap();
+        assert_eq!(s.entries.len(), 4);
+        let bytes = std::fs::read(&path).unwrap();
+        assert_eq!(s.file_digest, canon::digest_bytes(&bytes));
+        assert_eq!(s.byte_length, bytes.len() as u64);
+    }
+
+    /// The three receipts' log bytes, each line.
+    fn lines(path: &Path) -> Vec<String> {
+        let text = std::fs::read_to_string(path).unwrap();
+        text.split_inclusive('\n').map(str::to_string).collect()
+    }
+
+    #[test]
+    fn a_same_length_edit_of_a_remembered_middle_entry_is_caught() {
+        let (_d, log, path) = store();
+        let mut l = lines(&path);
+        l[1] = l[1].replacen("memo-1", "memo-X", 1);
+        std::fs::write(&path, l.concat()).unwrap();
+        assert_eq!(code(&log), "RECEIPT_LOG_CHAIN_MISMATCH");
+        assert_eq!(
+            code(&log),
+            "RECEIPT_LOG_CHAIN_MISMATCH",
+            "and stays refused"
+        );
+    }
+
+    #[test]
+    fn a_rechained_rewrite_of_remembered_entries_is_caught_by_the_anchor() {
+        let (_d, log, path) = store();
+        // A well-formed chain of the same length and count, other content.
+        let other = tempfile::tempdir().unwrap();
+        let forged = ReceiptLog::open(
+            &other.path().join("receipts.jsonl"),
+            Some((
+                other.path().join("receipts.anchor.jsonl"),
+                SigningKeyPair::generate().unwrap(),
+            )),
+        )
+        .unwrap();
+        for n in [0, 7, 2] {
+            forged.append(&receipt(n)).unwrap();
+        }
+        let bytes = std::fs::read(other.path().join("receipts.jsonl")).unwrap();
+        assert_eq!(bytes.len(), std::fs::read(&path).unwrap().len());
+        std::fs::write(&path, bytes).unwrap();
+        assert_eq!(code(&log), "RECEIPT_LOG_REWRITE");
+    }
+
+    #[test]
+    fn a_rollback_below_remembered_bytes_is_caught() {
+        let (_d, log, path) = store();
+        std::fs::write(&path, lines(&path)[..2].concat()).unwrap();
+        assert_eq!(code(&log), "RECEIPT_LOG_ROLLBACK");
+    }
+
+    #[test]
+    fn a_log_truncated_inside_a_remembered_entry_is_caught() {
+        let (_d, log, path) = store();
+        let bytes = std::fs::read(&path).unwrap();
+        std::fs::write(&path, &bytes[..bytes.len() - 10]).unwrap();
+        assert_eq!(code(&log), "RECEIPT_LOG_TRUNCATED");
+        // Cut back to an entry boundary it is a rollback, not a fresh start.
+        std::fs::write(&path, lines(&path)[..1].concat()).unwrap();
+        assert_eq!(code(&log), "RECEIPT_LOG_ROLLBACK");
+    }
+
+    #[test]
+    fn restoring_the_verified_bytes_verifies_again() {
+        let (_d, log, path) = store();
+        let good = std::fs::read(&path).unwrap();
+        std::fs::write(&path, &good[..good.len() / 2]).unwrap();
+        assert_eq!(code(&log), "RECEIPT_LOG_TRUNCATED");
+        std::fs::write(&path, &good).unwrap();
+        assert_eq!(log.verify().unwrap().entries.len(), 3);
+    }
+
+    #[test]
+    fn an_unanchored_suffix_after_remembered_bytes_is_caught() {
+        let (_d, log, path) = store();
+        let text = std::fs::read_to_string(&path).unwrap();
+        let last = text.split_inclusive('\n').next_back().unwrap().to_string();
+        std::fs::write(&path, format!("{text}{last}")).unwrap();
+        assert_eq!(code(&log), "RECEIPT_LOG_CHAIN_MISMATCH");
+    }
+
+    #[test]
+    fn a_rewritten_anchor_record_is_caught() {
+        let (d, log, _) = store();
+        let anchor = d.path().join("receipts.anchor.jsonl");
+        let text = std::fs::read_to_string(&anchor).unwrap();
+        let mut lines: Vec<&str> = text.lines().collect();
+        let forged = lines[1].replacen("\"byte_length\":", "\"byte_length\":1", 1);
+        lines[1] = &forged;
+        std::fs::write(&anchor, format!("{}\n", lines.join("\n"))).unwrap();
+        assert_eq!(code(&log), "RECEIPT_ANCHOR_SIGNATURE_INVALID");
+    }
 }

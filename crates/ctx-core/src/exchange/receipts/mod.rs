@@ -5,6 +5,7 @@
 pub mod anchor;
 pub mod log;
 pub mod record;
+mod seen;
 
 pub use log::{LogState, ReceiptLog};
 pub use record::{build, validate, ReceiptDraft, RECEIPT_PREFIX};

@@ -14,6 +14,13 @@ use crate::personal::{Tier, CONTEXT_VERSION};
 
 use super::{lock, now, now_text, Answer, Class, Gate, Open, Refusal, Service, Ticket, Who};
 
+/// What a field request does with a field, for the token-mode check.
+#[derive(Clone, Copy)]
+enum Access {
+    Read,
+    Write,
+}
+
 /// Options of `GET /context/context`.
 #[derive(Debug, Clone, Default)]
 pub struct FieldQuery {
@@ -43,6 +50,35 @@ impl Service {
     fn shown(&self, lens: &FieldView<'_>, f: &Field) -> Answer<ValueText> {
         lens.shown(f)
             .map_err(|w| Refusal::ScopeExceeded(format!("{} is withheld ({})", f.id.id, w.reason)))
+    }
+
+    /// A consumer token's mode must allow `access`; a refusal is audited
+    /// (with `ids`). The user's own session may do both.
+    fn require_mode(&self, who: &Who, access: Access, ids: &[&str]) -> Answer<()> {
+        let Who::Consumer { mode, .. } = who else {
+            return Ok(());
+        };
+        let (allowed, why) = match access {
+            Access::Read => (mode.reads(), "this token may not read (mode write)"),
+            Access::Write => (mode.writes(), "this token may not write (mode read)"),
+        };
+        if allowed {
+            Ok(())
+        } else {
+            Err(self.deny(who, ids, Refusal::ModeDenied(why.into())))
+        }
+    }
+
+    /// The field must lie within the token's scope; a refusal is audited.
+    fn require_scope(&self, who: &Who, fid: &FieldId) -> Answer<()> {
+        if who.in_scope(&fid.id) {
+            return Ok(());
+        }
+        Err(self.deny(
+            who,
+            &[&fid.id],
+            Refusal::ScopeExceeded(format!("{} is outside this token's scope", fid.id)),
+        ))
     }
 
     fn deny(&self, who: &Who, ids: &[&str], r: Refusal) -> Refusal {
@@ -191,23 +227,9 @@ impl Service {
     /// `GET /context/fields/{id}`.
     pub fn get_field(&self, bearer: Option<&str>, id: &str) -> Answer<Gate<Zeroizing<String>>> {
         let who = self.authenticate(bearer, Class::Read)?;
-        if let Who::Consumer { mode, .. } = &who {
-            if !mode.reads() {
-                return Err(self.deny(
-                    &who,
-                    &[],
-                    Refusal::ModeDenied("this token may not read (mode write)".into()),
-                ));
-            }
-        }
+        self.require_mode(&who, Access::Read, &[])?;
         let fid = FieldId::parse(id).map_err(Refusal::InvalidRequest)?;
-        if !who.in_scope(&fid.id) {
-            return Err(self.deny(
-                &who,
-                &[&fid.id],
-                Refusal::ScopeExceeded(format!("{} is outside this token's scope", fid.id)),
-            ));
-        }
+        self.require_scope(&who, &fid)?;
         let st = self.open_state()?;
         let open = st.as_ref().expect("open");
         let lens = self.lens(open, &who)?;
@@ -280,15 +302,7 @@ impl Service {
         category: Option<&str>,
         action: &str,
     ) -> Answer<Gate<Zeroizing<String>>> {
-        if let Who::Consumer { mode, .. } = who {
-            if !mode.reads() {
-                return Err(self.deny(
-                    who,
-                    &[],
-                    Refusal::ModeDenied("this token may not read (mode write)".into()),
-                ));
-            }
-        }
+        self.require_mode(who, Access::Read, &[])?;
         let st = self.open_state()?;
         let open = st.as_ref().expect("open");
         if let Some(c) = category {
@@ -383,15 +397,7 @@ impl Service {
         sensitivity: Option<&str>,
     ) -> Answer<Gate<WriteOutcome>> {
         let who = self.authenticate(bearer, Class::Write)?;
-        if let Who::Consumer { mode, .. } = &who {
-            if !mode.writes() {
-                return Err(self.deny(
-                    &who,
-                    &[id],
-                    Refusal::ModeDenied("this token may not write (mode read)".into()),
-                ));
-            }
-        }
+        self.require_mode(&who, Access::Write, &[id])?;
         let fid = FieldId::parse(id).map_err(Refusal::InvalidRequest)?;
         let value = value_text(value).map_err(Refusal::InvalidRequest)?;
         let tier = match sensitivity {
@@ -402,13 +408,7 @@ impl Service {
                 )
             })?),
         };
-        if !who.in_scope(&fid.id) {
-            return Err(self.deny(
-                &who,
-                &[&fid.id],
-                Refusal::ScopeExceeded(format!("{} is outside this token's scope", fid.id)),
-            ));
-        }
+        self.require_scope(&who, &fid)?;
         let mut st = self.state.write().unwrap_or_else(|p| p.into_inner());
         let open = st.as_mut().ok_or(Refusal::VaultLocked)?;
         let Some(category) = open.vault.config.categories.get(&fid.category).cloned() else {
@@ -512,23 +512,9 @@ impl Service {
     /// (it destroys the value and its history).
     pub fn delete_field(&self, bearer: Option<&str>, id: &str) -> Answer<Gate<Zeroizing<String>>> {
         let who = self.authenticate(bearer, Class::Write)?;
-        if let Who::Consumer { mode, .. } = &who {
-            if !mode.writes() {
-                return Err(self.deny(
-                    &who,
-                    &[id],
-                    Refusal::ModeDenied("this token may not write (mode read)".into()),
-                ));
-            }
-        }
+        self.require_mode(&who, Access::Write, &[id])?;
         let fid = FieldId::parse(id).map_err(Refusal::InvalidRequest)?;
-        if !who.in_scope(&fid.id) {
-            return Err(self.deny(
-                &who,
-                &[&fid.id],
-                Refusal::ScopeExceeded(format!("{} is outside this token's scope", fid.id)),
-            ));
-        }
+        self.require_scope(&who, &fid)?;
         let mut st = self.state.write().unwrap_or_else(|p| p.into_inner());
         let open = st.as_mut().ok_or(Refusal::VaultLocked)?;
         let Some(f) = open.vault.fields.get(&fid.id) else {
