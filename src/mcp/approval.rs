@@ -27,7 +27,8 @@ use rmcp::model::{
 use rmcp::service::{ElicitationMode, RequestContext, RoleServer};
 use serde_json::{json, Value};
 
-use ctx_core::model::Classification;
+use ctx_core::error::Error;
+use ctx_core::personal::Tier;
 
 use super::inert::quoted;
 
@@ -37,50 +38,6 @@ pub const APPROVAL_TTL: Duration = Duration::from_secs(300);
 const ELICIT_TIMEOUT: Duration = Duration::from_secs(600);
 /// The key of the approval in `inputRequests` / `inputResponses`.
 const INPUT_KEY: &str = "approval";
-
-/// Seed 004's sensitivity tiers, mapped one-to-one onto OpenContext classification:
-/// public ↔ public, standard ↔ internal, sensitive ↔ confidential, critical ↔ restricted.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-pub enum Tier {
-    Public,
-    Standard,
-    Sensitive,
-    Critical,
-}
-
-impl Tier {
-    pub fn of(c: Classification) -> Tier {
-        match c {
-            Classification::Public => Tier::Public,
-            Classification::Internal => Tier::Standard,
-            Classification::Confidential => Tier::Sensitive,
-            Classification::Restricted => Tier::Critical,
-        }
-    }
-
-    pub fn classification(self) -> Classification {
-        match self {
-            Tier::Public => Classification::Public,
-            Tier::Standard => Classification::Internal,
-            Tier::Sensitive => Classification::Confidential,
-            Tier::Critical => Classification::Restricted,
-        }
-    }
-
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Tier::Public => "public",
-            Tier::Standard => "standard",
-            Tier::Sensitive => "sensitive",
-            Tier::Critical => "critical",
-        }
-    }
-
-    /// Sensitive and critical context leaves only with the user's approval.
-    pub fn needs_approval(self) -> bool {
-        self >= Tier::Sensitive
-    }
-}
 
 /// One object (or value) an approval covers. Never its content.
 #[derive(Debug, Clone)]
@@ -124,7 +81,7 @@ impl Ask {
     fn critical(&self) -> Vec<&Item> {
         self.items
             .iter()
-            .filter(|i| i.tier == Tier::Critical)
+            .filter(|i| i.tier.needs_confirmation())
             .collect()
     }
 
@@ -254,7 +211,7 @@ impl Ask {
     }
 
     /// Did the user approve? Returns the outcome word for the record.
-    pub fn judge(&self, answer: &ElicitResult) -> Result<(), Refusal> {
+    fn judge(&self, answer: &ElicitResult) -> Result<(), Refusal> {
         match answer.action {
             ElicitationAction::Accept => {}
             ElicitationAction::Cancel => return Err(Refusal::Cancelled),
@@ -365,11 +322,12 @@ pub struct Gate {
 
 impl Gate {
     /// A gate with a fresh random key: states never survive the process.
-    pub fn new() -> Result<Gate, String> {
+    pub fn new() -> Result<Gate, Error> {
         let mut key = [0u8; 32];
         getrandom::fill(&mut key)
-            .map_err(|e| format!("no randomness for the request-state key: {e}"))?;
-        let codec = RequestStateCodec::try_new(key.to_vec()).map_err(|e| e.to_string())?;
+            .map_err(|e| Error::Invalid(format!("no randomness for the request-state key: {e}")))?;
+        let codec = RequestStateCodec::try_new(key.to_vec())
+            .map_err(|e| Error::Invalid(format!("cannot key the request-state codec: {e}")))?;
         Ok(Gate {
             codec,
             used: Mutex::new(HashMap::new()),
@@ -518,15 +476,6 @@ mod tests {
             binding: "sha256:00".into(),
             second_factor: SecondFactor::Phrase,
         }
-    }
-
-    #[test]
-    fn tiers_map_one_to_one_onto_classification() {
-        for c in Classification::ALL {
-            assert_eq!(Tier::of(*c).classification(), *c);
-        }
-        assert!(!Tier::Standard.needs_approval());
-        assert!(Tier::Sensitive.needs_approval());
     }
 
     #[test]

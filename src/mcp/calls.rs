@@ -117,14 +117,9 @@ async fn list(s: &CtxServer, args: &JsonObject) -> Result<CallToolResponse, Erro
     }
     let r = s
         .blocking(move |svc| {
-            let rows = svc.list(a.collection.as_deref())?;
-            let ids: Vec<String> = rows
-                .iter()
-                .filter_map(|r| r["id"].as_str().map(str::to_string))
-                .collect();
-            let (repo, _) = svc.load()?;
-            super::evidence::shown(svc, &repo, false, &ids)?;
-            Ok(rows)
+            let listed = svc.list(a.collection.as_deref())?;
+            super::evidence::shown(svc, &listed, false)?;
+            Ok(listed.rows)
         })
         .await;
     Ok(match r {
@@ -144,13 +139,8 @@ async fn search(s: &CtxServer, args: &JsonObject) -> Result<CallToolResponse, Er
     let r = s
         .blocking(move |svc| {
             let hits = svc.search(&a.query, limit)?;
-            let ids: Vec<String> = hits
-                .iter()
-                .filter_map(|r| r["id"].as_str().map(str::to_string))
-                .collect();
-            let (repo, _) = svc.load()?;
-            super::evidence::shown(svc, &repo, true, &ids)?;
-            Ok(hits)
+            super::evidence::shown(svc, &hits, true)?;
+            Ok(hits.rows)
         })
         .await;
     Ok(match r {

@@ -22,7 +22,7 @@ use ctx_core::evidence::bundle::{self, Emission, RequestEcho, SignOptions};
 use ctx_core::evidence::{self as recorder, Access, BundleEvent, Record};
 use ctx_core::load::Repo;
 
-use super::service::{Disclosure, Query, Service};
+use super::service::{Disclosure, Query, Rows, Service};
 
 /// Record a bundle before it is handed out (audit event and receipt, as
 /// `ctx resolve --format markdown` records a bundle it prints).
@@ -52,15 +52,15 @@ pub fn disclosure(d: &Disclosure, q: &Query, text: &str, started_at: &str) -> Re
 
 /// Metadata shown to the consumer: a listing (`context.read`) or search hits
 /// (`context.search`).
-pub fn shown(svc: &Service, repo: &Repo, search: bool, objects: &[String]) -> Result<()> {
+pub fn shown(svc: &Service, shown: &Rows, search: bool) -> Result<()> {
     let who = &svc.who.who;
-    let ids = objects.iter().cloned();
+    let ids = shown.ids();
     let record = if search {
         Record::search(who.agent.as_deref(), &who.roles, ids)
     } else {
         Record::read(who.agent.as_deref(), &who.roles, ids)
     };
-    recorder::record(&repo.manifest, record)
+    recorder::record(&shown.repo.manifest, record)
 }
 
 /// What one access decision says besides the standard fields.

@@ -19,9 +19,9 @@ use serde_json::{json, Value};
 
 use ctx_core::error::{Error, Result};
 
-use super::approval::Tier;
 use super::evidence;
 use super::service::{Disclosure, Query, Release, Service};
+use ctx_core::personal::Tier;
 
 /// A scoped request: what the requester asks for, and why.
 #[derive(Debug, Clone)]

@@ -9,6 +9,7 @@ use std::path::{Path, PathBuf};
 use serde_json::{json, Map, Value};
 
 use ctx_core::error::{Error, Result};
+use ctx_core::view::Who;
 
 /// The MCP clients ctx knows how to configure.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -51,6 +52,48 @@ impl Client {
             }
         })
     }
+}
+
+/// A server name a client keys its list by: 1-64 letters, digits, `-` or `_`.
+pub fn check_name(name: &str) -> Result<()> {
+    let ok = !name.is_empty()
+        && name.len() <= 64
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_');
+    if ok {
+        Ok(())
+    } else {
+        Err(Error::Usage(format!(
+            "--name `{name}`: use 1-64 letters, digits, `-` or `_`"
+        )))
+    }
+}
+
+/// The consumer flags the entry carries: the consumer `resolved` from what was
+/// `given`, named only when it was given on the command line (otherwise the
+/// server reads the manifest's `ctx.mcp` default each time it starts).
+pub fn consumer_flags(given: &Who, resolved: &Who) -> Vec<String> {
+    let mut flags = Vec::new();
+    if given.is_author() {
+        return flags;
+    }
+    if let Some(agent) = &resolved.agent {
+        flags.extend(["--agent".to_string(), agent.clone()]);
+    }
+    for r in &resolved.roles {
+        flags.extend(["--role".to_string(), r.clone()]);
+    }
+    flags
+}
+
+/// This executable, as the client should start it (`ctx` from PATH when unknown).
+pub fn current_exe() -> String {
+    std::env::current_exe()
+        .ok()
+        .and_then(|p| p.canonicalize().ok())
+        .map(|p| p.display().to_string())
+        .unwrap_or_else(|| "ctx".into())
 }
 
 /// The server entry: how the client starts `ctx mcp`.

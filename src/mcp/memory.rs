@@ -29,13 +29,13 @@ use ctx_core::write::{self, emit, FileWrite};
 use rmcp::model::{CallToolResponse, CallToolResult, ContentBlock, ErrorData, JsonObject};
 use rmcp::service::{RequestContext, RoleServer};
 
-use super::approval::Tier;
 use super::calls::arg_error;
 use super::evidence::Note;
 use super::exchange::ProposalDraft;
 use super::server::{client_name, parse, tool_error, CtxServer};
 use super::service::{Service, MEMORY_EXTENSION};
 use super::tools;
+use ctx_core::personal::Tier;
 
 /// The largest value `context_set` accepts, in bytes.
 pub const MAX_VALUE_BYTES: usize = 64 * 1024;
@@ -64,7 +64,8 @@ pub fn plan(svc: &Service, id: &str, value: &str, tier: Option<Tier>) -> Result<
 /// Re-plans under the lock: if anything changed so the write is no longer
 /// allowed, nothing is written.
 pub fn commit(svc: &Service, id: &str, value: &str, tier: Option<Tier>) -> Result<String> {
-    let root = svc.load()?.0.manifest.root.clone();
+    // Only the root, to take the lock: the repository is refreshed once, under it.
+    let root = svc.cfg.manifest()?.root;
     let _lock = ctx_core::fs::RepoLock::acquire(&root).map_err(|e| Error::io(&root, &e))?;
     let (repo, consumer) = svc.load()?;
     let (rel, bytes, _) = planned_write(svc, &repo, &consumer, id, value, tier)?

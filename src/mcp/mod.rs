@@ -131,34 +131,46 @@ pub fn serve(cfg: Config, flags: &Who) -> Result<Exit> {
     let (who, consumer, label) = identity(&cfg, flags)?;
     let who = service::Identity::new(who, &consumer);
     let svc = service::Service::new(cfg, who, label);
-    let server =
-        server::CtxServer::new(svc, Arc::new(exchange::LocalExchange)).map_err(Error::Invalid)?;
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .map_err(|e| Error::Invalid(format!("cannot start the async runtime: {e}")))?;
+    let server = server::CtxServer::new(svc, Arc::new(exchange::LocalExchange))?;
+    let rt = runtime()?;
     eprintln!(
         "ctx mcp: serving {} `{}` over stdio (JSON-RPC on stdout; notes on stderr)",
         consumer.kind.as_str(),
         consumer.id
     );
-    let outcome = rt.block_on(async move {
-        let transport = AsyncRwTransport::new(tokio::io::stdin(), tokio::io::stdout())
-            .with_max_line_length(MAX_LINE_BYTES);
-        let running = server
-            .serve(transport)
-            .await
-            .map_err(|e| Error::Invalid(format!("MCP session did not start: {e}")))?;
-        running
-            .waiting()
-            .await
-            .map_err(|e| Error::Invalid(format!("MCP session ended with an error: {e}")))?;
-        Ok::<(), Error>(())
-    });
+    let outcome = rt.block_on(stdio(server));
     rt.shutdown_timeout(Duration::from_secs(5));
+    ended(outcome)
+}
+
+/// The single-threaded runtime a server runs on (library calls go to its blocking pool).
+fn runtime() -> Result<tokio::runtime::Runtime> {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| Error::Invalid(format!("cannot start the async runtime: {e}")))
+}
+
+/// Serve `server` on stdin/stdout until the client closes stdin.
+async fn stdio<S: rmcp::ServerHandler>(server: S) -> Result<()> {
+    let transport = AsyncRwTransport::new(tokio::io::stdin(), tokio::io::stdout())
+        .with_max_line_length(MAX_LINE_BYTES);
+    let running = server
+        .serve(transport)
+        .await
+        .map_err(|e| Error::Invalid(format!("MCP session did not start: {e}")))?;
+    running
+        .waiting()
+        .await
+        .map_err(|e| Error::Invalid(format!("MCP session ended with an error: {e}")))?;
+    Ok(())
+}
+
+/// A session's end as the process's: a client that closes the pipe before the
+/// handshake is a clean end.
+fn ended(outcome: Result<()>) -> Result<Exit> {
     match outcome {
         Ok(()) => Ok(Exit::Ok),
-        // A client that closes the pipe before the handshake is a clean end.
         Err(Error::Invalid(m)) if m.contains("connection closed") => Ok(Exit::Ok),
         Err(e) => Err(e),
     }

@@ -19,7 +19,7 @@ const MAX_LISTED_OBJECTS: usize = 1000;
 
 pub async fn list(s: &CtxServer) -> Result<ListResourcesResult, ErrorData> {
     let rows = s
-        .blocking(|svc| svc.list(None))
+        .blocking(|svc| Ok(svc.list(None)?.rows))
         .await
         .map_err(|e| ErrorData::internal_error(e.to_string(), None))?;
     let mut per: std::collections::BTreeMap<String, usize> = Default::default();
@@ -107,16 +107,11 @@ pub async fn read(
         let c = collection.clone();
         let rows = s
             .blocking(move |svc| {
-                let rows = svc.list(Some(&c))?;
-                if !rows.is_empty() {
-                    let ids: Vec<String> = rows
-                        .iter()
-                        .filter_map(|r| r["id"].as_str().map(str::to_string))
-                        .collect();
-                    let (repo, _) = svc.load()?;
-                    super::evidence::shown(svc, &repo, false, &ids)?;
+                let listed = svc.list(Some(&c))?;
+                if !listed.rows.is_empty() {
+                    super::evidence::shown(svc, &listed, false)?;
                 }
-                Ok(rows)
+                Ok(listed.rows)
             })
             .await
             .map_err(|e| ErrorData::internal_error(e.to_string(), None))?;

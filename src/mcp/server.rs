@@ -51,7 +51,10 @@ pub(super) enum Gated {
 }
 
 impl CtxServer {
-    pub fn new(svc: Service, exchange: Arc<dyn Exchange>) -> Result<CtxServer, String> {
+    pub fn new(
+        svc: Service,
+        exchange: Arc<dyn Exchange>,
+    ) -> Result<CtxServer, ctx_core::error::Error> {
         Ok(CtxServer {
             svc: Arc::new(svc),
             gate: Arc::new(Gate::new()?),
@@ -162,8 +165,9 @@ impl CtxServer {
             "action": action, "approval": {"via": a.via, "request": a.binding, "outcome": "approved"},
             "era": era(ctx), "client": client_name(ctx),
         });
+        // The snapshot the disclosure was computed from: no second refresh.
+        let repo = d.repo.clone();
         self.blocking(move |s| {
-            let (repo, _) = s.load()?;
             evidence::event(
                 s,
                 &repo,

@@ -31,10 +31,11 @@ use ctx_core::error::Result;
 use ctx_core::load::live::LiveRepo;
 use ctx_core::load::{self, LoadOptions, Repo};
 use ctx_core::manifest::{roles, Manifest};
+use ctx_core::personal::Tier;
 use ctx_core::resolve::{self, Consumer, Exclusion, Request, Resolution, ResolveOptions};
 use ctx_core::view::{View, Who};
 
-use super::approval::{Item, Tier};
+use super::approval::Item;
 
 /// The object extension recording who wrote a value (seed 004 §5 `written_by`).
 pub const MEMORY_EXTENSION: &str = "ctx.memory";
@@ -106,6 +107,23 @@ pub enum Release {
     All,
     /// Withhold sensitive and critical objects, recording why (approval refused).
     WithholdSensitive(String),
+}
+
+/// Metadata rows (no values) and the snapshot they were read from, so the
+/// record of what was shown goes to that snapshot's audit policy without a
+/// second refresh.
+pub struct Rows {
+    pub repo: Arc<Repo>,
+    pub rows: Vec<Value>,
+}
+
+impl Rows {
+    pub fn ids(&self) -> Vec<String> {
+        self.rows
+            .iter()
+            .filter_map(|r| r["id"].as_str().map(str::to_string))
+            .collect()
+    }
 }
 
 /// A bundle ready to hand out, and what handing it out needs.
@@ -230,29 +248,33 @@ impl Service {
 
     /// Metadata of every current object the consumer may see (no content, no
     /// summary), as the authorized view shows it. `collection` narrows to one.
-    pub fn list(&self, collection: Option<&str>) -> Result<Vec<Value>> {
+    pub fn list(&self, collection: Option<&str>) -> Result<Rows> {
         let (repo, _) = self.load()?;
         let v = View::open(&repo, &self.who.who, now())?;
-        Ok(v.visible(false)
+        let rows = v
+            .visible(false)
             .into_iter()
             .filter(|(i, _)| collection.is_none_or(|c| collection_of(&repo, *i) == c))
             .map(|(i, state)| meta_row(&repo, i, Some(state.as_str()), &self.who.id))
-            .collect())
+            .collect();
+        Ok(Rows { repo, rows })
     }
 
     /// Lexical search over what the consumer may read (the view's search, over
     /// redacted content): ids, titles and scores only.
-    pub fn search(&self, query: &str, limit: usize) -> Result<Vec<Value>> {
+    pub fn search(&self, query: &str, limit: usize) -> Result<Rows> {
         let (repo, _) = self.load()?;
         let v = View::open(&repo, &self.who.who, now())?;
-        Ok(v.search(query, &|_| true, limit)
+        let rows = v
+            .search(query, &|_| true, limit)
             .into_iter()
             .map(|h| {
                 let mut row = meta_row(&repo, h.index, None, &self.who.id);
                 row["score"] = json!(h.score);
                 row
             })
-            .collect())
+            .collect();
+        Ok(Rows { repo, rows })
     }
 
     /// The library's plain resolve options for `q`, as `ctx resolve --agent/--role
@@ -486,7 +508,7 @@ mod tests {
         let (three, _) = svc.load().expect("load");
         assert!(!Arc::ptr_eq(&two, &three));
         assert!(
-            svc.list(None).expect("list").is_empty(),
+            svc.list(None).expect("list").rows.is_empty(),
             "the narrowed role sees nothing"
         );
     }

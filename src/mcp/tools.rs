@@ -11,7 +11,7 @@ use rmcp::model::{JsonObject, Tool, ToolAnnotations};
 use schemars::JsonSchema;
 use serde::Deserialize;
 
-use super::approval::Tier;
+use ctx_core::personal::Tier;
 
 /// Largest serialized `arguments` object a tool accepts (bytes).
 pub const MAX_ARGUMENTS_BYTES: usize = 128 * 1024;

@@ -121,13 +121,18 @@ const MATRIX: &[Row] = &[
     fails(&["get", "c.invalid", "{who}"]),
     fails(&["get", "c.restricted", "{who}", "--format", "json"]),
     ok(&["get", "vault.passport", "{who}", "--format", "json"]),
+    ok(&["get", "c.visible@1", "{who}", "-o", "{out}"]),
     ok(&["list", "{who}"]),
     ok(&["list", "{who}", "--format", "json", "--include-historical"]),
     ok(&["list", "{who}", "--format", "ndjson"]),
     ok(&["list", "{who}", "--format", "yaml"]),
+    ok(&["list", "{who}", "--format", "json", "-o", "{out}"]),
     ok(&["search", "visible", "{who}"]),
     ok(&["search", "visible", "{who}", "--format", "json"]),
     ok(&["search", "visible", "{who}", "--format", "ndjson"]),
+    ok(&[
+        "search", "customer", "{who}", "--format", "json", "-o", "{out}",
+    ]),
     fails(&["search", "CNRY", "{who}"]),
     fails(&["search", "CNRY-INLINE-SSN", "{who}", "--format", "json"]),
     fails(&["search", "CNRY-DENIED-BODY", "{who}", "--format", "ndjson"]),
@@ -155,6 +160,9 @@ const MATRIX: &[Row] = &[
     ]),
     ok(&["graph", "{who}", "--format", "dot"]),
     ok(&["graph", "{who}", "--root", "c.old"]),
+    ok(&[
+        "graph", "{who}", "--format", "json", "--owners", "-o", "{out}",
+    ]),
     // diff: two versions, and two revisions (when git is present)
     ok(&["diff", "c.visible@1", "c.visible@2", "{who}"]),
     ok(&[
@@ -499,11 +507,18 @@ fn no_canary_reaches_any_output_of_any_consumer_command() {
                     failures.push(format!("{argv:?} {stream} leaks {found:?}:\n{text}"));
                 }
             }
-            if let Ok(text) = std::fs::read_to_string(&out) {
-                let found = leaks(&text, &canaries);
-                if !found.is_empty() {
-                    failures.push(format!("{argv:?} -o file leaks {found:?}"));
+            match std::fs::read_to_string(&out) {
+                Ok(text) => {
+                    let found = leaks(&text, &canaries);
+                    if !found.is_empty() {
+                        failures.push(format!("{argv:?} -o file leaks {found:?}"));
+                    }
                 }
+                // A row naming an -o file checks it only if the command wrote one.
+                Err(_) if r.code == 0 && row.args.contains(&"{out}") => {
+                    failures.push(format!("{argv:?} wrote no -o file"));
+                }
+                Err(_) => {}
             }
         }
     }

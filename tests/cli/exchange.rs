@@ -128,7 +128,7 @@ impl ClRepo {
         args.extend(extra);
         let r = self.run(&args);
         assert_eq!(r.code, 0, "{}", r.stderr);
-        r.json()
+        self.envelope(name)
     }
 
     /// Evaluate `req` (a file name) at `at(seconds)`; returns the run.
@@ -213,7 +213,7 @@ fn the_whole_flow_on_the_init_repository() {
     assert_eq!(req["type"], "context_request");
     let e = r.evaluate("a.req.json", "a.dec.json", 1);
     assert_eq!(e.code, 0, "{}", e.stderr);
-    let d = e.json();
+    let d = r.envelope("a.dec.json");
     assert_eq!(d["decision"], "allow_with_reductions");
     assert_eq!(
         d["denied_selectors"][0]["predicate"],
@@ -440,7 +440,7 @@ fn approvals_are_shown_inert_bound_and_single_use() {
     assert_eq!(out.code, 0, "{}", out.stderr);
     let e = r.evaluate("g.req.json", "g.dec.json", 1);
     assert_eq!(e.code, 5, "{}", e.stderr);
-    assert_eq!(e.json()["decision"], "needs_approval");
+    assert_eq!(r.envelope("g.dec.json")["decision"], "needs_approval");
     let show = r.run(&["approve", req.to_str().unwrap(), "--show", "--at", &at(2)]);
     assert_eq!(show.code, 0, "{}", show.stderr);
     assert!(
@@ -578,7 +578,7 @@ fn exit_codes_distinguish_deny_and_the_unconfigured_requester_gets_nothing() {
     r.request("n.req.json", &[]);
     let e = r.evaluate("n.req.json", "n.dec.json", 1);
     assert_eq!(e.code, 4, "{}", e.stderr);
-    let d = e.json();
+    let d = r.envelope("n.dec.json");
     assert_eq!(d["decision"], "deny");
     assert!(d["reason_codes"]
         .as_array()
@@ -639,7 +639,7 @@ fn spec_version_01_requests_decisions_and_bundles() {
     assert!(req.get("purpose_code").is_none());
     let e = r.evaluate("o.req.json", "o.dec.json", 1);
     assert_eq!(e.code, 0, "{}", e.stderr);
-    let d = e.json();
+    let d = r.envelope("o.dec.json");
     assert_eq!(d["spec_version"], "context-layer/0.1-draft");
     assert!(d.get("valid_until").is_some() && d.get("expires_at").is_none());
     assert_eq!(r.issue("o.dec.json", "o.env.json", 2).code, 0);
@@ -758,7 +758,7 @@ fn the_flow_on_ctx_own_repository() {
     assert_eq!(n.code, 0, "{}", n.stderr);
     let e = r.evaluate("own.req.json", "own.dec.json", 1);
     assert_eq!(e.code, 0, "{}", e.stderr);
-    assert_eq!(e.json()["decision"], "allow");
+    assert_eq!(r.envelope("own.dec.json")["decision"], "allow");
     let i = r.issue("own.dec.json", "own.env.json", 2);
     assert_eq!(i.code, 0, "{}", i.stderr);
     let o = r.open("own.env.json", "coding-agent", 3);

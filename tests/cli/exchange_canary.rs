@@ -252,7 +252,13 @@ fn no_canary_reaches_any_output_of_the_exchange() {
         "content_uri content is disclosed"
     );
     assert!(envelope.contains("\"redacted\""), "redaction is recorded");
-    assert!(d.stdout.contains("denied_selectors") || d.stderr.is_empty());
+    assert!(
+        d.stdout.is_empty(),
+        "-o writes the decision instead of printing it"
+    );
+    assert!(std::fs::read_to_string(&dec)
+        .unwrap()
+        .contains("denied_selectors"));
     assert!(!opened.stdout.is_empty());
 
     let mut canaries: Vec<&str> = CANARIES.to_vec();

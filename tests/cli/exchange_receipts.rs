@@ -87,7 +87,7 @@ fn required_receipts_without_a_store_deny_the_request() {
     r.request("s.req.json", &[]);
     let e = r.evaluate("s.req.json", "s.dec.json", 1);
     assert_eq!(e.code, 4, "{}", e.stderr);
-    let d = e.json();
+    let d = r.envelope("s.dec.json");
     assert_eq!(d["receipt_preflight"]["status"], "unavailable");
     assert!(d["reason_codes"]
         .as_array()

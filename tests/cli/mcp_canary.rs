@@ -97,12 +97,13 @@ fn resource_uris() -> Vec<String> {
     uris
 }
 
-/// Every answer of one session, as text (results and protocol errors alike).
-async fn exercise(s: &Session) -> Vec<(String, String)> {
+/// `tools/list`, then each call: every answer as text (results and protocol
+/// errors alike). Shared with the personal vault's row.
+pub async fn call_each(s: &Session, calls: Vec<(&'static str, Value)>) -> Vec<(String, String)> {
     let mut out = Vec::new();
     let tools = s.list_all_tools().await.expect("tools/list");
     out.push(("tools/list".into(), serde_json::to_string(&tools).unwrap()));
-    for (name, args) in tool_calls() {
+    for (name, args) in calls {
         let mut p = rmcp::model::CallToolRequestParams::new(name.to_string());
         p.arguments = args.as_object().cloned();
         let shown = match s.call_tool(p).await {
@@ -111,12 +112,19 @@ async fn exercise(s: &Session) -> Vec<(String, String)> {
         };
         out.push((format!("{name} {args}"), shown));
     }
+    out
+}
+
+/// `resources/list`, then a read of every listed resource and of `extra`: every
+/// answer as text.
+pub async fn read_each(s: &Session, extra: Vec<String>) -> Vec<(String, String)> {
+    let mut out = Vec::new();
     let listed = s.list_all_resources().await.expect("resources/list");
     out.push((
         "resources/list".into(),
         serde_json::to_string(&listed).unwrap(),
     ));
-    let mut uris = resource_uris();
+    let mut uris = extra;
     uris.extend(listed.iter().map(|r| r.uri.clone()));
     uris.sort();
     uris.dedup();
@@ -130,6 +138,22 @@ async fn exercise(s: &Session) -> Vec<(String, String)> {
         };
         out.push((format!("resources/read {uri}"), shown));
     }
+    out
+}
+
+/// Every approval prompt the client was shown in this session.
+pub fn approval_prompts(s: &Session) -> Vec<(String, String)> {
+    let shown = s.service().prompts.lock().unwrap();
+    shown
+        .iter()
+        .map(|p| ("approval prompt".to_string(), p.clone()))
+        .collect()
+}
+
+/// Every answer of one session, as text (results and protocol errors alike).
+async fn exercise(s: &Session) -> Vec<(String, String)> {
+    let mut out = call_each(s, tool_calls()).await;
+    out.extend(read_each(s, resource_uris()).await);
     let prompts = s.list_all_prompts().await.expect("prompts/list");
     out.push((
         "prompts/list".into(),
@@ -151,6 +175,7 @@ async fn exercise(s: &Session) -> Vec<(String, String)> {
         };
         out.push((format!("prompts/get {}", p.name), shown));
     }
+    out.extend(approval_prompts(s));
     out
 }
 

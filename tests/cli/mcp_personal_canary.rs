@@ -6,10 +6,10 @@
 //! it is asked for) and by one that cannot ask. No canary may appear in any answer,
 //! error or approval prompt, nor in the vault's audit log or in clear on disk.
 
-use rmcp::model::{CallToolRequestParams, ReadResourceRequestParams};
 use serde_json::{json, Value};
 
 use super::mcp::{Answer, Session, ERAS};
+use super::mcp_canary::{approval_prompts, call_each, read_each};
 use super::mcp_personal::{audit_lines, connect, vault};
 use crate::serve_support::{files, Vault};
 
@@ -88,41 +88,10 @@ fn tool_calls() -> Vec<(&'static str, Value)> {
 }
 
 async fn exercise(s: &Session) -> Vec<(String, String)> {
-    let mut out = Vec::new();
-    let tools = s.list_all_tools().await.expect("tools/list");
-    out.push(("tools/list".into(), serde_json::to_string(&tools).unwrap()));
-    for (name, args) in tool_calls() {
-        let mut p = CallToolRequestParams::new(name.to_string());
-        p.arguments = args.as_object().cloned();
-        let shown = match s.call_tool(p).await {
-            Ok(r) => serde_json::to_string(&r).unwrap(),
-            Err(e) => format!("protocol error: {e}"),
-        };
-        out.push((format!("{name} {args}"), shown));
-    }
-    let listed = s.list_all_resources().await.expect("resources/list");
-    out.push((
-        "resources/list".into(),
-        serde_json::to_string(&listed).unwrap(),
-    ));
-    let mut uris: Vec<String> = listed.iter().map(|r| r.uri.clone()).collect();
-    uris.extend([
-        "context://nothing".to_string(),
-        "context://identity/identity.ssn".to_string(),
-    ]);
-    for uri in uris {
-        let shown = match s
-            .read_resource(ReadResourceRequestParams::new(uri.clone()))
-            .await
-        {
-            Ok(r) => serde_json::to_string(&r).unwrap(),
-            Err(e) => format!("protocol error: {e}"),
-        };
-        out.push((format!("resources/read {uri}"), shown));
-    }
-    for p in s.service().prompts.lock().unwrap().iter() {
-        out.push(("approval prompt".into(), p.clone()));
-    }
+    let mut out = call_each(s, tool_calls()).await;
+    let extra = ["context://nothing", "context://identity/identity.ssn"];
+    out.extend(read_each(s, extra.map(str::to_string).to_vec()).await);
+    out.extend(approval_prompts(s));
     out
 }
 

@@ -9,7 +9,7 @@ use crate::support::git::{commit_all, git, have_git};
 use crate::support::{ctx_in, write, Home, Repo, Run, MANIFEST, MISSION};
 
 mod audit;
-mod provider;
+pub(crate) mod provider;
 
 const REFUNDS: &str = "---\nid: policies.refunds\ntype: policy\nlayer: L3\nauthority: approved\nowner: support-lead\ncanonical_source: true\n---\n\nRefunds under 100 EUR need no approval.\n";
 
@@ -412,9 +412,9 @@ fn signing_again_adds_a_receipt_and_a_correction_supersedes_one() {
     let v = s.run(&["verify", &first.to_string_lossy()]);
     assert!(v.stdout.contains("note: superseded by"), "{}", v.stdout);
     // No forks, no dangling corrections; nothing is emitted when refused.
-    for (target, msg) in [
-        (first_id.as_str(), "already corrected"),
-        ("urn:ctx:receipt:0000", "no such receipt"),
+    for (target, msg, code) in [
+        (first_id.as_str(), "already corrected", 1),
+        ("urn:ctx:receipt:0000", "no such receipt", 3),
     ] {
         let r = s.run(&[
             "bundle",
@@ -424,7 +424,7 @@ fn signing_again_adds_a_receipt_and_a_correction_supersedes_one() {
             "--supersedes",
             target,
         ]);
-        assert_eq!(r.code, 1, "{}", r.stderr);
+        assert_eq!(r.code, code, "{}", r.stderr);
         assert!(
             r.stdout.is_empty() && r.stderr.contains(msg),
             "{}",

@@ -44,12 +44,14 @@ pub enum Error {
 
     /// A write refused because of findings in what it would write (or in the
     /// repository it would leave); nothing was written. The findings are rendered
-    /// like `validate`'s, above the message.
+    /// like `validate`'s, above the message. `exit` is the cause's status (a
+    /// refusal because something is not found still exits 3).
     #[error("{message}")]
     Refused {
         message: String,
         findings: Vec<Diagnostic>,
         help: Option<String>,
+        exit: Exit,
     },
 
     /// The manifest cannot be loaded at all (unreadable, not UTF-8, unparsable, not a
@@ -99,10 +101,8 @@ impl Error {
         match self {
             Error::ManifestNotFound { .. } | Error::NotFound(_) => Exit::NotFound,
             Error::Usage(_) => Exit::Usage,
-            Error::Io { .. }
-            | Error::Invalid(_)
-            | Error::Refused { .. }
-            | Error::Manifest { .. } => Exit::Invalid,
+            Error::Io { .. } | Error::Invalid(_) | Error::Manifest { .. } => Exit::Invalid,
+            Error::Refused { exit, .. } => *exit,
             Error::BrokenPipe => Exit::Ok,
             Error::Key(e) => e.exit(),
             Error::Receipt(e) => e.exit(),
@@ -181,7 +181,7 @@ mod tests {
             (Error::BrokenPipe, Exit::Ok),
             (KeyError::BadId { id: "X".into() }.into(), Exit::Usage),
             (
-                KeyError::NoSuchKey {
+                KeyError::Missing {
                     path: "/k".into(),
                     id: "a".into(),
                 }

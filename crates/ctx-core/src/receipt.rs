@@ -453,7 +453,12 @@ pub fn to_pretty(r: &Value) -> String {
 
 /// Parse a receipt or bundle file strictly (duplicate keys refused).
 pub fn read_json(path: &Path) -> Result<(Vec<u8>, Value), ReceiptError> {
-    let bytes = std::fs::read(path).map_err(|e| ReceiptError::file(path, e))?;
+    let bytes = std::fs::read(path).map_err(|e| match e.kind() {
+        std::io::ErrorKind::NotFound => ReceiptError::NoFile {
+            path: path.to_path_buf(),
+        },
+        _ => ReceiptError::file(path, e),
+    })?;
     let v = canonical::parse_strict(&bytes).map_err(|e| ReceiptError::file(path, e))?;
     Ok((bytes, v))
 }

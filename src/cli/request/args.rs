@@ -74,7 +74,7 @@ pub struct NewArgs {
     /// Wire form to write.
     #[arg(long, default_value = "0.2-draft", value_parser = parse_version)]
     pub spec_version: SpecVersion,
-    /// Also write the request here.
+    /// Write the request here (atomically) instead of to stdout.
     #[arg(long, short = 'o')]
     pub output: Option<PathBuf>,
     #[command(flatten)]
@@ -99,7 +99,7 @@ pub struct EvaluateArgs {
     /// Wire form of the decision (default: the request's own).
     #[arg(long, value_parser = parse_version)]
     pub spec_version: Option<SpecVersion>,
-    /// Also write the decision here.
+    /// Write the decision here (atomically) instead of to stdout.
     #[arg(long, short = 'o')]
     pub output: Option<PathBuf>,
     #[command(flatten)]

@@ -8,7 +8,12 @@ use ctx_core::exchange::evaluate::State;
 use ctx_core::exchange::ops::decide::{self, EvaluateOptions};
 use ctx_core::exchange::ops::request::{self, NewRequest};
 
-use crate::cli::exchange::{at, exchange, print_json, read_doc, reject, repo};
+use std::path::Path;
+
+use serde_json::Value;
+
+use crate::cli::exchange::{at, exchange, print_json, read_doc, reject, repo, CommonArgs};
+use crate::cli::printer::output_file;
 use crate::cli::{Global, Printer};
 pub use args::{EvaluateArgs, NewArgs, RequestArgs, RequestCommand, ValidateArgs};
 
@@ -59,12 +64,24 @@ fn new(g: &Global, p: &Printer, a: &NewArgs) -> Result<Exit> {
         },
     )
     .map_err(|e| reject(p, c, e))?;
-    if let Some(out) = &a.output {
-        crate::cli::io_result(p.product_json(&req, Some(out)))?;
-    }
-    print_json(p, &req)?;
+    emit(p, c, &req, a.output.as_deref())?;
     let _ = p.err(&format!("stored {}\n", path.display()));
     Ok(Exit::Ok)
+}
+
+/// The document goes to `-o FILE` (atomically) or, without one (or with `-o -`), to
+/// stdout, as `ctx exchange issue` does; `--format json` prints it with `-o` too.
+fn emit(p: &Printer, c: &CommonArgs, doc: &Value, output: Option<&Path>) -> Result<()> {
+    match output_file(output) {
+        Some(out) => {
+            crate::cli::io_result(p.product_json(doc, Some(out)))?;
+            if c.json() {
+                print_json(p, doc)?;
+            }
+            Ok(())
+        }
+        None => print_json(p, doc),
+    }
 }
 
 fn validate(g: &Global, p: &Printer, a: &ValidateArgs) -> Result<Exit> {
@@ -109,10 +126,7 @@ fn evaluate(g: &Global, p: &Printer, a: &EvaluateArgs) -> Result<Exit> {
     )
     .map_err(|e| reject(p, c, e))?;
     let d = &decided.evaluation.decision;
-    if let Some(out) = &a.output {
-        crate::cli::io_result(p.product_json(d, Some(out)))?;
-    }
-    print_json(p, d)?;
+    emit(p, c, d, a.output.as_deref())?;
     let reasons = d["reason_codes"]
         .as_array()
         .map(|r| {

@@ -21,8 +21,6 @@ mod tools;
 use std::sync::Arc;
 use std::time::Duration;
 
-use rmcp::transport::async_rw::AsyncRwTransport;
-use rmcp::ServiceExt;
 use zeroize::Zeroizing;
 
 use ctx_core::error::{Error, Exit, Result};
@@ -91,12 +89,8 @@ pub fn serve(o: Options) -> Result<Exit> {
         o.consumer.clone(),
         o.scope.clone(),
         o.mode,
-    )
-    .map_err(Error::Invalid)?;
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .map_err(|e| Error::Invalid(format!("cannot start the async runtime: {e}")))?;
+    )?;
+    let rt = super::runtime()?;
     eprintln!(
         "ctx mcp: serving personal vault {} to consumer `{}` (scope {}, mode {}) over stdio; \
          it locks after {} s without requests",
@@ -122,24 +116,10 @@ pub fn serve(o: Options) -> Result<Exit> {
                 }
             }
         });
-        let transport = AsyncRwTransport::new(tokio::io::stdin(), tokio::io::stdout())
-            .with_max_line_length(super::MAX_LINE_BYTES);
-        let running = server
-            .serve(transport)
-            .await
-            .map_err(|e| Error::Invalid(format!("MCP session did not start: {e}")))?;
-        running
-            .waiting()
-            .await
-            .map_err(|e| Error::Invalid(format!("MCP session ended with an error: {e}")))?;
-        Ok::<(), Error>(())
+        super::stdio(server).await
     });
     rt.shutdown_timeout(Duration::from_secs(5));
     // Lock on the way out: the audit log records the end of the session.
     let _ = svc.lock(Some(&session));
-    match outcome {
-        Ok(()) => Ok(Exit::Ok),
-        Err(Error::Invalid(m)) if m.contains("connection closed") => Ok(Exit::Ok),
-        Err(e) => Err(e),
-    }
+    super::ended(outcome)
 }

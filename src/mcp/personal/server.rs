@@ -27,10 +27,11 @@ use ctx_core::personal::service::{Answer, Decide, FieldQuery, Gate as Pending, R
 use ctx_core::personal::tokens::Mode;
 
 use super::tools;
-use crate::mcp::approval::{self, Ask, Gate, Item, SecondFactor, Tier, Verdict};
+use crate::mcp::approval::{self, Ask, Gate, Item, SecondFactor, Verdict};
+use crate::mcp::calls::arg_error;
 use crate::mcp::inert::quoted;
 use crate::mcp::server::{parse, NOT_FOUND, REFUSED};
-use crate::mcp::tools::MAX_ARGUMENTS_BYTES;
+use crate::mcp::tools::{check_len, MAX_ARGUMENTS_BYTES};
 
 /// The server: the vault's service, the consumer's token, and the approval gate.
 #[derive(Clone)]
@@ -61,7 +62,7 @@ impl PersonalServer {
         consumer: String,
         scope: Vec<String>,
         mode: Mode,
-    ) -> Result<PersonalServer, String> {
+    ) -> Result<PersonalServer, ctx_core::error::Error> {
         Ok(PersonalServer {
             svc,
             token: Arc::new(token),
@@ -126,7 +127,7 @@ impl PersonalServer {
                 .map(|(id, tier, proposed)| Item {
                     id: id.clone(),
                     title: None,
-                    tier: Tier::of(tier.classification()),
+                    tier: *tier,
                     // Compact JSON from the vault: a text value is shown as its text.
                     proposed: proposed.as_ref().map(|v| {
                         serde_json::from_str::<String>(v).unwrap_or_else(|_| v.to_string())
@@ -361,6 +362,11 @@ impl ServerHandler for PersonalServer {
                         "`scope` takes 1 to 64 field ids".to_string(),
                         None,
                     ));
+                }
+                // The bounds the schema states, as the repository's server holds them.
+                check_len("purpose", &a.purpose, 1, 500).map_err(arg_error)?;
+                for id in &a.scope {
+                    check_len("scope[]", id, 1, 200).map_err(arg_error)?;
                 }
                 let (ids, purpose) = (a.scope, a.purpose.clone());
                 let flow = self

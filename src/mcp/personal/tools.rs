@@ -6,30 +6,7 @@ use rmcp::model::Tool;
 use schemars::JsonSchema;
 use serde::Deserialize;
 
-use ctx_core::personal::Tier;
-
-use crate::mcp::tools::{tool, NoArgs};
-
-/// Seed 004 sensitivity tiers.
-#[derive(Debug, Clone, Copy, Deserialize, JsonSchema)]
-#[serde(rename_all = "lowercase")]
-pub enum Sensitivity {
-    Public,
-    Standard,
-    Sensitive,
-    Critical,
-}
-
-impl Sensitivity {
-    pub fn tier(self) -> Tier {
-        match self {
-            Sensitivity::Public => Tier::Public,
-            Sensitivity::Standard => Tier::Standard,
-            Sensitivity::Sensitive => Tier::Sensitive,
-            Sensitivity::Critical => Tier::Critical,
-        }
-    }
-}
+use crate::mcp::tools::{tool, NoArgs, Sensitivity};
 
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]

@@ -10,7 +10,7 @@ use crate::support::{ctx, project_root, write};
 
 const BINDING: &str = r#"{"run_id":"run-1","turn_id":"turn-1","session_id":"session-1","agent_id":"support-agent","user_id":"user-opaque-1","workspace_id":"acme"}"#;
 
-fn files(s: &Signer) {
+pub(crate) fn files(s: &Signer) {
     write(s.path(), "host/binding.json", BINDING.as_bytes());
     write(
         s.path(),
@@ -190,7 +190,7 @@ fn provider_sign_refuses_tampered_bundles_and_missing_receipts() {
         "--key",
         "release-bot",
     ]);
-    assert_eq!(r.code, 1);
+    assert_eq!(r.code, 3, "a missing receipt is not found");
     assert!(
         r.stderr.contains("no receipt for bundle") && r.stdout.is_empty(),
         "{}",

@@ -305,5 +305,6 @@ fn refused(what: &str, e: &Error) -> Error {
         ),
         findings: Vec::new(),
         help: e.help(),
+        exit: e.exit(),
     }
 }

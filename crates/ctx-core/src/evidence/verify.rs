@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use serde_json::{json, Value};
 
 use crate::canonical;
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::keys::{self, MalformedKey, Trusted};
 use crate::load::Repo;
 use crate::manifest::Manifest;
@@ -149,7 +149,7 @@ pub fn verify_files(m: &Manifest, opts: &VerifyOptions) -> Result<Report> {
         let shown = f.display().to_string();
         let (bytes, doc) = match receipt::read_json(&path) {
             Ok(x) => x,
-            Err(e) if !path.exists() => return Err(Error::NotFound(e.to_string())),
+            Err(e @ receipt::ReceiptError::NoFile { .. }) => return Err(e.into()),
             Err(e) => {
                 let mut o = Outcome::new(shown, "unknown");
                 o.problems.push(Problem::new(

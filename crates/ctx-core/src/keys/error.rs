@@ -22,16 +22,12 @@ pub enum KeyError {
     ))]
     UnsafeLocation { path: PathBuf, why: String },
 
+    /// No private key file for `id` (signing with it, or `ctx keys declare`): not found.
     #[error("{}: no private key `{id}` in this user's key folder", path.display())]
     #[diagnostic(help(
-        "create one with `ctx keys generate --id {id} --declare`, or pick another with --key (see `ctx keys list`)"
+        "create one with `ctx keys generate --id {id} --declare`, or name one `ctx keys list` shows"
     ))]
     Missing { path: PathBuf, id: String },
-
-    /// `ctx keys declare` of a key that was never generated.
-    #[error("{}: there is no key named `{id}`", path.display())]
-    #[diagnostic(help("create it with `ctx keys generate --id {id} --declare`"))]
-    NoSuchKey { path: PathBuf, id: String },
 
     #[error("{}: a key named `{id}` already exists; keys are never overwritten", path.display())]
     #[diagnostic(help("choose another --id, or move the old key away first"))]
@@ -119,7 +115,7 @@ impl KeyError {
     pub fn exit(&self) -> Exit {
         match self {
             KeyError::BadId { .. } | KeyError::Ambiguous { .. } => Exit::Usage,
-            KeyError::NoSuchKey { .. } => Exit::NotFound,
+            KeyError::Missing { .. } => Exit::NotFound,
             _ => Exit::Invalid,
         }
     }
@@ -142,14 +138,14 @@ mod tests {
             help.contains("ctx keys generate --id a --declare"),
             "{help}"
         );
-        assert_eq!(e.exit(), Exit::Invalid);
+        assert_eq!(e.exit(), Exit::NotFound);
     }
 
     #[test]
     fn usage_and_not_found_cases_map_to_their_exit_codes() {
         assert_eq!(KeyError::BadId { id: "X".into() }.exit(), Exit::Usage);
         assert_eq!(KeyError::Ambiguous { ids: vec![] }.exit(), Exit::Usage);
-        let none = KeyError::NoSuchKey {
+        let none = KeyError::Missing {
             path: "/k".into(),
             id: "a".into(),
         };

@@ -176,7 +176,7 @@ pub fn declare(id: &str, manifest: &Manifest) -> Result<(PublicKey, Declaration)
     check_id(id)?;
     let path = key_path(id)?;
     if !path.exists() {
-        return Err(KeyError::NoSuchKey {
+        return Err(KeyError::Missing {
             path,
             id: id.to_string(),
         }

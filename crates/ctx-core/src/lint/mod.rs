@@ -26,16 +26,20 @@ pub mod suggest;
 
 pub use gate::output_gate;
 
+use std::collections::HashSet;
+
 use crate::diag::Diagnostic;
 use crate::load::Repo;
 
 /// Every lint over a loaded repository (the loader's own findings not included).
-pub fn check(repo: &Repo) -> Vec<Diagnostic> {
+/// `superseded` holds the positions of superseded objects, as validate's supersession
+/// analysis found them (not worked out again here: it is a pass over every object).
+pub fn check(repo: &Repo, superseded: &HashSet<usize>) -> Vec<Diagnostic> {
     let mut out = Vec::new();
     scope::check(repo, &mut out);
     redaction::check(repo, &mut out);
     ids::check(repo, &mut out);
-    promotion::check(repo, &mut out);
+    promotion::check(repo, superseded, &mut out);
     out
 }
 

@@ -9,13 +9,15 @@
 //! default). A sign-off covers the object's bytes, so an edit after it is reported
 //! too: a typo fix in a canonical policy is still a change to the canonical policy.
 
+use std::collections::HashSet;
+
 use crate::diag::{Code, Diagnostic};
 use crate::load::Repo;
 use crate::object::{ContextObject, Format};
-use crate::validate::{supersession, Index};
 use crate::write::signoff::{self, Standing};
 
-pub fn check(repo: &Repo, out: &mut Vec<Diagnostic>) {
+/// `superseded`: positions of superseded objects (validate's supersession analysis).
+pub fn check(repo: &Repo, superseded: &HashSet<usize>, out: &mut Vec<Diagnostic>) {
     // A repository that predates sign-offs is not checked until it keeps them
     // (`ctx init`, the first `--promote`, or `ctx promote --all`).
     if !signoff::kept(&repo.manifest.root) {
@@ -24,14 +26,9 @@ pub fn check(repo: &Repo, out: &mut Vec<Diagnostic>) {
     let candidates = |o: &ContextObject| {
         signoff::needed(o.meta.authority) && !o.meta.faults.contains("authority")
     };
-    if !repo.objects.iter().any(candidates) {
-        return;
-    }
-    let idx = Index::new(&repo.objects);
-    let sup = supersession::analyse(&idx);
     let m = &repo.manifest;
     for (i, o) in repo.objects.iter().enumerate() {
-        if !candidates(o) || sup.superseded.contains(&i) {
+        if !candidates(o) || superseded.contains(&i) {
             continue;
         }
         let standing = signoff::standing(m, o);

@@ -12,6 +12,10 @@ pub enum ReceiptError {
     #[error("{}: {why}", path.display())]
     File { path: PathBuf, why: String },
 
+    /// A file the user named (a receipt, a bundle) does not exist.
+    #[error("{}: no such file", path.display())]
+    NoFile { path: PathBuf },
+
     /// The receipt (or the request it records) has no canonical form, or
     /// signing failed.
     #[error("cannot sign the receipt: {0}")]
@@ -46,11 +50,16 @@ impl ReceiptError {
         }
     }
 
-    /// The exit status this failure maps to: every receipt failure is an
-    /// invalid store or input (a missing receipt to cite included: the
-    /// command's input, a bundle, lacks the evidence it needs).
+    /// The exit status this failure maps to: a receipt that is named or needed
+    /// but not in the store is not found (3, like an unknown object or key);
+    /// everything else is an invalid store or input.
     pub fn exit(&self) -> Exit {
-        Exit::Invalid
+        match self {
+            ReceiptError::NoFile { .. }
+            | ReceiptError::NoSuchTarget { .. }
+            | ReceiptError::NoneForBundle { .. } => Exit::NotFound,
+            _ => Exit::Invalid,
+        }
     }
 }
 
@@ -65,7 +74,7 @@ mod tests {
             bundle: "b".into(),
             dir: "/r".into(),
         };
-        assert_eq!(e.exit(), Exit::Invalid);
+        assert_eq!(e.exit(), Exit::NotFound);
         assert_eq!(e.to_string(), "no receipt for bundle b in /r");
         assert!(e.help().unwrap().to_string().contains("ctx bundle --sign"));
     }

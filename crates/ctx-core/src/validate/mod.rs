@@ -119,7 +119,7 @@ pub fn validate(repo: &Repo, opts: ValidateOptions) -> Vec<Diagnostic> {
     // Private collections: configuration, and no plaintext where ciphertext belongs.
     out.extend(crate::private::guard::check(repo));
     // Mistakes that leave the repository valid but change what a consumer sees.
-    out.extend(crate::lint::check(repo));
+    out.extend(crate::lint::check(repo, &sup.superseded));
     if opts.strict {
         strict_checks(repo, &mut out);
     }

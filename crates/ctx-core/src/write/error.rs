@@ -87,6 +87,7 @@ impl WriteError {
             message: format!("refusing to write: {self} (nothing was written)"),
             findings: Vec::new(),
             help: miette::Diagnostic::help(&self).map(|h| h.to_string()),
+            exit: self.exit(),
         }
     }
 }

@@ -90,8 +90,10 @@ pub fn parse_planned(m: &Manifest, rel: &str, bytes: &[u8]) -> Option<parse::Par
     ))
 }
 
-/// Is authority `a` a promotion over `before` (None for a new object)? Only canonical
-/// and approved count, and only when they rank above what the id already held.
+/// Is authority `a` a promotion over `before` (None for a new object)? Only the
+/// authorities a sign-off covers ([`signoff::needed`]) count, and only when they rank
+/// above what the id already held; `ctx add`, `ctx supersede` and a committed proposal
+/// all refuse one without `--promote`.
 pub fn is_promotion(m: &Manifest, a: Authority, before: Option<Authority>) -> bool {
     let rank = |x: Authority| {
         m.precedence
@@ -99,8 +101,7 @@ pub fn is_promotion(m: &Manifest, a: Authority, before: Option<Authority>) -> bo
             .position(|p| *p == x)
             .unwrap_or(usize::MAX)
     };
-    matches!(a, Authority::Canonical | Authority::Approved)
-        && before.is_none_or(|b| rank(a) < rank(b))
+    signoff::needed(a) && before.is_none_or(|b| rank(a) < rank(b))
 }
 
 /// May `consumer` write `candidate` (replacing `existing`, if any)? Reads never imply

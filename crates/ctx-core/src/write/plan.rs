@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use serde_json::{Map, Value};
 
 use crate::diag::{Code, Diagnostic, Severity};
-use crate::error::{Error, Result};
+use crate::error::{Error, Exit, Result};
 use crate::evidence::{Record, WriteKind};
 use crate::fs::{confine, RepoLock};
 use crate::load::{self, LoadOptions, Repo};
@@ -22,7 +22,7 @@ use crate::time::{Clock, Instant};
 use crate::validate::{self, Index, ValidateOptions};
 use crate::view::{View, Who};
 
-use super::signoff::{self, Standing};
+use super::signoff;
 use super::{emit, FileWrite};
 
 /// The fields a writer asks for (flags of `add` and `supersede`).
@@ -451,14 +451,7 @@ pub fn supersede(repo: &Repo, target: &str, req: &Request, clock: &Clock) -> Res
     if let Some(c) = &consumer {
         super::authorize_write(m, c, &obj, Some(prev)).map_err(super::WriteError::refused)?;
     }
-    // A new version at canonical or approved is signed off when the writer passed
-    // --promote, or when it keeps the authority of a predecessor whose sign-off
-    // still holds (keeping an authority is not a promotion). A predecessor edited by
-    // hand since its sign-off passes nothing on.
-    let carried = !req.promote
-        && obj.meta.authority == prev.meta.authority
-        && matches!(signoff::standing(m, prev), Standing::Signed(_));
-    let signoff = (signoff::needed(obj.meta.authority) && (req.promote || carried))
+    let signoff = signoff::due(m, &obj, Some(prev), req.promote)
         .then(|| signoff_for(m, &obj, &bytes, req, clock, "supersede"))
         .transpose()?;
     added.push(obj);
@@ -617,6 +610,7 @@ fn planned_object(repo: &Repo, rel: &str, bytes: &[u8]) -> Result<ContextObject>
             ),
             findings: errors,
             help: None,
+            exit: Exit::Invalid,
         });
     }
     parsed
@@ -650,6 +644,7 @@ fn check_repository(repo: &Repo, planned: &Repo) -> Result<()> {
         ),
         findings: new,
         help,
+        exit: Exit::Invalid,
     })
 }
 

@@ -78,6 +78,20 @@ pub fn needed(a: Authority) -> bool {
     matches!(a, Authority::Canonical | Authority::Approved)
 }
 
+/// Does a new version `new` of an object (replacing `prev`, if any) get its writer's
+/// sign-off? When it needs one ([`needed`]) and the writer promotes it, or when it
+/// keeps the authority of a predecessor whose sign-off still holds: keeping an
+/// authority is not a promotion. A predecessor edited by hand since its sign-off
+/// passes nothing on. `ctx supersede` and a committed proposal share this rule.
+pub fn due(m: &Manifest, new: &ContextObject, prev: Option<&ContextObject>, promote: bool) -> bool {
+    needed(new.meta.authority)
+        && (promote
+            || prev.is_some_and(|p| {
+                p.meta.authority == new.meta.authority
+                    && matches!(standing(m, p), Standing::Signed(_))
+            }))
+}
+
 /// What a sign-off covers: the object's file byte for byte, so any edit after the
 /// sign-off (content, fields, even formatting) needs a new one. Two exceptions, where
 /// the file holds more than the object or changes without its meaning changing:
@@ -227,7 +241,7 @@ pub fn plan(
     at: String,
     via: &str,
 ) -> Result<Pending> {
-    let (mut ledger, replaces) = match read(&m.root, &o.id).map_err(Error::Invalid)? {
+    let (ledger, replaces) = match read(&m.root, &o.id).map_err(Error::Invalid)? {
         Some((l, bytes)) => (l, Some(bytes)),
         None => (
             Ledger {
@@ -238,15 +252,7 @@ pub fn plan(
         ),
     };
     let record = record(m, o, file, by, at, via);
-    ledger.signoffs.retain(|s| s.version != o.version);
-    ledger.signoffs.push(record.clone());
-    ledger.signoffs.sort_by_key(|s| s.version);
-    Ok(Pending {
-        rel: rel_path(&o.id),
-        bytes: ledger_bytes(&ledger)?,
-        replaces,
-        record,
-    })
+    pending(rel_path(&o.id), ledger, replaces, record)
 }
 
 /// [`plan`] on top of an earlier plan for the same id (another version of it).
@@ -259,16 +265,31 @@ pub fn plan_onto(
     at: &str,
     via: &str,
 ) -> Result<Pending> {
-    let mut ledger: Ledger = serde_json::from_slice(&earlier.bytes)
+    let ledger: Ledger = serde_json::from_slice(&earlier.bytes)
         .map_err(|e| Error::Invalid(format!("sign-off record: {e}")))?;
     let record = record(m, o, file, by.to_string(), at.to_string(), via);
-    ledger.signoffs.retain(|s| s.version != o.version);
+    pending(
+        earlier.rel.clone(),
+        ledger,
+        earlier.replaces.clone(),
+        record,
+    )
+}
+
+/// `ledger` with `record` in place of any entry for its version, as a pending write.
+fn pending(
+    rel: String,
+    mut ledger: Ledger,
+    replaces: Option<Vec<u8>>,
+    record: SignOff,
+) -> Result<Pending> {
+    ledger.signoffs.retain(|s| s.version != record.version);
     ledger.signoffs.push(record.clone());
     ledger.signoffs.sort_by_key(|s| s.version);
     Ok(Pending {
-        rel: earlier.rel.clone(),
+        rel,
         bytes: ledger_bytes(&ledger)?,
-        replaces: earlier.replaces.clone(),
+        replaces,
         record,
     })
 }

@@ -306,14 +306,7 @@ pub fn commit(ex: &Exchange<'_>, o: &CommitOptions) -> ClResult<Committed> {
         }
         // Like `ctx supersede`: a version keeping a signed-off authority, or one the
         // reviewer promotes, carries the reviewer's sign-off (`.ctx/signoffs/`).
-        let carried = prev.is_some_and(|p| {
-            p.meta.authority == obj.meta.authority
-                && matches!(
-                    write::signoff::standing(m, p),
-                    write::signoff::Standing::Signed(_)
-                )
-        });
-        if write::signoff::needed(obj.meta.authority) && (o.promote || carried) {
+        if write::signoff::due(m, &obj, prev, o.promote) {
             signoffs.push(
                 write::signoff::plan(m, &obj, &bytes, o.reviewer.clone(), now.clone(), "proposal")
                     .map_err(|e| ClError::new("STATE_UNAVAILABLE", e.to_string()))?,
