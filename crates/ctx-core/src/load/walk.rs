@@ -239,7 +239,7 @@ fn collect(
     for (_, f) in found {
         match f {
             Found::Member(member) => out.push(member),
-            Found::Finding(d) => diags.push(d),
+            Found::Finding(d) => diags.push(*d),
             Found::Candidate(rel) => candidates.push(rel),
         }
     }
@@ -248,7 +248,7 @@ fn collect(
 /// What one walked entry gives.
 enum Found {
     Member(Member),
-    Finding(Diagnostic),
+    Finding(Box<Diagnostic>),
     /// An object file under the collection's folder that its glob does not match.
     Candidate(RelPath),
 }
@@ -277,14 +277,14 @@ fn examine(
                 "file"
             };
             let d = unreadable(&rel, what, io);
-            return Some((rel.to_path(&m.root), Found::Finding(d)));
+            return Some((rel.to_path(&m.root), Found::Finding(Box::new(d))));
         }
     };
     let ft = entry.file_type()?;
     let abs = entry.path();
     let rel = RelPath::strip(&m.root, abs)?;
     crate::object::Format::from_path(&rel)?;
-    let finding = |d: Diagnostic| Some((abs.to_path_buf(), Found::Finding(d)));
+    let finding = |d: Diagnostic| Some((abs.to_path_buf(), Found::Finding(Box::new(d))));
     if !local.matches(&rel) {
         // A collection rooted at the repository itself does not make every
         // Markdown file there (README, docs) look like lost context.
