@@ -213,10 +213,7 @@ fn collect(
         diags.push(traversal(m, field.to_string(), written));
         return;
     }
-    // Both cores walk (the walk is most of a warm load); what each entry gives is
-    // gathered, then applied in path order, so the result never depends on threads.
-    let found = std::sync::Mutex::new(Vec::new());
-    ignore::WalkBuilder::new(&base_abs)
+    let walker = ignore::WalkBuilder::new(&base_abs)
         .hidden(true)
         .git_ignore(true)
         .git_global(false)
@@ -224,129 +221,102 @@ fn collect(
         .require_git(false)
         .parents(true)
         .follow_links(false)
-        .build_parallel()
-        .run(|| {
-            let found = &found;
-            Box::new(move |entry| {
-                if let Some(f) = examine(m, name, local, entry) {
-                    found.lock().unwrap_or_else(|e| e.into_inner()).push(f);
+        .build();
+    for entry in walker {
+        let entry = match entry {
+            Ok(entry) => entry,
+            Err(e) => {
+                // An unreadable folder or file: report it, so nothing vanishes unnoticed.
+                if let Some(io) = e.io_error() {
+                    let rel = error_path(&e)
+                        .and_then(|p| RelPath::strip(&m.root, p))
+                        .unwrap_or_else(|| local.base.clone());
+                    let what = if rel.as_str() == local.base.as_str()
+                        || error_path(&e).is_some_and(Path::is_dir)
+                    {
+                        "folder"
+                    } else {
+                        "file"
+                    };
+                    diags.push(unreadable(&rel, what, io));
                 }
-                ignore::WalkState::Continue
-            })
-        });
-    let mut found = found.into_inner().unwrap_or_else(|e| e.into_inner());
-    found.sort_by(|a, b| a.0.cmp(&b.0));
-    for (_, f) in found {
-        match f {
-            Found::Member(member) => out.push(member),
-            Found::Finding(d) => diags.push(*d),
-            Found::Candidate(rel) => candidates.push(rel),
-        }
-    }
-}
-
-/// What one walked entry gives.
-enum Found {
-    Member(Member),
-    Finding(Box<Diagnostic>),
-    /// An object file under the collection's folder that its glob does not match.
-    Candidate(RelPath),
-}
-
-/// Judge one entry of a collection's walk (None: nothing to say about it), with
-/// the path that orders it among the others.
-fn examine(
-    m: &Manifest,
-    name: &str,
-    local: &Local,
-    entry: Result<ignore::DirEntry, ignore::Error>,
-) -> Option<(PathBuf, Found)> {
-    let entry = match entry {
-        Ok(entry) => entry,
-        Err(e) => {
-            // An unreadable folder or file: report it, so nothing vanishes unnoticed.
-            let io = e.io_error()?;
-            let rel = error_path(&e)
-                .and_then(|p| RelPath::strip(&m.root, p))
-                .unwrap_or_else(|| local.base.clone());
-            let what = if rel.as_str() == local.base.as_str()
-                || error_path(&e).is_some_and(Path::is_dir)
-            {
-                "folder"
-            } else {
-                "file"
-            };
-            let d = unreadable(&rel, what, io);
-            return Some((rel.to_path(&m.root), Found::Finding(Box::new(d))));
-        }
-    };
-    let ft = entry.file_type()?;
-    let abs = entry.path();
-    let rel = RelPath::strip(&m.root, abs)?;
-    crate::object::Format::from_path(&rel)?;
-    let finding = |d: Diagnostic| Some((abs.to_path_buf(), Found::Finding(Box::new(d))));
-    if !local.matches(&rel) {
-        // A collection rooted at the repository itself does not make every
-        // Markdown file there (README, docs) look like lost context.
-        if ft.is_file() && !local.base.as_str().is_empty() && !local.excludes(&rel) {
-            return Some((abs.to_path_buf(), Found::Candidate(rel)));
-        }
-        return None;
-    }
-    if ft.is_dir() {
-        return None;
-    }
-    if ft.is_symlink() {
-        let meta = match std::fs::metadata(abs) {
-            Ok(meta) => meta,
-            Err(_) => {
-                return finding(
-                    Diagnostic::error(
-                        Code::SourceUnavailable,
-                        format!("`{rel}` is a broken symbolic link"),
-                    )
-                    .file(rel.clone())
-                    .expected("a link to an existing file inside the repository")
-                    .actual("a link whose target does not exist")
-                    .fix("restore the target, or remove the link"),
-                );
+                continue;
             }
         };
-        if !confine::resolves_inside(&m.root, abs) {
-            return finding(
-                Diagnostic::error(
-                    Code::PathTraversal,
-                    format!("`{rel}` is a symbolic link that points outside the repository"),
-                )
-                .file(rel.clone())
-                .expected("a link target inside the repository folder")
-                .actual("a target outside the repository")
-                .fix("replace the link with the file itself, or remove it"),
-            );
+        let Some(ft) = entry.file_type() else {
+            continue;
+        };
+        let abs = entry.path();
+        let Some(rel) = RelPath::strip(&m.root, abs) else {
+            continue;
+        };
+        if crate::object::Format::from_path(&rel).is_none() {
+            continue;
         }
-        if meta.is_dir() {
-            return None;
+        if !local.matches(&rel) {
+            // A collection rooted at the repository itself does not make every
+            // Markdown file there (README, docs) look like lost context.
+            if ft.is_file() && !local.base.as_str().is_empty() && !local.excludes(&rel) {
+                candidates.push(rel);
+            }
+            continue;
         }
-        if !meta.is_file() {
-            return finding(not_regular(&rel, crate::fs::kind(&meta)));
+        if ft.is_dir() {
+            continue;
         }
-    } else if !ft.is_file() {
-        let kind = entry
-            .metadata()
-            .map(|meta| crate::fs::kind(&meta))
-            .unwrap_or("a special file");
-        return finding(not_regular(&rel, kind));
-    }
-    let base = local.id_base(&rel).to_string();
-    Some((
-        abs.to_path_buf(),
-        Found::Member(Member {
+        if ft.is_symlink() {
+            let meta = match std::fs::metadata(abs) {
+                Ok(meta) => meta,
+                Err(_) => {
+                    diags.push(
+                        Diagnostic::error(
+                            Code::SourceUnavailable,
+                            format!("`{rel}` is a broken symbolic link"),
+                        )
+                        .file(rel.clone())
+                        .expected("a link to an existing file inside the repository")
+                        .actual("a link whose target does not exist")
+                        .fix("restore the target, or remove the link"),
+                    );
+                    continue;
+                }
+            };
+            if !confine::resolves_inside(&m.root, abs) {
+                diags.push(
+                    Diagnostic::error(
+                        Code::PathTraversal,
+                        format!("`{rel}` is a symbolic link that points outside the repository"),
+                    )
+                    .file(rel.clone())
+                    .expected("a link target inside the repository folder")
+                    .actual("a target outside the repository")
+                    .fix("replace the link with the file itself, or remove it"),
+                );
+                continue;
+            }
+            if meta.is_dir() {
+                continue;
+            }
+            if !meta.is_file() {
+                diags.push(not_regular(&rel, crate::fs::kind(&meta)));
+                continue;
+            }
+        } else if !ft.is_file() {
+            let kind = entry
+                .metadata()
+                .map(|meta| crate::fs::kind(&meta))
+                .unwrap_or("a special file");
+            diags.push(not_regular(&rel, kind));
+            continue;
+        }
+        let base = local.id_base(&rel).to_string();
+        out.push(Member {
             rel,
             abs: abs.to_path_buf(),
             source: MemberSource::Collection {
                 name: name.to_string(),
                 base,
             },
-        }),
-    ))
+        });
+    }
 }
