@@ -4,6 +4,9 @@
     scripts/gen-pathological.py roles N OUT    N roles, role k inheriting roles k-1 and k-2
                                                (a chain that is also a DAG: every naive
                                                walk of it is exponential)
+    scripts/gen-pathological.py orphan N OUT   the roles repository plus one object no role
+                                               may read and nothing links to (doctor's
+                                               orphan check must try every consumer)
     scripts/gen-pathological.py chain N OUT    one id with N+1 versions, each superseding
                                                the previous one (an N-link chain)
 
@@ -42,6 +45,14 @@ def roles(n, out):
         )
 
 
+def orphan(n, out):
+    roles(n, out)
+    write(
+        os.path.join(out, "context", "orphan.md"),
+        "---\nid: policies.orphan\ntype: policy\nowner: bench\n---\n\nRead by no role.\n",
+    )
+
+
 def chain(n, out):
     write(
         os.path.join(out, "opencontext.yaml"),
@@ -60,10 +71,11 @@ def chain(n, out):
 
 
 def main():
-    if len(sys.argv) != 4 or sys.argv[1] not in ("roles", "chain"):
+    kinds = {"roles": roles, "orphan": orphan, "chain": chain}
+    if len(sys.argv) != 4 or sys.argv[1] not in kinds:
         sys.exit(__doc__)
     kind, n, out = sys.argv[1], int(sys.argv[2]), sys.argv[3]
-    (roles if kind == "roles" else chain)(n, out)
+    kinds[kind](n, out)
 
 
 if __name__ == "__main__":

@@ -79,13 +79,15 @@ fn command_line(a: &ExportArgs) -> String {
 }
 
 pub fn run(g: &Global, p: &Printer, a: &ExportArgs) -> Result<Exit> {
-    let repo = super::validate::load_repo(g, ctx_core::load::DEFAULT_MAX_FILE_SIZE)?;
+    let opts = super::resolve::scope_options(g, &a.scope);
+    // Content is kept only for objects this consumer may read.
+    let load = g.load_options(ctx_core::load::DEFAULT_MAX_FILE_SIZE);
+    let repo = resolve::open(g.dir.as_deref(), &g.cwd, &load, &opts)?;
     if a.scope.who.is_empty() {
         return Err(Error::Usage(
             "export needs a consumer: pass --role ROLE or --agent AGENT".into(),
         ));
     }
-    let opts = super::resolve::scope_options(g, &a.scope);
     let (resolution, bundle) = resolve::bundle(&repo, &opts, &g.clock.stamp())?;
     if !a.check {
         super::gate::check(p, &repo, &resolution, a.allow_findings)?;

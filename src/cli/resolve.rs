@@ -86,12 +86,8 @@ pub fn run(g: &Global, p: &Printer, a: &ResolveArgs, always_bundle: bool) -> Res
     let started_at = ctx_core::time::format(&g.clock.now());
     let opts = options(g, a);
     // Content is kept only for objects this consumer may read.
-    let (manifest, diags) = ctx_core::manifest::Manifest::discover(g.dir.as_deref(), &g.cwd)?;
-    let load = ctx_core::load::LoadOptions {
-        content_for: resolve::content_filter(&manifest, &opts),
-        ..g.load_options(ctx_core::load::DEFAULT_MAX_FILE_SIZE)
-    };
-    let repo = ctx_core::load::load(manifest, diags, &load);
+    let load = g.load_options(ctx_core::load::DEFAULT_MAX_FILE_SIZE);
+    let repo = resolve::open(g.dir.as_deref(), &g.cwd, &load, &opts)?;
     let (resolution, bundle) = resolve::bundle(&repo, &opts, &g.clock.stamp())?;
     super::gate::check(p, &repo, &resolution, a.allow_findings)?;
     let out = super::printer::output_file(a.output.as_deref());

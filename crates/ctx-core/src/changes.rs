@@ -155,9 +155,10 @@ impl RepoDiff {
     }
 }
 
-fn rank(precedence: &[Authority], a: &str) -> usize {
-    Authority::parse(a)
-        .and_then(|a| precedence.iter().position(|x| *x == a))
+fn rank(precedence: &[Authority], a: Authority) -> usize {
+    precedence
+        .iter()
+        .position(|x| *x == a)
         .unwrap_or(usize::MAX)
 }
 
@@ -238,12 +239,12 @@ pub fn repo_diff(before_view: &View<'_>, after_view: &View<'_>) -> RepoDiff {
         if changes.is_empty() {
             continue;
         }
-        let (fa, ta) = (ob.meta.authority.as_str(), oa.meta.authority.as_str());
+        let (fa, ta) = (ob.meta.authority, oa.meta.authority);
         if rank(precedence, ta) < rank(precedence, fa) {
             d.highlights.push(Highlight::Promotion {
                 key: key.clone(),
-                from: fa.into(),
-                to: ta.into(),
+                from: fa.as_str().into(),
+                to: ta.as_str().into(),
             });
         }
         let (fc, tc): (Classification, Classification) =
@@ -258,32 +259,26 @@ pub fn repo_diff(before_view: &View<'_>, after_view: &View<'_>) -> RepoDiff {
         }
         d.changed.push((key.clone(), changes));
     }
-    // A new object that arrives canonical or approved is a promotion too, unless
-    // its id already held that authority (a new version of a canonical policy).
-    let mut held: BTreeMap<&str, usize> = BTreeMap::new();
+    // A new object is a promotion by the rule `ctx add` enforces (arriving canonical or
+    // approved above what its id already held), so the diff flags what --promote gated.
+    let mut held: BTreeMap<&str, Authority> = BTreeMap::new();
     for &i in b.values() {
         let o = &before.objects[i];
-        let r = rank(precedence, o.meta.authority.as_str());
+        let auth = o.meta.authority;
         held.entry(o.id.as_str())
-            .and_modify(|x| *x = (*x).min(r))
-            .or_insert(r);
+            .and_modify(|x| {
+                if rank(precedence, auth) < rank(precedence, *x) {
+                    *x = auth;
+                }
+            })
+            .or_insert(auth);
     }
     for (key, _) in &d.added {
         let o = &after.objects[a[key]];
         let auth = o.meta.authority;
-        let r = rank(precedence, auth.as_str());
-        let before_rank = held.get(o.id.as_str()).copied();
-        let elevated = matches!(auth, Authority::Canonical | Authority::Approved)
-            && before_rank.is_none_or(|b| r < b);
-        if elevated {
-            let from = match before_rank {
-                Some(b) => precedence
-                    .get(b)
-                    .map(|a| a.as_str())
-                    .unwrap_or("(unknown)")
-                    .to_string(),
-                None => "(new)".into(),
-            };
+        let before_auth = held.get(o.id.as_str()).copied();
+        if crate::write::is_promotion(&after.manifest, auth, before_auth) {
+            let from = before_auth.map_or("(new)", Authority::as_str).to_string();
             d.highlights.push(Highlight::Promotion {
                 key: key.clone(),
                 from,
@@ -499,6 +494,60 @@ mod tests {
         assert!(same.is_err() || same.unwrap().changes.is_empty());
         let e = compare_objects(&v, "policies.refunds@1", "policies.nothing").unwrap_err();
         assert!(matches!(e, crate::error::Error::NotFound(_)));
+    }
+
+    #[test]
+    fn added_objects_are_promotions_by_the_rule_add_enforces() {
+        use crate::view::{View, Who};
+        let head = "opencontext: \"1.0\"\nid: acme\nname: ACME\ncollections:\n  p: ./context/**\n";
+        let obj = |id: &str, v: u32, auth: &str| {
+            format!("---\nid: {id}\ntype: policy\nowner: o\nversion: {v}\nauthority: {auth}\n---\nText.\n")
+        };
+        let before = [
+            ("opencontext.yaml", head.to_string()),
+            ("context/a.md", obj("p.a", 1, "reference")),
+            ("context/b.md", obj("p.b", 1, "canonical")),
+        ];
+        let after = [
+            ("opencontext.yaml", head.to_string()),
+            ("context/a.md", obj("p.a", 1, "reference")),
+            ("context/a2.md", obj("p.a", 2, "approved")),
+            ("context/b.md", obj("p.b", 1, "canonical")),
+            ("context/b2.md", obj("p.b", 2, "canonical")),
+            ("context/c.md", obj("p.c", 1, "canonical")),
+            ("context/d.md", obj("p.d", 1, "reference")),
+        ];
+        let (_d1, rb) = crate::testutil::repo_from(&borrowed(&before));
+        let (_d2, ra) = crate::testutil::repo_from(&borrowed(&after));
+        let at = crate::time::parse_at("2026-09-01").unwrap();
+        let who = Who::default();
+        let (vb, va) = (
+            View::open(&rb, &who, at).unwrap(),
+            View::open(&ra, &who, at).unwrap(),
+        );
+        let d = repo_diff(&vb, &va);
+        let promoted: Vec<(String, String, String)> = d
+            .highlights
+            .iter()
+            .filter_map(|h| match h {
+                Highlight::Promotion { key, from, to } => {
+                    Some((key.clone(), from.clone(), to.clone()))
+                }
+                _ => None,
+            })
+            .collect();
+        // p.a rose from reference; p.c arrived canonical; p.b kept canonical; p.d is no claim.
+        assert_eq!(
+            promoted,
+            vec![
+                ("p.a@2".into(), "reference".into(), "approved".into()),
+                ("p.c@1".into(), "(new)".into(), "canonical".into()),
+            ]
+        );
+    }
+
+    fn borrowed<'a>(f: &'a [(&'static str, String)]) -> Vec<(&'static str, &'a str)> {
+        f.iter().map(|(p, c)| (*p, c.as_str())).collect()
     }
 
     fn map(v: Value) -> Map<String, Value> {

@@ -45,6 +45,14 @@ vocab!(
     }
 );
 
+impl Authority {
+    /// Canonical and approved claim truth: only an author grants them (a default
+    /// never does, §16.3), a sign-off covers them, and reaching one is a promotion.
+    pub fn claims_truth(self) -> bool {
+        matches!(self, Authority::Canonical | Authority::Approved)
+    }
+}
+
 vocab!(
     /// Sensitivity band, least to most sensitive (the derive order is the ceiling order).
     Classification {

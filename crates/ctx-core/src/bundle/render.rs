@@ -1,5 +1,6 @@
 //! Bundle renderings: JSON (canonical interchange), YAML, and Markdown for prompts.
 
+use std::collections::HashSet;
 use std::fmt::Write as _;
 
 use serde_json::Value;
@@ -128,7 +129,7 @@ fn emit_seq(out: &mut String, items: &[Value], indent: usize) {
 }
 
 /// A fence longer than any run of backticks in `text`, so content cannot close it.
-fn fence_for(text: &str) -> String {
+pub(crate) fn fence_for(text: &str) -> String {
     let mut longest = 0;
     let mut run = 0;
     for c in text.chars() {
@@ -140,6 +141,35 @@ fn fence_for(text: &str) -> String {
         }
     }
     "`".repeat((longest + 1).max(3))
+}
+
+/// The ids the bundle's provenance marks as their own origin, gathered once so a
+/// rendering does not scan every provenance entry for every object.
+pub(crate) fn canonical_sources(bundle: &Value) -> HashSet<&str> {
+    bundle["provenance"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|p| p["canonical_source"] == Value::Bool(true))
+        .filter_map(|p| p["id"].as_str())
+        .collect()
+}
+
+/// Provenance travels with the content (§12.4): the lines under an object's heading
+/// that say where it came from, or that it is its own origin.
+pub(crate) fn write_provenance(out: &mut String, o: &Value, canonical: &HashSet<&str>) {
+    let uris: Vec<&str> = o["sources"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|s| s["uri"].as_str())
+        .collect();
+    if !uris.is_empty() {
+        let _ = writeln!(out, "Sources: {}\n", uris.join(", "));
+    }
+    if o["id"].as_str().is_some_and(|id| canonical.contains(id)) {
+        out.push_str("Canonical source: this object is the origin of its content.\n\n");
+    }
 }
 
 /// Markdown for prompts. Every object's content is fenced; untrusted content is
@@ -172,6 +202,7 @@ pub fn markdown(bundle: &Value) -> String {
         bundle["digest"].as_str().unwrap_or("")
     );
     out.push('\n');
+    let canonical = canonical_sources(bundle);
     for o in bundle["objects"].as_array().into_iter().flatten() {
         let id = o["id"].as_str().unwrap_or("");
         let title = o["title"]
@@ -205,21 +236,7 @@ pub fn markdown(bundle: &Value) -> String {
             let paths: Vec<&str> = r.iter().filter_map(Value::as_str).collect();
             let _ = writeln!(out, "Redacted fields: {}\n", paths.join(", "));
         }
-        if let Some(sources) = o["sources"].as_array() {
-            let uris: Vec<&str> = sources.iter().filter_map(|s| s["uri"].as_str()).collect();
-            if !uris.is_empty() {
-                let _ = writeln!(out, "Sources: {}\n", uris.join(", "));
-            }
-        }
-        // Provenance survives every rendering: say when the object is its own origin.
-        let canonical_source = bundle["provenance"]
-            .as_array()
-            .into_iter()
-            .flatten()
-            .any(|p| p["id"] == o["id"] && p["canonical_source"] == Value::Bool(true));
-        if canonical_source {
-            out.push_str("Canonical source: this object is the origin of its content.\n\n");
-        }
+        write_provenance(&mut out, o, &canonical);
         let untrusted = o["trust"].as_str() == Some("untrusted");
         let (body, lang) = match &o["content"] {
             Value::String(s) => (s.clone(), fence_language(o, untrusted)),
@@ -277,7 +294,7 @@ pub fn markdown(bundle: &Value) -> String {
 
 /// The fence language for text content, by its media type: untrusted text is never
 /// highlighted as Markdown (which renderers would interpret).
-fn fence_language(o: &Value, untrusted: bool) -> &'static str {
+pub(crate) fn fence_language(o: &Value, untrusted: bool) -> &'static str {
     let t = o["content_type"].as_str().unwrap_or("text/markdown");
     let t = t.split(';').next().unwrap_or("").trim();
     if t == "application/json" || t.ends_with("+json") {

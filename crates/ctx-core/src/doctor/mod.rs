@@ -6,6 +6,7 @@
 pub mod clock;
 pub mod health;
 pub mod reach;
+mod readers;
 pub mod render;
 pub mod report;
 

@@ -9,27 +9,14 @@ use serde_json::Value;
 use crate::adapters::{self, AdapterError};
 use crate::diag::{Code, Diagnostic};
 use crate::load::Repo;
-use crate::manifest::roles;
 use crate::object::ContextObject;
-use crate::resolve::authorize::{authorize, Principals};
+
+use super::readers::{Memo, Readers};
 
 fn at(o: &ContextObject, d: Diagnostic) -> Diagnostic {
     d.file(o.origin.file.clone())
         .line(o.origin.line)
         .id(o.id.clone())
-}
-
-/// Every consumer the manifest defines: each role on its own, and each agent, by
-/// name and the roles it is made of. Their scopes are flattened one at a time by
-/// the caller: holding every role's flattened scope at once is quadratic in a deep
-/// inheritance chain (10,000 roles took 6.9 GB).
-fn consumers(repo: &Repo) -> impl Iterator<Item = (&String, Vec<String>)> {
-    let m = &repo.manifest;
-    m.roles.keys().map(|name| (name, vec![name.clone()])).chain(
-        m.agents
-            .iter()
-            .map(|(name, agent)| (name, agent.roles.clone())),
-    )
 }
 
 /// Orphaned context: an active object that **no role or agent may read** and that
@@ -57,29 +44,18 @@ pub fn orphaned(repo: &Repo, superseded: &HashSet<usize>) -> Vec<Diagnostic> {
             }
         }
     }
-    let mut unread: Vec<(usize, &ContextObject)> = repo
-        .objects
-        .iter()
+    // Decided object by object over the role graph, never by flattening every
+    // consumer's scope (quadratic in a deep inheritance chain).
+    let readers = Readers::new(&repo.manifest);
+    repo.objects
+        .par_iter()
         .enumerate()
         .filter(|(i, o)| !superseded.contains(i) && !linked.contains(o.id.as_str()))
-        .collect();
-    // Strike what each consumer may read; stop as soon as nothing is left.
-    for (name, roles) in consumers(repo) {
-        if unread.is_empty() {
-            break;
-        }
-        let Ok(scope) = roles::effective_scope(&repo.manifest, &roles) else {
-            continue;
-        };
-        let who = Principals {
-            consumer: name,
-            scope: &scope,
-        };
-        unread.retain(|(_, o)| authorize(o, &who).is_err());
-    }
-    unread
-        .into_iter()
-        .map(|(_, o)| {
+        .map_init(Memo::default, |memo, (_, o)| {
+            (!readers.any_reads(o, memo)).then_some(o)
+        })
+        .flatten()
+        .map(|o| {
             at(o, Diagnostic::info(Code::Orphaned, "no role or agent may read this object and no other object links to it"))
                 .field("id")
                 .expected("an id some role includes (within its classification ceiling), or one another object references")

@@ -185,7 +185,6 @@ pub(super) fn lifecycle_warnings(
     lowered: Option<Trust>,
     warnings: &mut Vec<Warning>,
 ) {
-    use crate::validate::authority::claims_truth;
     if state == Lifecycle::Stale {
         warnings.push(Warning {
             id: Some(o.id.clone()),
@@ -214,7 +213,7 @@ pub(super) fn lifecycle_warnings(
             ),
             severity: Severity::Warning,
         });
-    } else if claims_truth(o.meta.authority) && trust == Trust::Untrusted {
+    } else if o.meta.authority.claims_truth() && trust == Trust::Untrusted {
         let what = if lowered == Some(Trust::Untrusted) {
             "its content_uri returned untrusted content; lower its authority or mirror the content into the repository"
         } else if trust == Trust::Untrusted {

@@ -277,6 +277,24 @@ pub fn content_filter(
     }))
 }
 
+/// Find the repository from `dir` or `cwd` and load it for a resolution for
+/// `opts`: content is kept only for the objects its consumer may read
+/// ([`content_filter`]), so every front end that resolves holds no other object's
+/// content. `load.content_for` is replaced.
+pub fn open(
+    dir: Option<&std::path::Path>,
+    cwd: &std::path::Path,
+    load: &crate::load::LoadOptions,
+    opts: &ResolveOptions,
+) -> Result<Repo> {
+    let (manifest, diags) = crate::manifest::Manifest::discover(dir, cwd)?;
+    let load = crate::load::LoadOptions {
+        content_for: content_filter(&manifest, opts),
+        ..load.clone()
+    };
+    Ok(crate::load::load(manifest, diags, &load))
+}
+
 /// Resolve plain options and compile the bundle: the whole pipeline in one call.
 pub fn bundle(
     repo: &Repo,

@@ -8,11 +8,6 @@ use crate::diag::{Code, Diagnostic};
 use crate::model::{Authority, Trust};
 use crate::object::Meta;
 
-/// Authority levels that claim truth: only an author may grant them.
-pub fn claims_truth(a: Authority) -> bool {
-    matches!(a, Authority::Canonical | Authority::Approved)
-}
-
 /// Material from outside the trust boundary, or observed rather than decided:
 /// `trust: untrusted`, or a source of type observation, conversation or inference
 /// (or an untrusted source) that nobody marked `trust: verified` and that does not
@@ -43,7 +38,7 @@ pub fn refuse_default(
     file: &str,
     id: &str,
 ) -> Option<Diagnostic> {
-    if !claims_truth(meta.authority) || !untrusted_material(meta) {
+    if !meta.authority.claims_truth() || !untrusted_material(meta) {
         return None;
     }
     let refused = meta.authority;
@@ -81,7 +76,7 @@ pub fn refuse_default(
 /// *default* from granting the authority (see [`refuse_default`]).
 pub fn disagreement(meta: &Meta, file: &str, id: &str) -> Option<Diagnostic> {
     if meta.default_refused.is_some()
-        || !claims_truth(meta.authority)
+        || !meta.authority.claims_truth()
         || meta.trust != Trust::Untrusted
     {
         return None;

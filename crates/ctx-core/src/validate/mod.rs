@@ -127,7 +127,6 @@ pub fn validate(repo: &Repo, opts: ValidateOptions) -> Vec<Diagnostic> {
     out
 }
 
-/// Does the run fail? Errors always; warnings too under `--strict`.
 /// Keep the findings about `paths` (files or folders, relative to `cwd`; a
 /// path outside the repository keeps nothing, the repository root keeps all).
 /// No paths: every finding.
@@ -161,6 +160,7 @@ pub fn restrict(
         .collect()
 }
 
+/// Does the run fail? Errors always; warnings too under `--strict`.
 pub fn failed(diags: &[Diagnostic], strict: bool) -> bool {
     diags
         .iter()

@@ -73,9 +73,10 @@ pub fn kept(root: &Path) -> bool {
     root.join(DIR).is_dir()
 }
 
-/// Does this authority need a sign-off? The two `ctx add` refuses without `--promote`.
+/// Does this authority need a sign-off? Those that claim truth, the two `ctx add`
+/// refuses without `--promote`.
 pub fn needed(a: Authority) -> bool {
-    matches!(a, Authority::Canonical | Authority::Approved)
+    a.claims_truth()
 }
 
 /// Does a new version `new` of an object (replacing `prev`, if any) get its writer's
