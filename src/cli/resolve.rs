@@ -145,5 +145,11 @@ pub fn run(g: &Global, p: &Printer, a: &ResolveArgs, always_bundle: bool) -> Res
             bundle["digest"].as_str().unwrap_or("")
         ));
     }
+    // The process ends with this command: freeing a 100k repository and a whole
+    // bundle value by value took a tenth of the run. Both are plain data; the
+    // resolution (which may hold decrypted fields) is dropped, and zeroized, as usual.
+    drop(resolution);
+    std::mem::forget(bundle);
+    std::mem::forget(repo);
     Ok(Exit::Ok)
 }

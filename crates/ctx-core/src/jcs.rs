@@ -18,6 +18,7 @@ pub fn write<W: Write>(v: &Value, w: &mut W) -> io::Result<()> {
         Value::Bool(false) => w.write_all(b"false"),
         Value::Number(n) => number(n, w),
         Value::String(s) => string(s, w),
+        Value::Array(items) if items.len() >= PARALLEL_ITEMS => array_parallel(items, w),
         Value::Array(items) => {
             w.write_all(b"[")?;
             for (i, item) in items.iter().enumerate() {
@@ -30,6 +31,29 @@ pub fn write<W: Write>(v: &Value, w: &mut W) -> io::Result<()> {
         }
         Value::Object(map) => object(map, &[], w),
     }
+}
+
+/// Arrays at least this long (a bundle's objects, excluded list, provenance) are
+/// serialized a batch at a time, the items of a batch in parallel, and written in
+/// order: the same bytes, and the digest of a 100k-object bundle no longer waits
+/// on one core.
+const PARALLEL_ITEMS: usize = 256;
+/// Items per batch: bounds the canonical bytes held at once to a few megabytes.
+const BATCH_ITEMS: usize = 1024;
+
+fn array_parallel<W: Write>(items: &[Value], w: &mut W) -> io::Result<()> {
+    use rayon::prelude::*;
+    w.write_all(b"[")?;
+    for (b, batch) in items.chunks(BATCH_ITEMS).enumerate() {
+        let parts: Vec<Vec<u8>> = batch.par_iter().map(to_vec).collect();
+        for (i, part) in parts.iter().enumerate() {
+            if b > 0 || i > 0 {
+                w.write_all(b",")?;
+            }
+            w.write_all(part)?;
+        }
+    }
+    w.write_all(b"]")
 }
 
 /// The canonical bytes of `v`.
@@ -65,9 +89,13 @@ fn object<W: Write>(
     skip: &[&str],
     w: &mut W,
 ) -> io::Result<()> {
-    let mut keys: Vec<&String> = map.keys().filter(|k| !skip.contains(&k.as_str())).collect();
-    // RFC 8785 §3.2.3: sort by UTF-16 code units.
-    keys.sort_by(|a, b| {
+    let mut entries: Vec<(&String, &Value)> = map
+        .iter()
+        .filter(|(k, _)| !skip.contains(&k.as_str()))
+        .collect();
+    // RFC 8785 §3.2.3: sort by UTF-16 code units (keys are unique, so an unstable
+    // sort gives the one order). Entries carry their values: no lookup per key.
+    entries.sort_unstable_by(|(a, _), (b, _)| {
         if a.is_ascii() && b.is_ascii() {
             a.cmp(b)
         } else {
@@ -75,13 +103,13 @@ fn object<W: Write>(
         }
     });
     w.write_all(b"{")?;
-    for (i, k) in keys.into_iter().enumerate() {
+    for (i, (k, v)) in entries.into_iter().enumerate() {
         if i > 0 {
             w.write_all(b",")?;
         }
         string(k, w)?;
         w.write_all(b":")?;
-        write(&map[k], w)?;
+        write(v, w)?;
     }
     w.write_all(b"}")
 }
@@ -91,6 +119,10 @@ fn string<W: Write>(s: &str, w: &mut W) -> io::Result<()> {
     let bytes = s.as_bytes();
     let mut start = 0;
     for (i, &b) in bytes.iter().enumerate() {
+        // Most bytes need no escape: one comparison each before the full match.
+        if b >= 0x20 && b != b'"' && b != b'\\' {
+            continue;
+        }
         let esc: Option<&[u8]> = match b {
             b'"' => Some(b"\\\""),
             b'\\' => Some(b"\\\\"),

@@ -99,3 +99,16 @@ fn digests_can_leave_out_top_level_keys() {
     let big = json!({ "items": (0..20_000).map(|i| json!({"n": i, "s": "x".repeat(i % 50)})).collect::<Vec<_>>() });
     assert_eq!(sha256(&big), crate::canonical::digest(&to_vec(&big)));
 }
+
+#[test]
+fn long_arrays_written_in_parallel_batches_are_the_same_bytes() {
+    // Across batch boundaries (1024 items) and below the parallel threshold.
+    for n in [0, 255, 256, 1023, 1024, 1025, 3000] {
+        let items: Vec<Value> = (0..n)
+            .map(|i| json!({"z": i, "a": format!("item \"{i}\"\n"), "m": [i, {"k": null}]}))
+            .collect();
+        let parts: Vec<String> = items.iter().map(jcs).collect();
+        let expected = format!("[{}]", parts.join(","));
+        check(&Value::Array(items), &expected);
+    }
+}

@@ -80,6 +80,21 @@ impl Pattern {
         &self.text
     }
 
+    /// The literal segments before the first wildcard, dotted (`customers` for
+    /// `customers.*.churn-risk`, the whole text when there is no wildcard); None when
+    /// the pattern starts with one. Every id it covers is this prefix or lies under it.
+    pub fn literal_prefix(&self) -> Option<String> {
+        let literals: Vec<&str> = self
+            .segments
+            .iter()
+            .map_while(|s| match s {
+                Segment::Literal(l) => Some(l.as_str()),
+                Segment::Any => None,
+            })
+            .collect();
+        (!literals.is_empty()).then(|| literals.join("."))
+    }
+
     /// Does this pattern cover the dotted `id`?
     ///
     /// `products.*` covers `products`, `products.a` and `products.a.b`;
@@ -121,6 +136,22 @@ mod tests {
 
     fn m(p: &str, id: &str) -> bool {
         Pattern::parse(p).unwrap().covers(id)
+    }
+
+    #[test]
+    fn literal_prefix_is_what_every_covered_id_starts_with() {
+        let prefix = |p: &str| Pattern::parse(p).unwrap().literal_prefix();
+        assert_eq!(
+            prefix("customers.*.churn-risk").as_deref(),
+            Some("customers")
+        );
+        assert_eq!(
+            prefix("policies.internal.*").as_deref(),
+            Some("policies.internal")
+        );
+        assert_eq!(prefix("mission").as_deref(), Some("mission"));
+        assert_eq!(prefix("*"), None);
+        assert_eq!(prefix("*.faq"), None);
     }
 
     #[test]

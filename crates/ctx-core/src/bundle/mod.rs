@@ -1,5 +1,6 @@
 //! Compiling a resolution into a Context Bundle, and its deterministic digest.
 
+mod carried;
 pub mod explain;
 pub mod render;
 
@@ -120,15 +121,15 @@ pub fn compile(repo: &Repo, r: &mut Resolution, generated_at: &str) -> Value {
 /// whether redaction applied. Moves the selection's content.
 fn compile_object(repo: &Repo, s: &mut crate::resolve::Selected) -> (Value, Value, usize, bool) {
     let o = &repo.objects[s.index];
-    // The effective document without its content (the selection holds the content
-    // the consumer sees): its values are moved into the bundle, never copied.
+    // The fields the bundle carries from the effective document without its content
+    // (the selection holds the content the consumer sees): only those are built.
     let mut fields = match &s.decrypted {
-        Some(d) => d.fields.clone(),
-        None => serde_json::from_str(&o.doc).unwrap_or_default(),
+        Some(d) => carried::from_map(&d.fields),
+        None => carried::from_doc(&o.doc),
     };
     let mut b = Map::new();
-    for key in CARRIED {
-        if let Some(v) = fields.remove(key) {
+    for (key, slot) in CARRIED.iter().zip(fields.iter_mut()) {
+        if let Some(v) = slot.take() {
             b.insert(key.to_string(), v);
         }
     }
@@ -158,11 +159,11 @@ fn compile_object(repo: &Repo, s: &mut crate::resolve::Selected) -> (Value, Valu
     if redacted {
         b.insert("redacted".into(), json!(s.redacted));
     }
-    let sources = fields.remove("sources");
+    let sources = fields[carried::SOURCES].take();
     if let Some(src) = &sources {
         b.insert("sources".into(), src.clone());
     }
-    if let Some(x) = fields.remove("extensions") {
+    if let Some(x) = fields[carried::EXTENSIONS].take() {
         b.insert("extensions".into(), x);
     }
     let mut p = Map::new();

@@ -25,6 +25,7 @@ pub fn check(repo: &Repo, out: &mut Vec<Diagnostic>) {
         return;
     }
     let m = &repo.manifest;
+    let ids = SortedIds::of(repo);
     for (name, role) in &m.roles {
         let lists: [(&str, &[Pattern]); 2] = [
             ("include", role.include.as_deref().unwrap_or(&[])),
@@ -32,7 +33,7 @@ pub fn check(repo: &Repo, out: &mut Vec<Diagnostic>) {
         ];
         for (list, patterns) in lists {
             for (i, p) in patterns.iter().enumerate() {
-                if repo.objects.iter().any(|o| p.covers(&o.id)) {
+                if ids.any_covered(p) {
                     continue;
                 }
                 // A pattern with no near match is taken as deliberate (an exclude
@@ -73,6 +74,41 @@ pub fn check(repo: &Repo, out: &mut Vec<Diagnostic>) {
                 out.push(d);
             }
         }
+    }
+}
+
+/// Every distinct id, sorted. The ids a pattern covers share its literal prefix,
+/// so each pattern looks only at the ids under that prefix: a pattern that matches
+/// nothing no longer scans the whole repository.
+struct SortedIds<'a>(Vec<&'a str>);
+
+impl<'a> SortedIds<'a> {
+    fn of(repo: &'a Repo) -> SortedIds<'a> {
+        // Objects come sorted by id, so the sort only confirms the order.
+        Self::from_ids(repo.objects.iter().map(|o| o.id.as_str()))
+    }
+
+    fn from_ids(ids: impl Iterator<Item = &'a str>) -> SortedIds<'a> {
+        let mut ids: Vec<&str> = ids.collect();
+        ids.sort_unstable();
+        ids.dedup();
+        SortedIds(ids)
+    }
+
+    /// Does `p` cover any id?
+    fn any_covered(&self, p: &Pattern) -> bool {
+        let Some(prefix) = p.literal_prefix() else {
+            return self.0.iter().any(|id| p.covers(id));
+        };
+        if self.0.binary_search(&prefix.as_str()).is_ok() && p.covers(&prefix) {
+            return true;
+        }
+        let under = format!("{prefix}.");
+        let from = self.0.partition_point(|id| *id < under.as_str());
+        self.0[from..]
+            .iter()
+            .take_while(|id| id.starts_with(&under))
+            .any(|id| p.covers(id))
     }
 }
 
@@ -127,4 +163,43 @@ fn closest_pattern(repo: &Repo, text: &str) -> Option<String> {
         .filter_map(|c| similarity(c).map(|s| (s, c)))
         .max_by(|a, b| a.0.total_cmp(&b.0).then_with(|| b.1.cmp(a.1)))
         .map(|(_, c)| c.clone())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn prefix_lookup_agrees_with_a_full_scan() {
+        let ids = [
+            "customers",
+            "customers-x.churn-risk",
+            "customers.acme",
+            "customers.acme.churn-risk",
+            "customersx.a.churn-risk",
+            "mission",
+            "policies.internal",
+            "products.a.b",
+        ];
+        let sorted = SortedIds::from_ids(ids.iter().rev().copied());
+        for p in [
+            "customers.*.churn-risk",
+            "customers.*",
+            "customers",
+            "customers.*.*.x",
+            "mission",
+            "missions",
+            "policies.internal.*",
+            "policies.*.x",
+            "products.a",
+            "products.*",
+            "*",
+            "*.acme",
+            "*.nothing",
+        ] {
+            let p = Pattern::parse(p).unwrap();
+            let scan = ids.iter().any(|id| p.covers(id));
+            assert_eq!(sorted.any_covered(&p), scan, "{}", p.as_str());
+        }
+    }
 }

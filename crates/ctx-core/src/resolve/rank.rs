@@ -41,13 +41,66 @@ pub fn query_terms(task: &str) -> Vec<String> {
     out
 }
 
+/// The query terms, looked up once per token of every candidate's text, so
+/// the lookup is what ranking costs: most tokens are rejected by length alone,
+/// and a short query is scanned rather than hashed.
+struct Query<'q> {
+    terms: Vec<&'q str>,
+    /// Used instead of the scan for long queries.
+    map: Option<HashMap<&'q str, usize>>,
+    /// The longest term, in bytes: a longer ASCII token cannot match.
+    longest: usize,
+}
+
+impl<'q> Query<'q> {
+    fn new(terms: &'q [String]) -> Query<'q> {
+        let terms: Vec<&str> = terms.iter().map(String::as_str).collect();
+        Query {
+            map: (terms.len() > 8)
+                .then(|| terms.iter().enumerate().map(|(i, t)| (*t, i)).collect()),
+            longest: terms.iter().map(|t| t.len()).max().unwrap_or(0),
+            terms,
+        }
+    }
+
+    fn get(&self, t: &str) -> Option<usize> {
+        match &self.map {
+            Some(m) => m.get(t).copied(),
+            None => self.terms.iter().position(|q| *q == t),
+        }
+    }
+
+    /// The term a token of text counts for. ASCII tokens are lowercased on the
+    /// stack; others exactly as before (lowercased only when they hold an ASCII
+    /// capital), so scores are unchanged.
+    fn find(&self, t: &str) -> Option<usize> {
+        if t.is_ascii() {
+            if t.len() > self.longest {
+                return None;
+            }
+            if !t.bytes().any(|b| b.is_ascii_uppercase()) {
+                return self.get(t);
+            }
+            let mut buf = [0u8; 64];
+            if t.len() <= buf.len() {
+                let b = &mut buf[..t.len()];
+                b.copy_from_slice(t.as_bytes());
+                b.make_ascii_lowercase();
+                return self.get(std::str::from_utf8(b).expect("ASCII"));
+            }
+            return self.get(&t.to_ascii_lowercase());
+        }
+        if t.bytes().all(|b| !b.is_ascii_uppercase()) {
+            self.get(t)
+        } else {
+            self.get(t.to_lowercase().as_str())
+        }
+    }
+}
+
 /// Weighted term frequencies of one object for the query terms, and its weighted length.
-fn profile(
-    o: &ContextObject,
-    content: Option<&Value>,
-    query: &HashMap<&str, usize>,
-) -> (Vec<f64>, f64) {
-    let mut tf = vec![0.0; query.len()];
+fn profile(o: &ContextObject, content: Option<&Value>, query: &Query<'_>) -> (Vec<f64>, f64) {
+    let mut tf = vec![0.0; query.terms.len()];
     let mut len = 0.0;
     let mut add = |text: &str, w: f64| {
         for t in text
@@ -55,13 +108,7 @@ fn profile(
             .filter(|t| !t.is_empty())
         {
             len += w;
-            // Avoid allocating for the common ASCII case.
-            let hit = if t.bytes().all(|b| !b.is_ascii_uppercase()) {
-                query.get(t).copied()
-            } else {
-                query.get(t.to_lowercase().as_str()).copied()
-            };
-            if let Some(i) = hit {
+            if let Some(i) = query.find(t) {
                 tf[i] += w;
             }
         }
@@ -98,7 +145,7 @@ pub fn scores(
     if q.is_empty() || candidates.is_empty() {
         return vec![0.0; candidates.len()];
     }
-    let query: HashMap<&str, usize> = q.iter().enumerate().map(|(i, t)| (t.as_str(), i)).collect();
+    let query = Query::new(&q);
     let profiles: Vec<(Vec<f64>, f64)> = candidates
         .par_iter()
         .zip(contents.par_iter())
