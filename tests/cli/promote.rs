@@ -201,11 +201,20 @@ fn a_sign_off_for_another_authority_or_an_unreadable_record_is_no_sign_off() {
         .as_str()
         .unwrap()
         .contains("cannot be checked"));
+    // The fix is the record's own hint, not a generic one.
+    assert!(
+        found[0]
+            .to_string()
+            .contains("delete it and run `ctx promote policies.refunds` again"),
+        "{}",
+        found[0]
+    );
 
     // A record ctx cannot read is never overwritten by a new sign-off.
     repo.ctx(&["promote", "policies.refunds", "--by", "alice"])
         .assert_code(1)
-        .assert_stderr_contains("not a sign-off record");
+        .assert_stderr_contains("not a sign-off record")
+        .assert_stderr_contains("help: restore it from git");
 }
 
 #[test]

@@ -81,7 +81,7 @@ fn finding(repo: &Repo, o: &ContextObject, standing: &Standing) -> Option<Diagno
         Standing::Unreadable(why) => (
             format!("`{key}` has authority `{a}` but its sign-off cannot be checked: {why}"),
             "unreadable".to_string(),
-            promote,
+            miette::Diagnostic::help(why).map_or(promote, |h| h.to_string()),
         ),
     };
     let d = Diagnostic::warning(Code::Unapproved, message)

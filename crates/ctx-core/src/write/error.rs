@@ -68,6 +68,35 @@ pub enum WriteError {
         collection: String,
         source: SealError,
     },
+
+    /// A sign-off record, or the file it vouches for, cannot be read.
+    #[error(transparent)]
+    #[diagnostic(transparent)]
+    Signoff(#[from] SignoffError),
+}
+
+/// Why a sign-off cannot be checked: the record or the object's file is unreadable,
+/// or the record is not one (which counts as no sign-off).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error, miette::Diagnostic)]
+pub enum SignoffError {
+    #[error("{rel}: {why}")]
+    Unreadable { rel: String, why: String },
+
+    #[error("{rel}: not a sign-off record ({why})")]
+    #[diagnostic(help("restore it from git, or delete it and run `ctx promote {id}` again"))]
+    NotARecord {
+        rel: String,
+        id: String,
+        why: String,
+    },
+
+    #[error("{rel}: records `{recorded}`, not `{id}`")]
+    #[diagnostic(help("a record must sit in the file named after its id: restore it from git"))]
+    WrongId {
+        rel: String,
+        recorded: String,
+        id: String,
+    },
 }
 
 impl WriteError {

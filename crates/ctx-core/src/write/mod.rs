@@ -13,7 +13,7 @@ pub mod signoff;
 
 use std::path::Path;
 
-pub use error::WriteError;
+pub use error::{SignoffError, WriteError};
 
 use serde_json::Value;
 

@@ -10,6 +10,7 @@ use crate::model::{Authority, ObjectRef};
 use crate::validate::{supersession, Index};
 
 use super::signoff::{self, Pending, Standing};
+use super::WriteError;
 
 /// What `ctx promote` asks for.
 #[derive(Debug, Clone, Default)]
@@ -112,7 +113,7 @@ pub fn plan(repo: &Repo, req: &Request) -> Result<Outcome> {
             at: s.at,
         });
     }
-    let bytes = signoff::read_object_file(m, o).map_err(Error::Invalid)?;
+    let bytes = signoff::read_object_file(m, o).map_err(WriteError::from)?;
     let pending = signoff::plan(m, o, &bytes, req.by.clone(), req.at.clone(), "promote")?;
     Ok(Outcome::Record {
         pending: Box::new(pending),
@@ -148,7 +149,7 @@ pub fn missing(
         {
             continue;
         }
-        let bytes = signoff::read_object_file(m, o).map_err(Error::Invalid)?;
+        let bytes = signoff::read_object_file(m, o).map_err(WriteError::from)?;
         // Two versions of one id share a ledger: plan on top of the one planned already.
         let base = planned
             .iter()

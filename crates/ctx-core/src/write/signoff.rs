@@ -25,6 +25,7 @@ use crate::fs::{self, Existing, Mode};
 use crate::manifest::Manifest;
 use crate::model::Authority;
 use crate::object::ContextObject;
+use crate::write::{SignoffError, WriteError};
 
 /// The folder, relative to the manifest folder.
 pub const DIR: &str = ".ctx/signoffs";
@@ -135,29 +136,49 @@ pub fn header_digest(o: &ContextObject) -> String {
 }
 
 /// The object's file, as a sign-off digests it.
-pub fn read_object_file(m: &Manifest, o: &ContextObject) -> std::result::Result<Vec<u8>, String> {
+pub fn read_object_file(
+    m: &Manifest,
+    o: &ContextObject,
+) -> std::result::Result<Vec<u8>, SignoffError> {
     let path = m.root.join(&o.origin.file);
-    fs::read_regular(&path, crate::load::DEFAULT_MAX_FILE_SIZE * 4)
-        .map_err(|e| format!("{}: {e}", o.origin.file))
+    fs::read_regular(&path, crate::load::DEFAULT_MAX_FILE_SIZE * 4).map_err(|e| {
+        SignoffError::Unreadable {
+            rel: o.origin.file.clone(),
+            why: e.to_string(),
+        }
+    })
 }
 
 /// The ledger of `id`, with its bytes: Ok(None) when there is none, Err when it
 /// cannot be read or is not a ledger of `id` (which counts as no sign-off).
-pub fn read(root: &Path, id: &str) -> std::result::Result<Option<(Ledger, Vec<u8>)>, String> {
+pub fn read(root: &Path, id: &str) -> std::result::Result<Option<(Ledger, Vec<u8>)>, SignoffError> {
     let rel = rel_path(id);
     let bytes = match fs::read_regular(&root.join(&rel), MAX_RECORD_BYTES) {
         Ok(b) => b,
         Err(fs::ReadError::Io(e)) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-        Err(e) => return Err(format!("{rel}: {e}")),
+        Err(e) => {
+            return Err(SignoffError::Unreadable {
+                rel,
+                why: e.to_string(),
+            })
+        }
     };
-    let ledger: Ledger = serde_json::from_slice(&bytes).map_err(|e| {
-        format!("{rel}: not a sign-off record ({e}); restore it from git or run `ctx promote {id}` again after deleting it")
-    })?;
+    let ledger: Ledger = match serde_json::from_slice(&bytes) {
+        Ok(l) => l,
+        Err(e) => {
+            return Err(SignoffError::NotARecord {
+                rel,
+                id: id.to_string(),
+                why: e.to_string(),
+            })
+        }
+    };
     if ledger.id != id {
-        return Err(format!(
-            "{rel}: records `{}`, not `{id}`; a record must sit in the file named after its id",
-            ledger.id
-        ));
+        return Err(SignoffError::WrongId {
+            rel,
+            recorded: ledger.id,
+            id: id.to_string(),
+        });
     }
     Ok(Some((ledger, bytes)))
 }
@@ -174,7 +195,7 @@ pub enum Standing {
     /// Signed off at this authority, and changed since.
     Changed(SignOff),
     /// The record or the object's file could not be read: no sign-off.
-    Unreadable(String),
+    Unreadable(SignoffError),
 }
 
 /// Where `o` stands (reads its ledger and its file).
@@ -242,7 +263,7 @@ pub fn plan(
     at: String,
     via: &str,
 ) -> Result<Pending> {
-    let (ledger, replaces) = match read(&m.root, &o.id).map_err(Error::Invalid)? {
+    let (ledger, replaces) = match read(&m.root, &o.id).map_err(WriteError::from)? {
         Some((l, bytes)) => (l, Some(bytes)),
         None => (
             Ledger {
