@@ -8,6 +8,7 @@ use clap::Args;
 
 use ctx_core::error::{Error, Exit, Result};
 
+use super::args::parse_duration;
 use super::{Global, Printer};
 
 #[derive(Debug, Args)]
@@ -19,32 +20,17 @@ pub struct ServeArgs {
     #[arg(long)]
     pub allow_remote: bool,
     /// Lock after this long without token requests (default: the vault's `idle_timeout`, 30m).
-    #[arg(long, value_name = "DURATION")]
-    pub idle_timeout: Option<String>,
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
+    pub idle_timeout: Option<Duration>,
     /// How long an approval question, and then its answer, stays valid (default 5m).
-    #[arg(long, value_name = "DURATION")]
-    pub approval_ttl: Option<String>,
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
+    pub approval_ttl: Option<Duration>,
     /// Do not prompt for approvals on this terminal (answer them with `ctx approvals`).
     #[arg(long)]
     pub no_prompt: bool,
     /// Apply the process hardening to this process, print what is and is not in effect, and exit.
     #[arg(long)]
     pub explain_sandbox: bool,
-}
-
-fn duration(flag: &str, v: &Option<String>) -> Result<Option<Duration>> {
-    v.as_deref()
-        .map(|s| {
-            ctx_core::time::parse_duration(s)
-                .and_then(|d| d.to_std().ok())
-                .filter(|d| !d.is_zero())
-                .ok_or_else(|| {
-                    Error::Usage(format!(
-                        "{flag}: expected a duration such as 30m or 90s, found `{s}`"
-                    ))
-                })
-        })
-        .transpose()
 }
 
 pub fn run(g: &Global, p: &Printer, a: &ServeArgs) -> Result<Exit> {
@@ -72,8 +58,8 @@ pub fn run(g: &Global, p: &Printer, a: &ServeArgs) -> Result<Exit> {
         load: g.load_options(ctx_core::load::DEFAULT_MAX_FILE_SIZE),
         listen,
         allow_remote: a.allow_remote,
-        idle_timeout: duration("--idle-timeout", &a.idle_timeout)?,
-        approval_ttl: duration("--approval-ttl", &a.approval_ttl)?,
+        idle_timeout: a.idle_timeout,
+        approval_ttl: a.approval_ttl,
         prompt: !a.no_prompt && std::io::stdin().is_terminal() && std::io::stderr().is_terminal(),
     })?;
     Ok(Exit::Ok)

@@ -23,6 +23,15 @@ pub fn parse_instant(s: &str) -> Result<Instant, String> {
         .ok_or_else(|| "expected an RFC 3339 instant (2026-08-09T12:00:00Z)".into())
 }
 
+/// Parse a positive duration flag (`30m`, `90s`, `2h`): the vault's idle timeout,
+/// the approval TTL.
+pub fn parse_duration(s: &str) -> Result<std::time::Duration, String> {
+    ctx_core::time::parse_duration(s)
+        .and_then(|d| d.to_std().ok())
+        .filter(|d| !d.is_zero())
+        .ok_or_else(|| "expected a duration such as 30m or 90s".into())
+}
+
 /// Who is asking: every command that shows, resolves or writes objects flattens this.
 /// Without `--role`/`--agent` the view is the repository author's.
 #[derive(Debug, Args, Clone, Default)]
@@ -139,3 +148,17 @@ pub enum GraphFormat {
 }
 
 pub mod completion;
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn durations_are_positive_and_typed_by_clap() {
+        assert_eq!(
+            super::parse_duration("90s"),
+            Ok(std::time::Duration::from_secs(90))
+        );
+        for bad in ["0s", "banana", "5x", ""] {
+            assert!(super::parse_duration(bad).is_err(), "{bad}");
+        }
+    }
+}

@@ -8,7 +8,7 @@ use clap::Args;
 
 use ctx_core::error::{Error, Result};
 
-use crate::cli::args::ConsumerArgs;
+use crate::cli::args::{parse_duration, ConsumerArgs};
 use crate::cli::personal::PasswordArgs;
 
 /// Flags that apply to a personal vault only.
@@ -27,8 +27,8 @@ pub struct VaultArgs {
     #[arg(long, value_name = "MODE", value_parser = ["read", "write", "read-write"])]
     pub mode: Option<String>,
     /// Personal vault: lock after this long without requests (default: the vault's, 30m).
-    #[arg(long, value_name = "DURATION")]
-    pub idle_timeout: Option<String>,
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
+    pub idle_timeout: Option<std::time::Duration>,
 }
 
 impl VaultArgs {
@@ -67,20 +67,6 @@ impl VaultArgs {
         let mode =
             ctx_core::personal::tokens::Mode::parse(v.mode.as_deref().unwrap_or("read-write"))
                 .ok_or_else(|| Error::Usage("--mode: read, write or read-write".into()))?;
-        let idle_timeout = v
-            .idle_timeout
-            .as_deref()
-            .map(|s| {
-                ctx_core::time::parse_duration(s)
-                    .and_then(|d| d.to_std().ok())
-                    .filter(|d| !d.is_zero())
-                    .ok_or_else(|| {
-                        Error::Usage(format!(
-                            "--idle-timeout: expected a duration such as 30m or 90s, found `{s}`"
-                        ))
-                    })
-            })
-            .transpose()?;
         let cfg = ctx_core::personal::config::PersonalConfig::require(&manifest)?;
         let secret = crate::cli::personal::secret_key(&cfg, v.secret_key_file.as_deref())?;
         if v.password.password_file.is_none() && !std::io::stdin().is_terminal() {
@@ -98,7 +84,7 @@ impl VaultArgs {
             mode,
             password,
             secret_key: secret.display(),
-            idle_timeout,
+            idle_timeout: v.idle_timeout,
         })
     }
 }
