@@ -105,9 +105,9 @@ impl ClRepo {
         self.path().join(name)
     }
 
-    /// `request new` with the standard flags plus `extra`, written to `name`.
-    pub fn request(&self, name: &str, extra: &[&str]) -> Value {
-        let out = self.file(name);
+    /// `request new` with the standard flags plus `extra` (`--select refund-rules`
+    /// unless `extra` selects); returns the run.
+    pub fn request_run(&self, extra: &[&str]) -> Run {
         let mut args = vec![
             "request",
             "new",
@@ -119,14 +119,20 @@ impl ClRepo {
             "draft_only",
             "--at",
             AT,
-            "-o",
-            out.to_str().unwrap(),
         ];
         if !extra.contains(&"--select") {
             args.extend(["--select", "refund-rules"]);
         }
         args.extend(extra);
-        let r = self.run(&args);
+        self.run(&args)
+    }
+
+    /// `request new` with the standard flags plus `extra`, written to `name`.
+    pub fn request(&self, name: &str, extra: &[&str]) -> Value {
+        let out = self.file(name);
+        let mut args = vec!["-o", out.to_str().unwrap()];
+        args.extend(extra);
+        let r = self.request_run(&args);
         assert_eq!(r.code, 0, "{}", r.stderr);
         self.envelope(name)
     }

@@ -4,46 +4,27 @@
 
 use serde_json::Value;
 
-use crate::exchange::{at, ClRepo, AT};
-
-fn new_request(r: &ClRepo, extra: &[&str]) -> crate::support::Run {
-    let mut args = vec![
-        "request",
-        "new",
-        "--as",
-        "support-agent",
-        "--purpose-code",
-        "draft.response",
-        "--task",
-        "draft_only",
-        "--select",
-        "refund-rules",
-        "--at",
-        AT,
-    ];
-    args.extend_from_slice(extra);
-    r.run(&args)
-}
+use crate::exchange::{at, ClRepo};
 
 #[test]
 fn request_new_with_output_writes_the_file_and_prints_nothing() {
     let r = ClRepo::init();
     let out = r.file("req.json");
-    let n = new_request(&r, &["-o", out.to_str().unwrap()]);
+    let n = r.request_run(&["-o", out.to_str().unwrap()]);
     assert_eq!(n.code, 0, "{}", n.stderr);
     assert!(n.stdout.is_empty(), "{}", n.stdout);
     assert!(n.stderr.contains("stored "), "{}", n.stderr);
     assert_eq!(r.envelope("req.json")["type"], "context_request");
 
     // `-o -` is stdout: the document once, not twice.
-    let dash = new_request(&r, &["-o", "-"]);
+    let dash = r.request_run(&["-o", "-"]);
     assert_eq!(dash.code, 0, "{}", dash.stderr);
     assert_eq!(dash.json()["type"], "context_request");
     // No -o: stdout as before.
-    assert_eq!(new_request(&r, &[]).json()["type"], "context_request");
+    assert_eq!(r.request_run(&[]).json()["type"], "context_request");
     // --format json: the file and stdout both get it.
     let both = r.file("both.json");
-    let j = new_request(&r, &["-o", both.to_str().unwrap(), "--format", "json"]);
+    let j = r.request_run(&["-o", both.to_str().unwrap(), "--format", "json"]);
     assert_eq!(j.code, 0, "{}", j.stderr);
     assert_eq!(j.json(), r.envelope("both.json"));
 }
@@ -52,7 +33,7 @@ fn request_new_with_output_writes_the_file_and_prints_nothing() {
 fn request_evaluate_with_output_writes_the_decision_and_prints_nothing() {
     let r = ClRepo::init();
     let req = r.file("req.json");
-    assert_eq!(new_request(&r, &["-o", req.to_str().unwrap()]).code, 0);
+    assert_eq!(r.request_run(&["-o", req.to_str().unwrap()]).code, 0);
     let e = r.evaluate("req.json", "dec.json", 1);
     assert_eq!(e.code, 0, "{}", e.stderr);
     assert!(e.stdout.is_empty(), "{}", e.stdout);
@@ -67,8 +48,7 @@ fn request_evaluate_with_output_writes_the_decision_and_prints_nothing() {
 #[test]
 fn exchange_issue_follows_the_same_output_rule() {
     let r = ClRepo::init();
-    let req = r.file("req.json");
-    assert_eq!(new_request(&r, &["-o", req.to_str().unwrap()]).code, 0);
+    r.request("req.json", &[]);
     assert_eq!(r.evaluate("req.json", "dec.json", 1).code, 0);
     let dec = r.file("dec.json");
     let issue = |extra: &[&str], s: i64| {
