@@ -24,7 +24,8 @@ pub fn parse_instant(s: &str) -> Result<Instant, String> {
 }
 
 /// Parse a positive duration flag (`30m`, `90s`, `2h`): the vault's idle timeout,
-/// the approval TTL.
+/// the approval TTL (only the servers take durations).
+#[cfg(any(feature = "mcp", feature = "serve"))]
 pub fn parse_duration(s: &str) -> Result<std::time::Duration, String> {
     ctx_core::time::parse_duration(s)
         .and_then(|d| d.to_std().ok())
@@ -152,6 +153,7 @@ pub mod completion;
 #[cfg(test)]
 mod tests {
     #[test]
+    #[cfg(any(feature = "mcp", feature = "serve"))]
     fn durations_are_positive_and_typed_by_clap() {
         assert_eq!(
             super::parse_duration("90s"),
