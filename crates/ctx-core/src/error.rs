@@ -87,6 +87,10 @@ pub enum Error {
     #[error(transparent)]
     Audit(#[from] crate::audit::AuditError),
 
+    /// A vault field's file or document that cannot be used (its hint comes with it).
+    #[error(transparent)]
+    Field(#[from] crate::personal::field::FieldError),
+
     /// Invalid input whose remediation is known: the hint is a field, rendered
     /// under the message (never baked into it as `help:` text).
     #[error("{message}")]
@@ -117,7 +121,7 @@ impl Error {
             Error::Identity(_) => Exit::Invalid,
             Error::RedactionKey(_) => Exit::Invalid,
             Error::Write(e) => e.exit(),
-            Error::Audit(_) => Exit::Invalid,
+            Error::Audit(_) | Error::Field(_) => Exit::Invalid,
             Error::InvalidHint { .. } => Exit::Invalid,
         }
     }
@@ -137,6 +141,7 @@ impl Error {
             Error::RedactionKey(e) => hint(e),
             Error::Write(e) => hint(e),
             Error::Audit(e) => hint(e),
+            Error::Field(e) => hint(e),
             Error::InvalidHint { help, .. } => Some(help.clone()),
             _ => None,
         }
@@ -153,6 +158,15 @@ impl Error {
 /// The hint of a domain error, as text.
 fn hint(e: &dyn miette::Diagnostic) -> Option<String> {
     e.help().map(|h| h.to_string())
+}
+
+/// A domain error as one line, its hint in parentheses: for carriers with no
+/// hint slot, such as a protocol's single message string.
+pub fn one_line(e: &dyn miette::Diagnostic) -> String {
+    match e.help() {
+        Some(h) => format!("{e} ({h})"),
+        None => e.to_string(),
+    }
 }
 
 /// Errors render with miette like findings: the message, then the hint.

@@ -210,19 +210,34 @@ fn seal(plain: &[u8], r: &Recipient) -> Result<String> {
     Ok(base64::engine::general_purpose::STANDARD.encode(out))
 }
 
-fn unseal(b64: &str, ring: &Keyring) -> std::result::Result<Value, String> {
+/// Why one line of the sealed log does not open (shown in its place by [`tail`]).
+#[derive(Debug, thiserror::Error)]
+pub enum EntryError {
+    #[error("not a sealed entry")]
+    NotSealed,
+    #[error("not base64")]
+    NotBase64,
+    #[error(transparent)]
+    Identity(#[from] crate::private::IdentityError),
+    #[error(transparent)]
+    Decrypt(#[from] age::DecryptError),
+    #[error(transparent)]
+    Read(#[from] std::io::Error),
+    #[error(transparent)]
+    Json(#[from] serde_json::Error),
+}
+
+fn unseal(b64: &str, ring: &Keyring) -> std::result::Result<Value, EntryError> {
     use std::io::Read;
     let bytes = base64::engine::general_purpose::STANDARD
         .decode(b64)
-        .map_err(|_| "not base64".to_string())?;
-    let keys = ring.keys().map_err(|e| e.to_string())?;
-    let d = age::Decryptor::new(&bytes[..]).map_err(|e| e.to_string())?;
-    let mut r = d
-        .decrypt(keys.iter().map(|k| k.identity() as &dyn age::Identity))
-        .map_err(|e| e.to_string())?;
+        .map_err(|_| EntryError::NotBase64)?;
+    let keys = ring.keys()?;
+    let d = age::Decryptor::new(&bytes[..])?;
+    let mut r = d.decrypt(keys.iter().map(|k| k.identity() as &dyn age::Identity))?;
     let mut plain = zeroize::Zeroizing::new(Vec::new());
-    r.read_to_end(&mut plain).map_err(|e| e.to_string())?;
-    serde_json::from_slice(&plain).map_err(|e| e.to_string())
+    r.read_to_end(&mut plain)?;
+    Ok(serde_json::from_slice(&plain)?)
 }
 
 /// The last `limit` entries, oldest first, decrypted. A line that does not open is
@@ -246,7 +261,7 @@ pub fn tail(file: &Path, limit: usize, ring: &Keyring) -> Result<Vec<Value>> {
             .unwrap_or(n as u64 + 1);
         let opened = v["extensions"][super::EXTENSION]["sealed"]
             .as_str()
-            .ok_or_else(|| "not a sealed entry".to_string())
+            .ok_or(EntryError::NotSealed)
             .and_then(|s| unseal(s, ring));
         out.push(match opened {
             Ok(mut e) => {
@@ -336,5 +351,7 @@ mod tests {
             age::x25519::Identity::generate(),
         )]);
         assert!(tail(&file, 5, &other).unwrap()[0]["error"].is_string());
+        assert_eq!(unseal("%", &other).unwrap_err().to_string(), "not base64");
+        assert_eq!(EntryError::NotSealed.to_string(), "not a sealed entry");
     }
 }

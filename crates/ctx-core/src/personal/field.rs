@@ -28,6 +28,48 @@ pub const CATEGORY_FILE: &str = "_category.json";
 /// The longest field value ctx accepts (as compact JSON).
 pub const MAX_VALUE_BYTES: usize = 64 * 1024;
 
+/// Why a field id, a value or a field's document (or file) is refused. The
+/// messages quote ids only through [`inert`], never a value.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error, miette::Diagnostic)]
+pub enum FieldError {
+    #[error("a field id is at most 256 characters")]
+    IdTooLong,
+    #[error("a field id is `category.field_name` (e.g. `identity.full_name`), not `{}`", inert(.0))]
+    IdWithoutCategory(String),
+    #[error("`{}` is not a field id: dot-separated segments of lowercase letters, digits, `_` and `-`, each starting with a letter or digit", inert(.0))]
+    IdSegments(String),
+    #[error("`value` is missing or null")]
+    ValueMissing,
+    #[error("`value` must be a string, an object or an array")]
+    #[diagnostic(help("write numbers and booleans as strings"))]
+    ValueKind,
+    #[error("`value` is {bytes} bytes; a field holds at most {MAX_VALUE_BYTES}")]
+    ValueTooLarge { bytes: usize },
+    #[error("the field has no id")]
+    NoId,
+    #[error("the field has no valid classification")]
+    NoClassification,
+    #[error("the field has no version")]
+    NoVersion,
+    #[error("the field has no `updated` time")]
+    NoUpdated,
+    #[error("the field has no value")]
+    NoValue,
+    #[error("`user_only_write` must be true or false")]
+    UserOnlyWrite,
+    /// A file in a category folder holds another type of object.
+    #[error("type `{0}` is not a field")]
+    NotAField(String),
+    #[error("the field is not encrypted")]
+    #[diagnostic(help("run `ctx private encrypt`"))]
+    NotEncrypted,
+    /// The file does not decrypt or parse (why, without the file name).
+    #[error("{0}")]
+    Unopened(String),
+    #[error("field {id} lies in the folder of category `{category}`")]
+    WrongFolder { id: String, category: String },
+}
+
 /// A parsed field id.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct FieldId {
@@ -38,21 +80,15 @@ pub struct FieldId {
 }
 
 impl FieldId {
-    pub fn parse(id: &str) -> Result<FieldId, String> {
+    pub fn parse(id: &str) -> Result<FieldId, FieldError> {
         if id.len() > 256 {
-            return Err("a field id is at most 256 characters".into());
+            return Err(FieldError::IdTooLong);
         }
         let Some((category, name)) = id.split_once('.') else {
-            return Err(format!(
-                "a field id is `category.field_name` (e.g. `identity.full_name`), not `{}`",
-                inert(id)
-            ));
+            return Err(FieldError::IdWithoutCategory(id.to_string()));
         };
         if !valid_segment(category) || !name.split('.').all(valid_segment) {
-            return Err(format!(
-                "`{}` is not a field id: dot-separated segments of lowercase letters, digits, `_` and `-`, each starting with a letter or digit",
-                inert(id)
-            ));
+            return Err(FieldError::IdSegments(id.to_string()));
         }
         Ok(FieldId {
             id: id.to_string(),
@@ -86,23 +122,15 @@ pub fn inert(s: &str) -> String {
 pub type ValueText = Zeroizing<String>;
 
 /// Check a value and return its compact JSON text.
-pub fn value_text(v: &Value) -> Result<ValueText, String> {
+pub fn value_text(v: &Value) -> Result<ValueText, FieldError> {
     match v {
         Value::String(_) | Value::Object(_) | Value::Array(_) => {}
-        Value::Null => return Err("`value` is missing or null".into()),
-        _ => {
-            return Err(
-                "`value` must be a string, an object or an array (write numbers and booleans as strings)"
-                    .into(),
-            )
-        }
+        Value::Null => return Err(FieldError::ValueMissing),
+        _ => return Err(FieldError::ValueKind),
     }
     let text = Zeroizing::new(serde_json::to_string(v).expect("JSON value"));
     if text.len() > MAX_VALUE_BYTES {
-        return Err(format!(
-            "`value` is {} bytes; a field holds at most {MAX_VALUE_BYTES}",
-            text.len()
-        ));
+        return Err(FieldError::ValueTooLarge { bytes: text.len() });
     }
     Ok(text)
 }
@@ -180,29 +208,29 @@ impl FieldDoc {
     pub fn from_opened(
         fields: &Map<String, Value>,
         content: Option<&Value>,
-    ) -> Result<FieldDoc, String> {
+    ) -> Result<FieldDoc, FieldError> {
         let id = fields
             .get("id")
             .and_then(Value::as_str)
-            .ok_or("the field has no id")?;
+            .ok_or(FieldError::NoId)?;
         let id = FieldId::parse(id)?;
         let tier = fields
             .get("classification")
             .and_then(Value::as_str)
             .and_then(crate::model::Classification::parse)
             .map(Tier::of)
-            .ok_or("the field has no valid classification")?;
+            .ok_or(FieldError::NoClassification)?;
         let version = fields
             .get("version")
             .and_then(Value::as_u64)
             .filter(|v| *v >= 1)
-            .ok_or("the field has no version")?;
+            .ok_or(FieldError::NoVersion)?;
         let updated_at = fields
             .get("updated")
             .and_then(Value::as_str)
-            .ok_or("the field has no `updated` time")?
+            .ok_or(FieldError::NoUpdated)?
             .to_string();
-        let value = value_text(content.ok_or("the field has no value")?)?;
+        let value = value_text(content.ok_or(FieldError::NoValue)?)?;
         let ext = fields
             .get("extensions")
             .and_then(|e| e.get(EXTENSION))
@@ -216,7 +244,7 @@ impl FieldDoc {
         let user_only_write = match ext.get("user_only_write") {
             None => false,
             Some(Value::Bool(b)) => *b,
-            Some(_) => return Err("`user_only_write` must be true or false".into()),
+            Some(_) => return Err(FieldError::UserOnlyWrite),
         };
         let mut history = Vec::new();
         for h in ext
@@ -328,5 +356,28 @@ mod tests {
         let back = FieldDoc::from_opened(&v, v.get("content")).unwrap();
         assert_eq!(back.render().as_str(), text.as_str());
         assert_eq!(back.history[0].written_by, "user");
+    }
+
+    #[test]
+    fn errors_read_as_before_and_keep_hints_apart() {
+        let e = value_text(&json!(true)).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "`value` must be a string, an object or an array"
+        );
+        let help = miette::Diagnostic::help(&e).map(|h| h.to_string());
+        assert_eq!(
+            help.as_deref(),
+            Some("write numbers and booleans as strings")
+        );
+        assert_eq!(
+            crate::error::one_line(&e),
+            "`value` must be a string, an object or an array (write numbers and booleans as strings)"
+        );
+        assert_eq!(
+            FieldId::parse("x\u{202e}").unwrap_err().to_string(),
+            "a field id is `category.field_name` (e.g. `identity.full_name`), not `x\\u{202e}`"
+        );
+        assert!(miette::Diagnostic::help(&FieldError::NoId).is_none());
     }
 }

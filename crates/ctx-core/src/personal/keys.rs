@@ -86,13 +86,18 @@ pub struct SecretKey(Zeroizing<[u8; 16]>);
 
 const SECRET_PREFIX: &str = "ctxsk-";
 
+/// Text that is not a secret key (never quoted: it may be most of one).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[error("a secret key is `{SECRET_PREFIX}` followed by 32 hexadecimal digits")]
+pub struct SecretKeyError;
+
 impl SecretKey {
     pub fn generate() -> Result<SecretKey> {
         Ok(SecretKey(Zeroizing::new(random_bytes::<16>()?)))
     }
 
     /// `ctxsk-` + 32 hex digits in four groups; case, spaces and dashes are ignored.
-    pub fn parse(text: &str) -> std::result::Result<SecretKey, String> {
+    pub fn parse(text: &str) -> std::result::Result<SecretKey, SecretKeyError> {
         let t = text.trim();
         let t = t
             .strip_prefix(SECRET_PREFIX)
@@ -106,7 +111,7 @@ impl SecretKey {
         digits.make_ascii_lowercase();
         let mut out = Zeroizing::new([0u8; 16]);
         if digits.len() != 32 || hex::decode_to_slice(digits.as_bytes(), &mut out[..]).is_err() {
-            return Err("a secret key is `ctxsk-` followed by 32 hexadecimal digits".into());
+            return Err(SecretKeyError);
         }
         Ok(SecretKey(out))
     }
@@ -391,7 +396,13 @@ mod tests {
         assert!(shown.starts_with("ctxsk-") && shown.len() == 6 + 32 + 3);
         let back = SecretKey::parse(&shown.to_uppercase()).unwrap();
         assert_eq!(back.bytes(), k.bytes());
-        assert!(SecretKey::parse("ctxsk-1234").is_err());
+        assert_eq!(
+            SecretKey::parse("ctxsk-1234")
+                .err()
+                .map(|e| e.to_string())
+                .as_deref(),
+            Some("a secret key is `ctxsk-` followed by 32 hexadecimal digits")
+        );
         assert!(SecretKey::parse(&format!("{}zz", &shown[..shown.len() - 2])).is_err());
     }
 

@@ -135,12 +135,22 @@ pub fn hash(token: &str) -> String {
     crate::canonical::sha256_hex(token.as_bytes())
 }
 
+/// Why a token's scope is refused.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ScopeError {
+    // The wire has one message, so what to write stays in it.
+    #[error("`scope` is empty: name the fields the token may reach (`identity.*`, `addresses.current`, `*`)")]
+    Empty,
+    #[error("scope entry `{}`: {reason}", super::field::inert(entry))]
+    Entry { entry: String, reason: &'static str },
+}
+
 /// Parse a scope: `"identity.*, financial.*"` or a list. An entry without a wildcard
 /// names a field or a whole subtree (`addresses.current` covers
 /// `addresses.current.city`), as in seed 004's examples; `*` is everything.
-pub fn parse_scope(entries: &[String]) -> Result<Vec<Pattern>, String> {
+pub fn parse_scope(entries: &[String]) -> Result<Vec<Pattern>, ScopeError> {
     if entries.is_empty() {
-        return Err("`scope` is empty: name the fields the token may reach (`identity.*`, `addresses.current`, `*`)".into());
+        return Err(ScopeError::Empty);
     }
     entries
         .iter()
@@ -151,8 +161,10 @@ pub fn parse_scope(entries: &[String]) -> Result<Vec<Pattern>, String> {
             } else {
                 format!("{e}.*")
             };
-            Pattern::parse(&text)
-                .map_err(|p| format!("scope entry `{}`: {}", super::field::inert(e), p.reason))
+            Pattern::parse(&text).map_err(|p| ScopeError::Entry {
+                entry: e.to_string(),
+                reason: p.reason,
+            })
         })
         .collect()
 }
@@ -201,8 +213,8 @@ pub struct SecretHash {
 const SECRET_MEMORY_KIB: u32 = 19 * 1024;
 const SECRET_ITERATIONS: u32 = 2;
 
-fn argon(memory: u32, iterations: u32) -> Result<argon2::Argon2<'static>, String> {
-    let params = argon2::Params::new(memory, iterations, 1, Some(32)).map_err(|e| e.to_string())?;
+fn argon(memory: u32, iterations: u32) -> Result<argon2::Argon2<'static>, argon2::Error> {
+    let params = argon2::Params::new(memory, iterations, 1, Some(32))?;
     Ok(argon2::Argon2::new(
         argon2::Algorithm::Argon2id,
         argon2::Version::V0x13,
@@ -215,11 +227,8 @@ impl SecretHash {
         let salt = random_bytes::<16>()?;
         let mut out = Zeroizing::new([0u8; 32]);
         argon(SECRET_MEMORY_KIB, SECRET_ITERATIONS)
-            .and_then(|a| {
-                a.hash_password_into(secret.as_bytes(), &salt, &mut out[..])
-                    .map_err(|e| e.to_string())
-            })
-            .map_err(crate::error::Error::Invalid)?;
+            .and_then(|a| a.hash_password_into(secret.as_bytes(), &salt, &mut out[..]))
+            .map_err(|e| crate::error::Error::Invalid(e.to_string()))?;
         Ok(SecretHash {
             algorithm: "argon2id".into(),
             memory_kib: SECRET_MEMORY_KIB,
@@ -239,10 +248,7 @@ impl SecretHash {
         }
         let mut out = Zeroizing::new([0u8; 32]);
         let ok = argon(self.memory_kib, self.iterations)
-            .and_then(|a| {
-                a.hash_password_into(secret.as_bytes(), &salt, &mut out[..])
-                    .map_err(|e| e.to_string())
-            })
+            .and_then(|a| a.hash_password_into(secret.as_bytes(), &salt, &mut out[..]))
             .is_ok();
         ok && out.iter().zip(&want).fold(0u8, |acc, (a, b)| acc | (a ^ b)) == 0
     }
@@ -281,7 +287,20 @@ mod tests {
         assert!(s[0].covers("addresses.current.city") && s[0].covers("addresses.current"));
         assert!(!s[0].covers("addresses.history"));
         assert!(s[1].covers("identity.full_name"));
-        assert!(parse_scope(&["Identity".into()]).is_err());
+        assert_eq!(
+            parse_scope(&["Identity".into()]).unwrap_err(),
+            ScopeError::Entry {
+                entry: "Identity".into(),
+                reason: Pattern::parse("Identity.*").unwrap_err().reason
+            }
+        );
+        assert_eq!(
+            parse_scope(&["a\u{202e}".into()]).unwrap_err().to_string(),
+            format!(
+                "scope entry `a\\u{{202e}}`: {}",
+                Pattern::parse("a\u{202e}.*").unwrap_err().reason
+            )
+        );
         assert!(parse_scope(&[]).is_err());
         let all = parse_scope(&["*".into()]).unwrap();
         assert!(all[0].covers("medical.allergies"));

@@ -16,7 +16,7 @@ use crate::private::config::CollectionKeys;
 use crate::private::{Keyring, PrivateConfig};
 
 use super::config::PersonalConfig;
-use super::field::{FieldDoc, FieldId, Previous, ValueText, CATEGORY_TYPE, FIELD_TYPE};
+use super::field::{FieldDoc, FieldError, FieldId, Previous, ValueText, CATEGORY_TYPE, FIELD_TYPE};
 use super::keys::{Purpose, VaultKeys};
 use super::Tier;
 
@@ -161,7 +161,11 @@ impl Vault {
                     let f = Field::from_doc(doc, o);
                     v.fields.insert(f.id.id.clone(), f);
                 }
-                Err(why) => v.problems.push(format!("{}: {why}", o.origin.file)),
+                Err(why) => v.problems.push(format!(
+                    "{}: {}",
+                    o.origin.file,
+                    crate::error::one_line(&why)
+                )),
             }
         }
         Ok(v)
@@ -189,7 +193,7 @@ impl Vault {
         let rel = RelPath::parse(&f.object.origin.file)
             .map_err(|e| Error::Invalid(format!("{}: {e:?}", f.object.origin.file)))?;
         let o = parse_object(&self.manifest, &rel, &text)?;
-        open_field(&o, &ck.ring, &f.id.category).map_err(Error::Invalid)
+        Ok(open_field(&o, &ck.ring, &f.id.category)?)
     }
 
     /// Create or update a field; the previous version goes into its history.
@@ -350,20 +354,21 @@ fn open_field(
     o: &ContextObject,
     ring: &Keyring,
     category: &str,
-) -> std::result::Result<FieldDoc, String> {
+) -> std::result::Result<FieldDoc, FieldError> {
     if o.meta.kind != FIELD_TYPE {
-        return Err(format!("type `{}` is not a field", o.meta.kind));
+        return Err(FieldError::NotAField(o.meta.kind.clone()));
     }
     if o.meta.sealed.is_none() {
-        return Err("the field is not encrypted (run `ctx private encrypt`)".into());
+        return Err(FieldError::NotEncrypted);
     }
-    let opened = crate::private::open_object(o, Some(ring)).map_err(|e| e.reason())?;
+    let opened =
+        crate::private::open_object(o, Some(ring)).map_err(|e| FieldError::Unopened(e.reason()))?;
     let doc = FieldDoc::from_opened(&opened.fields, opened.content.as_ref())?;
     if doc.id.category != category {
-        return Err(format!(
-            "field {} lies in the folder of category `{category}`",
-            doc.id.id
-        ));
+        return Err(FieldError::WrongFolder {
+            id: doc.id.id,
+            category: category.to_string(),
+        });
     }
     Ok(doc)
 }

@@ -132,7 +132,7 @@ impl Service {
             });
         }
         let scope = r.scope.clone();
-        tokens::parse_scope(&scope).map_err(Refusal::InvalidRequest)?;
+        tokens::parse_scope(&scope).map_err(|e| Refusal::InvalidRequest(e.to_string()))?;
         let ttl_text = r.ttl.clone().unwrap_or_else(|| "1h".into());
         let ttl = tokens::parse_ttl(&ttl_text).ok_or_else(|| {
             Refusal::InvalidRequest(
@@ -237,7 +237,7 @@ impl Service {
                     .into(),
             ));
         }
-        tokens::parse_scope(scope).map_err(Refusal::InvalidRequest)?;
+        tokens::parse_scope(scope).map_err(|e| Refusal::InvalidRequest(e.to_string()))?;
         let (token, hash, shown) = tokens::issue(false).map_err(Refusal::from_error)?;
         let rec = TokenRecord {
             hash: hash.clone(),
@@ -474,7 +474,7 @@ impl Service {
                 }
                 other => other,
             })?;
-        let fid = FieldId::parse(id).map_err(Refusal::InvalidRequest)?;
+        let fid = FieldId::parse(id).map_err(Refusal::invalid)?;
         let tier = Tier::parse(tier).ok_or_else(|| {
             Refusal::InvalidRequest("`tier` is public, standard, sensitive or critical".into())
         })?;

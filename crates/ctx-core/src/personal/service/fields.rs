@@ -228,7 +228,7 @@ impl Service {
     pub fn get_field(&self, bearer: Option<&str>, id: &str) -> Answer<Gate<Zeroizing<String>>> {
         let who = self.authenticate(bearer, Class::Read)?;
         self.require_mode(&who, Access::Read, &[])?;
-        let fid = FieldId::parse(id).map_err(Refusal::InvalidRequest)?;
+        let fid = FieldId::parse(id).map_err(Refusal::invalid)?;
         self.require_scope(&who, &fid)?;
         let st = self.open_state()?;
         let open = st.as_ref().expect("open");
@@ -398,8 +398,8 @@ impl Service {
     ) -> Answer<Gate<WriteOutcome>> {
         let who = self.authenticate(bearer, Class::Write)?;
         self.require_mode(&who, Access::Write, &[id])?;
-        let fid = FieldId::parse(id).map_err(Refusal::InvalidRequest)?;
-        let value = value_text(value).map_err(Refusal::InvalidRequest)?;
+        let fid = FieldId::parse(id).map_err(Refusal::invalid)?;
+        let value = value_text(value).map_err(Refusal::invalid)?;
         let tier = match sensitivity {
             None => None,
             Some(s) => Some(Tier::parse(s).ok_or_else(|| {
@@ -513,7 +513,7 @@ impl Service {
     pub fn delete_field(&self, bearer: Option<&str>, id: &str) -> Answer<Gate<Zeroizing<String>>> {
         let who = self.authenticate(bearer, Class::Write)?;
         self.require_mode(&who, Access::Write, &[id])?;
-        let fid = FieldId::parse(id).map_err(Refusal::InvalidRequest)?;
+        let fid = FieldId::parse(id).map_err(Refusal::invalid)?;
         self.require_scope(&who, &fid)?;
         let mut st = self.state.write().unwrap_or_else(|p| p.into_inner());
         let open = st.as_mut().ok_or(Refusal::VaultLocked)?;

@@ -109,10 +109,16 @@ impl Refusal {
         }
     }
 
+    /// A refused argument; the protocol has one message, so a hint goes inline.
+    fn invalid(e: impl miette::Diagnostic) -> Refusal {
+        Refusal::InvalidRequest(crate::error::one_line(&e))
+    }
+
     fn from_error(e: Error) -> Refusal {
         match e {
             Error::NotFound(m) => Refusal::NotFound(m),
             Error::Usage(m) => Refusal::InvalidRequest(m),
+            Error::Field(f) => Refusal::Unavailable(crate::error::one_line(&f)),
             other => Refusal::Unavailable(other.to_string()),
         }
     }
@@ -599,7 +605,8 @@ impl Service {
             });
         }
         a.last_activity = t;
-        let scope = tokens::parse_scope(&rec.scope).map_err(Refusal::Unavailable)?;
+        let scope =
+            tokens::parse_scope(&rec.scope).map_err(|e| Refusal::Unavailable(e.to_string()))?;
         Ok(Who::Consumer {
             name: consumer,
             hash,
