@@ -201,8 +201,8 @@ impl Ask {
         json!({"type": "object", "properties": props, "required": required})
     }
 
-    fn request(&self, client: Option<&str>) -> Result<ElicitRequestParams, String> {
-        let schema = serde_json::from_value(self.schema()).map_err(|e| e.to_string())?;
+    fn request(&self, client: Option<&str>) -> Result<ElicitRequestParams, AskError> {
+        let schema = serde_json::from_value(self.schema())?;
         Ok(ElicitRequestParams::FormElicitationParams {
             meta: None,
             message: self.message(client),
@@ -235,6 +235,16 @@ impl Ask {
         }
         Ok(())
     }
+}
+
+/// Why the approval request could not be built (a bug or a broken OS, never
+/// the user's answer); it becomes [`Refusal::Failed`].
+#[derive(Debug, thiserror::Error)]
+enum AskError {
+    #[error("{0}")]
+    Form(#[from] serde_json::Error),
+    #[error("{0}")]
+    Random(#[from] getrandom::Error),
 }
 
 /// Why nothing was released.
@@ -357,7 +367,7 @@ impl Gate {
                 }
                 return match self.first_round(ask, client.as_deref()) {
                     Ok(r) => Verdict::Ask(r),
-                    Err(e) => Verdict::Refused(Refusal::Failed(e)),
+                    Err(e) => Verdict::Refused(Refusal::Failed(e.to_string())),
                 };
             };
             if let Err(r) = self.redeem(state, &ask.binding) {
@@ -386,7 +396,7 @@ impl Gate {
         }
         let params = match ask.request(client.as_deref()) {
             Ok(p) => p,
-            Err(e) => return Verdict::Refused(Refusal::Failed(e)),
+            Err(e) => return Verdict::Refused(Refusal::Failed(e.to_string())),
         };
         match ctx
             .peer
@@ -404,9 +414,13 @@ impl Gate {
         }
     }
 
-    fn first_round(&self, ask: &Ask, client: Option<&str>) -> Result<InputRequiredResult, String> {
+    fn first_round(
+        &self,
+        ask: &Ask,
+        client: Option<&str>,
+    ) -> Result<InputRequiredResult, AskError> {
         let mut nonce = [0u8; 16];
-        getrandom::fill(&mut nonce).map_err(|e| e.to_string())?;
+        getrandom::fill(&mut nonce)?;
         let payload = json!({ "v": 1, "nonce": hex(&nonce) }).to_string();
         let sealed = self.codec.seal_with(
             payload.as_bytes(),
@@ -456,6 +470,20 @@ fn hex(bytes: &[u8]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_failed_ask_reads_as_its_cause() {
+        let cause = serde_json::from_str::<Value>("{").unwrap_err();
+        let e = AskError::from(cause);
+        assert_eq!(
+            e.to_string(),
+            "EOF while parsing an object at line 1 column 1"
+        );
+        assert_eq!(
+            Refusal::Failed(e.to_string()).explain(),
+            "the approval request failed (EOF while parsing an object at line 1 column 1)"
+        );
+    }
 
     fn ask(tiers: &[Tier]) -> Ask {
         Ask {

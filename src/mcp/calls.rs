@@ -94,8 +94,8 @@ fn inert(s: &str) -> String {
     q[1..q.len() - 1].to_string()
 }
 
-pub(super) fn arg_error(msg: String) -> ErrorData {
-    ErrorData::invalid_params(msg, None)
+pub(super) fn arg_error(e: impl std::fmt::Display) -> ErrorData {
+    ErrorData::invalid_params(e.to_string(), None)
 }
 
 async fn status(s: &CtxServer, args: &JsonObject) -> Result<CallToolResponse, ErrorData> {
@@ -226,7 +226,7 @@ async fn resolve(
         tools::check_range("max_tokens", a.max_tokens, 100, 1_000_000).map_err(arg_error)?;
     let include = a.include.unwrap_or_default();
     if include.len() > 32 {
-        return Err(arg_error("`include` takes at most 32 patterns".into()));
+        return Err(arg_error("`include` takes at most 32 patterns"));
     }
     for p in &include {
         tools::check_len("include[]", p, 1, 200).map_err(arg_error)?;
@@ -264,7 +264,7 @@ async fn request_context(
     let a: tools::RequestArgs = parse(args)?;
     tools::check_len("purpose", &a.purpose, 1, 500).map_err(arg_error)?;
     if a.scope.is_empty() || a.scope.len() > 32 {
-        return Err(arg_error("`scope` takes 1 to 32 selectors".into()));
+        return Err(arg_error("`scope` takes 1 to 32 selectors"));
     }
     for p in &a.scope {
         tools::check_len("scope[]", p, 1, 200).map_err(arg_error)?;

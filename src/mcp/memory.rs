@@ -55,7 +55,10 @@ pub fn plan(svc: &Service, id: &str, value: &str, tier: Option<Tier>) -> Result<
     Ok(
         match planned_write(svc, &repo, &consumer, id, value, tier)? {
             Ok((rel, _, tier)) => Plan::Write { rel, tier },
-            Err(reason) => Plan::Propose { tier, reason },
+            Err(why) => Plan::Propose {
+                tier,
+                reason: why.to_string(),
+            },
         },
     )
 }
@@ -81,6 +84,37 @@ pub fn commit(svc: &Service, id: &str, value: &str, tier: Option<Tier>) -> Resul
     Ok(rel)
 }
 
+/// Why a value goes to review instead of being written: told to the agent
+/// (`why_not_written`) and kept with the proposal.
+#[derive(Debug, thiserror::Error)]
+pub enum Unwritable {
+    #[error(
+        "`{0}` already exists; a new version of existing context is reviewed before it is written"
+    )]
+    Exists(String),
+    #[error("no collection in this repository holds an id like `{0}`")]
+    NoCollection(String),
+    #[error("{0} is not an object file")]
+    NotObjectFile(String),
+    #[error("the value would not form a valid object ({0})")]
+    NotAnObject(ObjectFault),
+    /// The manifest grants this consumer no write of it.
+    #[error(transparent)]
+    Refused(write::WriteError),
+}
+
+/// Why the planned file would hold no valid object (codes and paths; the
+/// agent's own value is the only content a message can carry).
+#[derive(Debug, thiserror::Error)]
+pub enum ObjectFault {
+    #[error("no collection loads {0}")]
+    NotLoaded(String),
+    #[error("{code} {message}")]
+    Finding { code: &'static str, message: String },
+    #[error("{0} would not hold an object")]
+    NoObject(String),
+}
+
 /// `Ok(Ok((path, bytes, tier)))`: the governed write is allowed; `Ok(Err(why))`:
 /// it must be a proposal; `Err`: the value itself is unacceptable.
 #[allow(clippy::type_complexity)]
@@ -91,20 +125,16 @@ fn planned_write(
     id: &str,
     value: &str,
     tier: Option<Tier>,
-) -> Result<std::result::Result<(String, Vec<u8>, Tier), String>> {
+) -> Result<std::result::Result<(String, Vec<u8>, Tier), Unwritable>> {
     let m = &repo.manifest;
     if repo.objects.iter().any(|o| o.id == id) {
-        return Ok(Err(format!(
-            "`{id}` already exists; a new version of existing context is reviewed before it is written"
-        )));
+        return Ok(Err(Unwritable::Exists(id.to_string())));
     }
     let Some(rel) = write::default_path(m, id) else {
-        return Ok(Err(format!(
-            "no collection in this repository holds an id like `{id}`"
-        )));
+        return Ok(Err(Unwritable::NoCollection(id.to_string())));
     };
     let Some(format) = Format::from_path(&rel) else {
-        return Ok(Err(format!("{rel} is not an object file")));
+        return Ok(Err(Unwritable::NotObjectFile(rel)));
     };
     let mut fields = Map::new();
     fields.insert("id".into(), json!(id));
@@ -132,14 +162,10 @@ fn planned_write(
     let bytes = emit::document(format, &fields, Some(&Value::from(value))).into_bytes();
     let obj = match planned_object(repo, &rel, &bytes) {
         Ok(o) => o,
-        Err(e) => {
-            return Ok(Err(format!(
-                "the value would not form a valid object ({e})"
-            )))
-        }
+        Err(e) => return Ok(Err(Unwritable::NotAnObject(e))),
     };
     if let Err(why) = write::authorize_write(m, consumer, &obj, None) {
-        return Ok(Err(why.to_string()));
+        return Ok(Err(Unwritable::Refused(why)));
     }
     let tier = Tier::of(obj.meta.classification);
     let planned = write::planned_repo(repo, &[], vec![obj]);
@@ -152,15 +178,18 @@ fn planned_object(
     repo: &Repo,
     rel: &str,
     bytes: &[u8],
-) -> std::result::Result<ContextObject, String> {
+) -> std::result::Result<ContextObject, ObjectFault> {
     let parsed = write::parse_planned(&repo.manifest, rel, bytes)
-        .ok_or_else(|| format!("no collection loads {rel}"))?;
+        .ok_or_else(|| ObjectFault::NotLoaded(rel.to_string()))?;
     if let Some(d) = parsed.diags.iter().find(|d| d.severity == Severity::Error) {
-        return Err(format!("{} {}", d.code.as_str(), d.message));
+        return Err(ObjectFault::Finding {
+            code: d.code.as_str(),
+            message: d.message.clone(),
+        });
     }
     parsed
         .object
-        .ok_or_else(|| format!("{rel} would not hold an object"))
+        .ok_or_else(|| ObjectFault::NoObject(rel.to_string()))
 }
 
 /// Refuse if the planned repository has errors the current one does not
@@ -323,5 +352,19 @@ pub async fn tool(
                 Err(e) => tool_error(&e).into(),
             })
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reasons_nest_the_object_fault() {
+        let why = Unwritable::NotAnObject(ObjectFault::NoObject("notes/a.md".into()));
+        assert_eq!(
+            why.to_string(),
+            "the value would not form a valid object (notes/a.md would not hold an object)"
+        );
     }
 }

@@ -69,39 +69,57 @@ fn defaults() -> Vec<Template> {
     ]
 }
 
+/// Why a manifest prompt is skipped.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+enum PromptError {
+    #[error("`name` (a string) is required")]
+    NoName,
+    #[error("`name` {0:?} must be 1-64 lowercase letters, digits, `-` or `_`")]
+    BadName(String),
+    #[error("`template` (a string) is required")]
+    NoTemplate,
+    #[error("`scope` (a list of id patterns) is required")]
+    NoScope,
+    #[error("`scope` entries must be strings")]
+    ScopeEntry,
+    #[error("`scope` must name at least one id pattern")]
+    EmptyScope,
+    #[error("scope `{}`: {}", .0.pattern, .0.reason)]
+    Pattern(ctx_core::pattern::PatternError),
+    #[error("every argument needs a `name`")]
+    ArgumentName,
+}
+
 /// Parse one manifest prompt; an invalid one is skipped with a note on stderr
 /// (never served with a guessed shape).
-fn parse(v: &Value) -> Result<Template, String> {
+fn parse(v: &Value) -> Result<Template, PromptError> {
     let s = |k: &str| v.get(k).and_then(Value::as_str).map(str::to_string);
-    let name = s("name").ok_or("`name` (a string) is required")?;
+    let name = s("name").ok_or(PromptError::NoName)?;
     let valid_name = !name.is_empty()
         && name.len() <= 64
         && name
             .bytes()
             .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-' || b == b'_');
     if !valid_name {
-        return Err(format!(
-            "`name` {name:?} must be 1-64 lowercase letters, digits, `-` or `_`"
-        ));
+        return Err(PromptError::BadName(name));
     }
-    let template = s("template").ok_or("`template` (a string) is required")?;
+    let template = s("template").ok_or(PromptError::NoTemplate)?;
     let scope: Vec<String> = v
         .get("scope")
         .and_then(Value::as_array)
-        .ok_or("`scope` (a list of id patterns) is required")?
+        .ok_or(PromptError::NoScope)?
         .iter()
         .map(|p| {
             p.as_str()
                 .map(str::to_string)
-                .ok_or("`scope` entries must be strings")
+                .ok_or(PromptError::ScopeEntry)
         })
         .collect::<Result<_, _>>()?;
     if scope.is_empty() {
-        return Err("`scope` must name at least one id pattern".into());
+        return Err(PromptError::EmptyScope);
     }
     for p in &scope {
-        ctx_core::pattern::Pattern::parse(p)
-            .map_err(|e| format!("scope `{}`: {}", e.pattern, e.reason))?;
+        ctx_core::pattern::Pattern::parse(p).map_err(PromptError::Pattern)?;
     }
     let mut arguments = Vec::new();
     for a in v
@@ -113,7 +131,7 @@ fn parse(v: &Value) -> Result<Template, String> {
         let n = a
             .get("name")
             .and_then(Value::as_str)
-            .ok_or("every argument needs a `name`")?;
+            .ok_or(PromptError::ArgumentName)?;
         arguments.push((
             n.to_string(),
             a.get("description")
@@ -302,4 +320,21 @@ pub async fn get(
     let mut result = GetPromptResult::new(messages);
     result.description = Some(t.description);
     Ok(result.into())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn invalid_prompts_say_what_is_wrong() {
+        let e = parse(&json!({"name": "Bad Name", "template": "t", "scope": ["*"]}));
+        assert_eq!(
+            e.unwrap_err().to_string(),
+            "`name` \"Bad Name\" must be 1-64 lowercase letters, digits, `-` or `_`"
+        );
+        let e = parse(&json!({"name": "p", "template": "t", "scope": []}));
+        assert_eq!(e.unwrap_err(), PromptError::EmptyScope);
+        assert!(parse(&json!({"name": "p", "template": "t", "scope": ["a.*"]})).is_ok());
+    }
 }

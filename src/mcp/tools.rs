@@ -238,15 +238,37 @@ pub fn all() -> Vec<Tool> {
     ]
 }
 
+/// A tool argument the schema allows but the tool refuses (an MCP
+/// `invalid_params` error; the text names the argument, never its value).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ArgError {
+    #[error(
+        "`id` must be a dotted lowercase object id (pattern {ID_PATTERN}), at most 200 characters"
+    )]
+    Id,
+    /// Lengths are in characters.
+    #[error("`{name}` must be {min} to {max} characters long, got {got}")]
+    Length {
+        name: &'static str,
+        min: usize,
+        max: usize,
+        got: usize,
+    },
+    #[error("`{name}` must be between {min} and {max}, got {got}")]
+    Range {
+        name: &'static str,
+        min: u64,
+        max: u64,
+        got: u64,
+    },
+}
+
 /// Checks the schema states but deserialization does not enforce.
-pub fn check_id(id: &str) -> Result<(), String> {
-    let ok = id.len() <= 200 && regex_lite_match(id);
-    if ok {
+pub fn check_id(id: &str) -> Result<(), ArgError> {
+    if id.len() <= 200 && regex_lite_match(id) {
         Ok(())
     } else {
-        Err(format!(
-            "`id` must be a dotted lowercase object id (pattern {ID_PATTERN}), at most 200 characters"
-        ))
+        Err(ArgError::Id)
     }
 }
 
@@ -261,28 +283,55 @@ fn regex_lite_match(id: &str) -> bool {
 }
 
 /// A string argument's length bounds (in characters).
-pub fn check_len(name: &str, s: &str, min: usize, max: usize) -> Result<(), String> {
-    let n = s.chars().count();
-    if n < min || n > max {
-        return Err(format!(
-            "`{name}` must be {min} to {max} characters long, got {n}"
-        ));
+pub fn check_len(name: &'static str, s: &str, min: usize, max: usize) -> Result<(), ArgError> {
+    let got = s.chars().count();
+    if got < min || got > max {
+        return Err(ArgError::Length {
+            name,
+            min,
+            max,
+            got,
+        });
     }
     Ok(())
 }
 
 /// An integer argument's bounds.
 pub fn check_range(
-    name: &str,
+    name: &'static str,
     v: Option<u64>,
     min: u64,
     max: u64,
-) -> Result<Option<usize>, String> {
+) -> Result<Option<usize>, ArgError> {
     match v {
         None => Ok(None),
-        Some(x) if x < min || x > max => {
-            Err(format!("`{name}` must be between {min} and {max}, got {x}"))
-        }
+        Some(got) if got < min || got > max => Err(ArgError::Range {
+            name,
+            min,
+            max,
+            got,
+        }),
         Some(x) => Ok(Some(x as usize)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn argument_errors_name_the_argument_and_its_bounds() {
+        assert_eq!(
+            check_len("query", "", 1, 500).unwrap_err().to_string(),
+            "`query` must be 1 to 500 characters long, got 0"
+        );
+        assert_eq!(
+            check_range("limit", Some(0), 1, 100)
+                .unwrap_err()
+                .to_string(),
+            "`limit` must be between 1 and 100, got 0"
+        );
+        assert_eq!(check_id("Policies.x"), Err(ArgError::Id));
+        assert!(check_id("policies.returns-v2").is_ok());
     }
 }
