@@ -363,3 +363,56 @@ fn git_and_sqlite_content_resolve() {
     assert_eq!(o["content"], "Refunds within 30 days.");
     assert_eq!(o["trust"], "verified");
 }
+
+/// Redaction reaches content from every adapter, parsed by its media type like
+/// inline content (issue 9 §2): git (a JSON file at a revision), sqlite (a JSON
+/// cell, declared `content_type`), http (Markdown front matter).
+#[test]
+fn content_from_every_adapter_is_redacted() {
+    let md = "---\nname: H\nssn: HTTP-SSN-333\n---\n\nBody.\n";
+    let (base, server) = serve(&[("/h.md", md)], 1);
+    let redact = format!("    redact:\n      - path: ssn\n{HTTP_ON}");
+    let repo = Repo::new(&[
+        ("opencontext.yaml", &manifest(&redact)),
+        (
+            "docs/g.json",
+            "{\"name\": \"G\", \"ssn\": \"GIT-SSN-111\"}\n",
+        ),
+        (
+            "context/policies/g.yaml",
+            &object("policies.g", "git://HEAD/docs/g.json", ""),
+        ),
+        (
+            "context/policies/db.yaml",
+            &object(
+                "policies.db",
+                "sqlite://./data/context.db?table=people&id=p&column=doc",
+                "content_type: application/json\n",
+            ),
+        ),
+        (
+            "context/policies/h.yaml",
+            &object("policies.h", &format!("{base}/h.md"), ""),
+        ),
+    ]);
+    init_git(repo.path(), "one");
+    std::fs::create_dir_all(repo.path().join("data")).unwrap();
+    rusqlite::Connection::open(repo.path().join("data/context.db"))
+        .unwrap()
+        .execute_batch(
+            "CREATE TABLE people (id TEXT PRIMARY KEY, doc TEXT);
+             INSERT INTO people VALUES ('p', '{\"name\": \"D\", \"ssn\": \"SQLITE-SSN-222\"}');",
+        )
+        .unwrap();
+    let r = repo.ctx(&["resolve", "--role", "support"]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert_eq!(server.seen(), vec!["/h.md".to_string()]);
+    for s in ["GIT-SSN-111", "SQLITE-SSN-222", "HTTP-SSN-333"] {
+        assert!(!r.stdout.contains(s), "{s} leaked:\n{}", r.stdout);
+    }
+    let b = r.json();
+    for id in ["policies.g", "policies.db", "policies.h"] {
+        let o = included(&b, id).unwrap_or_else(|| panic!("{id} is served:\n{b:#}"));
+        assert_eq!(o["redacted"], serde_json::json!(["ssn"]), "{o}");
+    }
+}
