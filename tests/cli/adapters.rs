@@ -326,6 +326,15 @@ fn remote_fetching_is_off_unless_the_manifest_enables_it() {
     assert!(listener.accept().is_err(), "no connection may be made");
 }
 
+/// `data/context.db` in `repo`, made by `sql`.
+fn sqlite_db(repo: &Repo, sql: &str) {
+    std::fs::create_dir_all(repo.path().join("data")).unwrap();
+    rusqlite::Connection::open(repo.path().join("data/context.db"))
+        .unwrap()
+        .execute_batch(sql)
+        .unwrap();
+}
+
 #[test]
 fn git_and_sqlite_content_resolve() {
     let repo = Repo::new(&[
@@ -346,14 +355,11 @@ fn git_and_sqlite_content_resolve() {
     ]);
     init_git(repo.path(), "one");
     repo.write("docs/a.md", "edited after the commit\n");
-    std::fs::create_dir_all(repo.path().join("data")).unwrap();
-    rusqlite::Connection::open(repo.path().join("data/context.db"))
-        .unwrap()
-        .execute_batch(
-            "CREATE TABLE policies (id TEXT PRIMARY KEY, body TEXT);
-             INSERT INTO policies VALUES ('refunds', 'Refunds within 30 days.');",
-        )
-        .unwrap();
+    sqlite_db(
+        &repo,
+        "CREATE TABLE policies (id TEXT PRIMARY KEY, body TEXT);
+         INSERT INTO policies VALUES ('refunds', 'Refunds within 30 days.');",
+    );
     let b = repo.ctx(&["resolve", "--role", "support"]).json();
     assert_eq!(
         included(&b, "policies.a").expect("git")["content"],
@@ -396,14 +402,11 @@ fn content_from_every_adapter_is_redacted() {
         ),
     ]);
     init_git(repo.path(), "one");
-    std::fs::create_dir_all(repo.path().join("data")).unwrap();
-    rusqlite::Connection::open(repo.path().join("data/context.db"))
-        .unwrap()
-        .execute_batch(
-            "CREATE TABLE people (id TEXT PRIMARY KEY, doc TEXT);
-             INSERT INTO people VALUES ('p', '{\"name\": \"D\", \"ssn\": \"SQLITE-SSN-222\"}');",
-        )
-        .unwrap();
+    sqlite_db(
+        &repo,
+        "CREATE TABLE people (id TEXT PRIMARY KEY, doc TEXT);
+         INSERT INTO people VALUES ('p', '{\"name\": \"D\", \"ssn\": \"SQLITE-SSN-222\"}');",
+    );
     let r = repo.ctx(&["resolve", "--role", "support"]);
     assert_eq!(r.code, 0, "{}", r.stderr);
     assert_eq!(server.seen(), vec!["/h.md".to_string()]);
