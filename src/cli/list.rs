@@ -5,6 +5,7 @@ use clap::Args;
 use serde_json::{json, Value};
 
 use ctx_core::bundle::render;
+use ctx_core::diag::render::terminal_safe;
 use ctx_core::error::{Exit, Result};
 use ctx_core::evidence::Record;
 
@@ -93,7 +94,7 @@ pub fn table(rows: &[Value], cols: &[&str]) -> String {
     let cell = |r: &Value, c: &str| -> String {
         match &r[c] {
             Value::Null => "-".into(),
-            Value::String(s) => s.clone(),
+            Value::String(s) => terminal_safe(s).into_owned(),
             other => other.to_string(),
         }
     };

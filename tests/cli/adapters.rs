@@ -326,6 +326,15 @@ fn remote_fetching_is_off_unless_the_manifest_enables_it() {
     assert!(listener.accept().is_err(), "no connection may be made");
 }
 
+/// `data/context.db` in `repo`, made by `sql`.
+fn sqlite_db(repo: &Repo, sql: &str) {
+    std::fs::create_dir_all(repo.path().join("data")).unwrap();
+    rusqlite::Connection::open(repo.path().join("data/context.db"))
+        .unwrap()
+        .execute_batch(sql)
+        .unwrap();
+}
+
 #[test]
 fn git_and_sqlite_content_resolve() {
     let repo = Repo::new(&[
@@ -346,14 +355,11 @@ fn git_and_sqlite_content_resolve() {
     ]);
     init_git(repo.path(), "one");
     repo.write("docs/a.md", "edited after the commit\n");
-    std::fs::create_dir_all(repo.path().join("data")).unwrap();
-    rusqlite::Connection::open(repo.path().join("data/context.db"))
-        .unwrap()
-        .execute_batch(
-            "CREATE TABLE policies (id TEXT PRIMARY KEY, body TEXT);
-             INSERT INTO policies VALUES ('refunds', 'Refunds within 30 days.');",
-        )
-        .unwrap();
+    sqlite_db(
+        &repo,
+        "CREATE TABLE policies (id TEXT PRIMARY KEY, body TEXT);
+         INSERT INTO policies VALUES ('refunds', 'Refunds within 30 days.');",
+    );
     let b = repo.ctx(&["resolve", "--role", "support"]).json();
     assert_eq!(
         included(&b, "policies.a").expect("git")["content"],
@@ -362,4 +368,54 @@ fn git_and_sqlite_content_resolve() {
     let o = included(&b, "policies.db").expect("sqlite");
     assert_eq!(o["content"], "Refunds within 30 days.");
     assert_eq!(o["trust"], "verified");
+}
+
+/// Redaction reaches content from every adapter, parsed by its media type like
+/// inline content (issue 9 §2): git (a JSON file at a revision), sqlite (a JSON
+/// cell, declared `content_type`), http (Markdown front matter).
+#[test]
+fn content_from_every_adapter_is_redacted() {
+    let md = "---\nname: H\nssn: HTTP-SSN-333\n---\n\nBody.\n";
+    let (base, server) = serve(&[("/h.md", md)], 1);
+    let redact = format!("    redact:\n      - path: ssn\n{HTTP_ON}");
+    let repo = Repo::new(&[
+        ("opencontext.yaml", &manifest(&redact)),
+        (
+            "docs/g.json",
+            "{\"name\": \"G\", \"ssn\": \"GIT-SSN-111\"}\n",
+        ),
+        (
+            "context/policies/g.yaml",
+            &object("policies.g", "git://HEAD/docs/g.json", ""),
+        ),
+        (
+            "context/policies/db.yaml",
+            &object(
+                "policies.db",
+                "sqlite://./data/context.db?table=people&id=p&column=doc",
+                "content_type: application/json\n",
+            ),
+        ),
+        (
+            "context/policies/h.yaml",
+            &object("policies.h", &format!("{base}/h.md"), ""),
+        ),
+    ]);
+    init_git(repo.path(), "one");
+    sqlite_db(
+        &repo,
+        "CREATE TABLE people (id TEXT PRIMARY KEY, doc TEXT);
+         INSERT INTO people VALUES ('p', '{\"name\": \"D\", \"ssn\": \"SQLITE-SSN-222\"}');",
+    );
+    let r = repo.ctx(&["resolve", "--role", "support"]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert_eq!(server.seen(), vec!["/h.md".to_string()]);
+    for s in ["GIT-SSN-111", "SQLITE-SSN-222", "HTTP-SSN-333"] {
+        assert!(!r.stdout.contains(s), "{s} leaked:\n{}", r.stdout);
+    }
+    let b = r.json();
+    for id in ["policies.g", "policies.db", "policies.h"] {
+        let o = included(&b, id).unwrap_or_else(|| panic!("{id} is served:\n{b:#}"));
+        assert_eq!(o["redacted"], serde_json::json!(["ssn"]), "{o}");
+    }
 }

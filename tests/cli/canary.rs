@@ -38,6 +38,9 @@ pub const CANARIES: [&str; 16] = [
 
 pub const PRIVATE_CANARY: &str = "CNRY-PRIVATE-PASSPORT";
 
+/// The host turn a `provider sign` row signs for.
+const BINDING: &str = r#"{"run_id":"r","turn_id":"t","session_id":"s","agent_id":"bot","user_id":"u","workspace_id":"w"}"#;
+
 /// One consumer-facing invocation. `{who}` expands to each consumer's flags,
 /// `{out}` to a file outside the repository, `{in}` to a file inside it.
 /// Arguments never contain a canary (a command may echo what it was given).
@@ -113,6 +116,26 @@ const MATRIX: &[Row] = &[
     ok(&["bundle", "{who}"]),
     ok(&["bundle", "{who}", "--format", "yaml", "-o", "{out}"]),
     ok(&["bundle", "{who}", "--format", "markdown", "--sign"]),
+    ok(&["bundle", "{who}", "--explain", "--format", "yaml"]),
+    ok(&["resolve", "{who}", "--sign", "--receipt", "{out}"]),
+    // evidence of a signed bundle: verify, a provider envelope, the audit log
+    ok(&["bundle", "{who}", "--sign", "-o", "signed.json"]),
+    ok(&["verify", "signed.json"]),
+    ok(&["verify", "signed.json", "--format", "json", "-o", "{out}"]),
+    ok(&[
+        "provider",
+        "sign",
+        "--bundle",
+        "signed.json",
+        "--binding",
+        "binding.json",
+        "--key",
+        "canary",
+        "-o",
+        "{out}",
+    ]),
+    ok(&["audit", "show"]),
+    ok(&["audit", "show", "--format", "jsonl", "-o", "{out}"]),
     // get, list, search
     ok(&["get", "c.visible", "{who}"]),
     ok(&["get", "c.visible", "{who}", "--format", "json"]),
@@ -130,6 +153,7 @@ const MATRIX: &[Row] = &[
     ok(&["search", "visible", "{who}"]),
     ok(&["search", "visible", "{who}", "--format", "json"]),
     ok(&["search", "visible", "{who}", "--format", "ndjson"]),
+    ok(&["search", "visible", "{who}", "--format", "yaml"]),
     ok(&[
         "search", "customer", "{who}", "--format", "json", "-o", "{out}",
     ]),
@@ -225,6 +249,12 @@ const MATRIX: &[Row] = &[
         "{who}",
         "--dry-run",
     ]),
+    // real writes, last (they add objects); `add` succeeds for the first consumer
+    // only (the second finds the id taken), each `supersede` succeeds
+    any(&[
+        "add", "c.added", "--type", "note", "--title", "Added", "{who}",
+    ]),
+    ok(&["supersede", "c.added", "--title", "Added again", "{who}"]),
 ];
 
 /// The consumers every row runs as.
@@ -472,6 +502,7 @@ fn no_canary_reaches_any_output_of_any_consumer_command() {
     }
     let mut canaries: Vec<&str> = CANARIES.to_vec();
     canaries.push("CNRY-INLINE-SSN-rev");
+    p.repo.write("binding.json", BINDING);
     let sources = snapshot(dir);
     let outside = tempfile::tempdir().unwrap();
     let mut failures = Vec::new();

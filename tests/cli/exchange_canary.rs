@@ -2,10 +2,11 @@
 //! (unique strings planted in denied, out-of-scope, role-excluded,
 //! classification-denied, private, invalid-governance and redacted places), the
 //! whole exchange — request → evaluate (needs approval) → approve → evaluate →
-//! issue → open → exec → receipts → discover — runs for the `bot` agent with a
-//! policy that would grant everything, and no canary may appear in any output,
-//! error, envelope, receipt, state file or audit event. What the bundle does
-//! carry is checked too, so the test cannot pass by disclosing nothing.
+//! issue → open → exec → propose → review and commit → receipts → discover —
+//! runs for the `bot` agent with a policy that would grant everything, and no
+//! canary may appear in any output, error, envelope, receipt, state file (the
+//! stored proposals too) or audit event. What the bundle does carry is checked
+//! too, so the test cannot pass by disclosing nothing.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -33,7 +34,7 @@ const POLICY: &str = r#"    predicates:
         tasks: [draft_only]
         selectors: ["*", everything, customers, outside, vault]
         wildcards: { selectors: true }
-        actions: [model.generate_text, email.send]
+        actions: [model.generate_text, email.send, memory.propose]
         approval_actions: [email.send]
         discovery: { budget: 5, reveal: [statement, categories] }
 "#;
@@ -84,11 +85,12 @@ fn no_canary_reaches_any_output_of_the_exchange() {
     let dir = p.repo.path();
     let before = files(dir);
     let f = |name: &str| dir.join(name).display().to_string();
-    let (req, appr, dec, env) = (
+    let (req, appr, dec, env, env2) = (
         f("x.req.json"),
         f("x.appr.json"),
         f("x.dec.json"),
         f("x.env.json"),
+        f("x.env2.json"),
     );
     let mut runs: Vec<(String, String, String)> = Vec::new();
     let mut step = |args: &[&str], want: i32| -> Run {
@@ -139,6 +141,8 @@ fn no_canary_reaches_any_output_of_the_exchange() {
             "model.generate_text",
             "--action",
             "email.send",
+            "--action",
+            "memory.propose",
             "--at",
             AT,
             "-o",
@@ -213,6 +217,12 @@ fn no_canary_reaches_any_output_of_the_exchange() {
         &["exchange", "open", &env, "--as", "bot", "--at", &at(7)],
         1,
     );
+    // A second bundle from the same decision, opened in the people format.
+    step(&["exchange", "issue", &dec, "--at", &at(7), "-o", &env2], 0);
+    step(
+        &["exchange", "open", &env2, "--as", "bot", "--at", &at(8)],
+        0,
+    );
     // Evaluated again later: same verdict, nothing new disclosed.
     step(
         &[
@@ -256,6 +266,17 @@ fn no_canary_reaches_any_output_of_the_exchange() {
         ],
         0,
     );
+    let committed = proposals(&mut step, dir, &env);
+    step(&["receipts", "list"], 0);
+    let receipts = step(&["receipts", "list", "--format", "json"], 0).json();
+    for r in receipts.as_array().unwrap() {
+        let id = r["receipt"]["receipt_id"]
+            .as_str()
+            .or(r["receipt"]["id"].as_str())
+            .expect("a receipt id");
+        step(&["receipts", "show", id], 0);
+        step(&["receipts", "show", id, "--format", "json"], 0);
+    }
 
     // The exchange disclosed what resolve gives `bot`, and nothing else.
     let envelope = std::fs::read_to_string(&env).unwrap();
@@ -298,7 +319,9 @@ fn no_canary_reaches_any_output_of_the_exchange() {
         state_files += usize::from(rel.starts_with(".ctx/exchange/"));
         // The parse cache mirrors the repository's own (non-private) files for the
         // next load; it is no output.
-        if rel.starts_with(".ctx/cache/") {
+        // Objects a commit wrote are sources, not output: what `bot` sees of them
+        // after the commit was checked through resolve and get.
+        if rel.starts_with(".ctx/cache/") || committed.contains(&rel) {
             continue;
         }
         let text = String::from_utf8_lossy(&bytes);
@@ -317,4 +340,111 @@ fn no_canary_reaches_any_output_of_the_exchange() {
         "the disclosure is in the repository's audit log:\n{audit}"
     );
     assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+/// The candidate of a memory proposal about `id`, written to `name`.
+fn candidate(dir: &Path, name: &str, id: &str, handle: &str) -> String {
+    let c = serde_json::json!({
+        "operation": "add_or_contradict",
+        "proposed_claims": [{"predicate": id, "object": {"value": "Bot's note.", "datatype": "text"}, "confidence": 0.5}],
+        "provenance_handles": [handle],
+        "rationale": "seen in a ticket",
+    });
+    let path = dir.join(name);
+    std::fs::write(&path, c.to_string()).unwrap();
+    path.display().to_string()
+}
+
+/// `bot` proposes memory through its bundle — about an object it sees, about an
+/// id it cannot see, and with a handle the bundle never disclosed (refused) —
+/// then the operator reviews and commits both, and `bot` resolves again. Returns
+/// the object files the commits wrote (relative to `dir`).
+fn proposals(step: &mut impl FnMut(&[&str], i32) -> Run, dir: &Path, env: &str) -> Vec<String> {
+    let bundle: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(env).unwrap()).unwrap();
+    let handle = bundle["bundle"]["context"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["value"]["id"] == "c.visible")
+        .expect("c.visible is in the bundle")["provenance_handles"][0]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let seen = candidate(dir, "x.cand-seen.json", "c.visible", &handle);
+    let unseen = candidate(dir, "x.cand-unseen.json", "c.denied", &handle);
+    let unknown = candidate(dir, "x.cand-unknown.json", "c.visible", "prov_0000");
+    let when = at(12);
+    let propose = ["propose", "--bundle", env, "--as", "bot", "--at", &when];
+    let mut ids = Vec::new();
+    for (cand, format) in [(&seen, "human"), (&unseen, "json")] {
+        let mut args = propose.to_vec();
+        args.extend([cand.as_str(), "--format", format]);
+        let r = step(&args, 0);
+        ids.push(r.json()["id"].as_str().unwrap().to_string());
+    }
+    let mut args = propose.to_vec();
+    args.push(&unknown);
+    step(&args, 1);
+    let stored = dir.join(".ctx/exchange/proposals");
+    assert_eq!(std::fs::read_dir(&stored).unwrap().count(), 2, "stored");
+    step(&["proposals", "list", "--at", &at(13)], 0);
+    step(
+        &["proposals", "list", "--at", &at(13), "--format", "json"],
+        0,
+    );
+    for id in &ids {
+        step(&["proposals", "show", id, "--at", &at(13)], 0);
+        step(
+            &["proposals", "show", id, "--at", &at(13), "--format", "json"],
+            0,
+        );
+        step(&["proposals", "approve", id, "--at", &at(14)], 0);
+    }
+    // The reviewer's dry run shows the planned files; for an object `bot` sees
+    // they hold nothing it may not see either.
+    step(
+        &["proposals", "commit", &ids[0], "--dry-run", "--at", &at(15)],
+        0,
+    );
+    let mut written = Vec::new();
+    for id in &ids {
+        let c = step(&["proposals", "commit", id, "--at", &at(15)], 0);
+        written.extend(
+            c.stdout
+                .lines()
+                .filter_map(|l| l.split_whitespace().find(|w| w.starts_with("context/")))
+                .map(str::to_string),
+        );
+    }
+    assert!(written.len() >= 2, "{written:?}");
+    // What `bot` sees once both commits are in.
+    let later = at(16);
+    for args in [
+        &["resolve", "--agent", "bot", "--at", &later][..],
+        &[
+            "resolve",
+            "--agent",
+            "bot",
+            "--at",
+            &later,
+            "--include-historical",
+            "--format",
+            "markdown",
+        ],
+        &[
+            "list",
+            "--agent",
+            "bot",
+            "--at",
+            &later,
+            "--include-historical",
+        ],
+        &["search", "customer", "--agent", "bot", "--format", "json"],
+        &["history", "c.visible", "--agent", "bot"],
+    ] {
+        step(args, 0);
+    }
+    step(&["get", "c.denied", "--agent", "bot"], 3);
+    written
 }

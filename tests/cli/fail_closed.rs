@@ -40,7 +40,7 @@ roles:\n  support:\n    include: [c.*]\n    max_classification: confidential\n";
 // ---------------------------------------------------------------- 1. invalid governance
 
 /// (object id, the field that is invalid, front matter line, the value that must never be echoed)
-const INVALID: [(&str, &str, &str, &str); 13] = [
+const INVALID: [(&str, &str, &str, &str); 14] = [
     (
         "c.bad-class",
         "classification",
@@ -57,6 +57,12 @@ const INVALID: [(&str, &str, &str, &str); 13] = [
         "c.bad-read",
         "permissions.read",
         "permissions:\n  read: [support, 7]",
+        "",
+    ),
+    (
+        "c.bad-write",
+        "permissions.write",
+        "permissions:\n  write: support",
         "",
     ),
     (
@@ -207,8 +213,9 @@ fn role_repo(roles: &str) -> Repo {
     ])
 }
 
-/// Every consumer-facing command, as a consumer and as the author.
-const CONSUMER_COMMANDS: [&[&str]; 13] = [
+/// Every consumer-facing command, as a consumer and as the author (`mcp` refuses
+/// before it reads a message; `serve` has its own row in serve_canary.rs).
+const CONSUMER_COMMANDS: [&[&str]; 14] = [
     &["resolve", "--role", "support"],
     &["bundle", "--role", "support"],
     &["get", "c.hidden.x", "--role", "support"],
@@ -230,6 +237,7 @@ const CONSUMER_COMMANDS: [&[&str]; 13] = [
     ],
     &["supersede", "c.a", "--title", "New", "--dry-run"],
     &["get", "c.a"],
+    &["mcp", "--role", "support"],
 ];
 
 #[test]

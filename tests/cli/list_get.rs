@@ -62,3 +62,44 @@ fn get_prints_one_record_with_its_lifecycle_and_file() {
     assert!(!denied.stderr.contains("MARGINS-STAY-INTERNAL"));
     insta::assert_snapshot!("get_not_visible", denied.transcript());
 }
+
+/// Titles (and values) are repository text: in human output their control and
+/// bidirectional characters are escaped, so a title cannot recolour or rewrite
+/// the reader's terminal (issue 9 §7).
+#[test]
+fn human_output_escapes_control_characters_in_titles() {
+    let repo = crate::support::Repo::new(&[
+        (
+            "opencontext.yaml",
+            "opencontext: \"1.0\"\nid: t\ncollections:\n  c: ./context/**\nroles:\n  r:\n    include: [c.*]\n",
+        ),
+        (
+            "context/x.md",
+            "---\nid: c.x\ntype: note\nowner: s\nversion: 1\ntitle: plain\n---\n\nBody\n",
+        ),
+        (
+            "context/x.v2.md",
+            "---\nid: c.x\ntype: note\nowner: s\nversion: 2\nsupersedes: [c.x@1]\ntitle: \"bell \\u0007 \\u001b[31mred \\u202e\"\n---\n\nBody\n",
+        ),
+    ]);
+    for args in [
+        &["search", "bell", "--role", "r"][..],
+        &["search", "bell"],
+        &["diff", "c.x@1", "c.x@2", "--role", "r"],
+        &["resolve", "--role", "r", "--explain"],
+    ] {
+        let r = ctx_in(&repo).args(args).run();
+        r.assert_ok();
+        assert!(r.stdout.contains("bell"), "{args:?}: {}", r.describe());
+        assert!(
+            !r.stdout.contains(['\u{7}', '\u{1b}', '\u{202e}']),
+            "{args:?} prints raw control characters: {:?}",
+            r.stdout
+        );
+        assert!(
+            r.stdout.contains("\\u{1b}[31mred"),
+            "{args:?}: {}",
+            r.stdout
+        );
+    }
+}

@@ -73,3 +73,25 @@ fn shell_words(s: &str) -> Vec<String> {
     }
     out
 }
+
+/// Issue 9: the README states the security model — what is enforced (the keyed
+/// hash among it) and what is not (a consumer keeps what it has read).
+#[test]
+fn readme_states_the_security_model() {
+    let text = std::fs::read_to_string(project_root().join("README.md")).unwrap();
+    let start = text
+        .find("### Security model")
+        .expect("a security model section");
+    let section = &text[start..];
+    let section = &section[..section[3..].find("\n#").map_or(section.len(), |i| i + 3)];
+    for needle in [
+        "Fail closed",
+        "Redaction everywhere",
+        "hmac-sha256",
+        "Private plaintext stays off disk",
+        "What ctx does not do",
+        "cannot take back what a consumer has read",
+    ] {
+        assert!(section.contains(needle), "the section lacks {needle:?}");
+    }
+}

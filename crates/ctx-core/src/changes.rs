@@ -6,6 +6,7 @@ use std::fmt::Write as _;
 
 use serde_json::{json, Map, Value};
 
+use crate::diag::render::terminal_safe;
 use crate::model::{Authority, Classification};
 use crate::view::View;
 
@@ -51,7 +52,7 @@ fn text_of(v: &Value) -> String {
 
 fn one_line(v: &Value) -> String {
     match v {
-        Value::String(s) => s.clone(),
+        Value::String(s) => terminal_safe(s).into_owned(),
         other => other.to_string(),
     }
 }
@@ -61,7 +62,7 @@ fn one_line(v: &Value) -> String {
 pub fn render_changes(changes: &[FieldChange], pad: &str) -> String {
     let mut out = String::new();
     for c in changes {
-        let _ = writeln!(out, "{pad}{}:", c.field);
+        let _ = writeln!(out, "{pad}{}:", terminal_safe(&c.field));
         // Text with several lines, or a large structure, gets a line diff; the rest one line each.
         let long = |v: &Option<Value>| match v {
             Some(Value::String(s)) => s.contains('\n'),
@@ -85,7 +86,7 @@ pub fn render_changes(changes: &[FieldChange], pad: &str) -> String {
                             similar::ChangeTag::Equal => " ",
                         };
                         let line = change.value().trim_end_matches(['\n', '\r']);
-                        let _ = writeln!(out, "{pad}  {sign} {line}");
+                        let _ = writeln!(out, "{pad}  {sign} {}", terminal_safe(line));
                     }
                 }
             }

@@ -126,7 +126,7 @@ pub fn text(repo: &Repo, r: &Resolution, bundle: &Value, opts: &ExplainOptions) 
             .as_ref()
             .and_then(|d| d.fields.get("title").and_then(Value::as_str))
             .or(o.title())
-            .map(|t| format!(" — {t}"))
+            .map(|t| format!(" — {}", crate::diag::render::terminal_safe(t)))
             .unwrap_or_default();
         let _ = writeln!(out, "  {:>2}. {}{}", n + 1, o.key(), title);
         let mut why = format!(

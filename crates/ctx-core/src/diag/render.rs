@@ -125,11 +125,37 @@ fn printable(line: &str) -> String {
         }
         match c {
             '\t' => out.push(' '),
-            c if c.is_control() => out.extend(c.escape_unicode()),
+            c if moves_the_terminal(c) => out.extend(c.escape_unicode()),
             c => out.push(c),
         }
     }
     out
+}
+
+/// Control characters (but tab) and the invisible or bidirectional formatting
+/// characters: in text shown to people they could move the cursor, recolour the
+/// terminal or reorder what is displayed.
+pub fn moves_the_terminal(c: char) -> bool {
+    (c.is_control() && c != '\t')
+        || matches!(c as u32, 0x200B..=0x200F | 0x2028..=0x202E | 0x2060..=0x2069 | 0xFEFF)
+}
+
+/// Repository text (an id, a title, a value) for human output: every character
+/// that [`moves_the_terminal`] becomes a `\u{…}` escape, line breaks included, so
+/// one value stays on one line.
+pub fn terminal_safe(s: &str) -> std::borrow::Cow<'_, str> {
+    if !s.chars().any(moves_the_terminal) {
+        return std::borrow::Cow::Borrowed(s);
+    }
+    let mut out = String::with_capacity(s.len() + 8);
+    for c in s.chars() {
+        if moves_the_terminal(c) {
+            out.extend(c.escape_unicode());
+        } else {
+            out.push(c);
+        }
+    }
+    std::borrow::Cow::Owned(out)
 }
 
 /// Render findings for people, with file snippets read from `root` (the manifest folder).

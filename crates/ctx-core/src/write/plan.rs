@@ -325,8 +325,10 @@ pub(crate) fn sibling(rel: &str, version: u64) -> String {
 }
 
 /// The previous version's declared fields, made fit for a successor: approvals and
-/// reviews were given to the previous content, so they do not carry over.
-fn inherited(prev: &ContextObject) -> Map<String, Value> {
+/// reviews were given to the previous content, so they do not carry over. Every
+/// governance field (permissions, classification, redaction, lifecycle) does:
+/// a new version never widens who may read the object.
+pub(crate) fn inherited(prev: &ContextObject) -> Map<String, Value> {
     let mut f: Map<String, Value> = prev
         .fields()
         .into_iter()

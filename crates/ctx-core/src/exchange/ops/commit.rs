@@ -236,14 +236,15 @@ pub fn commit(ex: &Exchange<'_>, o: &CommitOptions) -> ClResult<Committed> {
                     });
                     format!("{id}@1")
                 };
+                // What `ctx supersede` keeps: above all the fields that govern who
+                // may read the object, so approving a claim never widens access.
+                fields.extend(crate::write::plan::inherited(prev));
                 fields.insert("version".into(), json!(next));
                 fields.insert("supersedes".into(), json!([target]));
-                for (k, v) in prev.fields() {
-                    if ["type", "title", "layer", "owner", "classification", "authority", "tags", "applies_to"].contains(&k.as_str())
-                        && !prev.supplied(&k)
-                    {
-                        fields.insert(k, v);
-                    }
+                // The claim is the new content and carries its own confidence.
+                fields.remove("confidence");
+                if !value.is_null() {
+                    fields.remove("content_uri");
                 }
                 if let Some(a) = &o.authority {
                     fields.insert("authority".into(), json!(a));
@@ -289,7 +290,12 @@ pub fn commit(ex: &Exchange<'_>, o: &CommitOptions) -> ClResult<Committed> {
             ),
         );
         fields.insert("updated".into(), json!(now));
-        fields.insert("extensions".into(), json!({"ctx.exchange": ext}));
+        let mut extensions = match fields.remove("extensions") {
+            Some(Value::Object(e)) => e,
+            _ => Map::new(),
+        };
+        extensions.insert("ctx.exchange".into(), ext);
+        fields.insert("extensions".into(), Value::Object(extensions));
         let content = if value.is_null() {
             prev.and_then(|p| p.content.clone())
         } else {

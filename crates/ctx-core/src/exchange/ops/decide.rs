@@ -401,9 +401,7 @@ pub fn inert(s: &str) -> String {
             '\n' => out.push_str("\\n"),
             '\r' => out.push_str("\\r"),
             '\t' => out.push_str("\\t"),
-            c if c.is_control()
-                || matches!(c as u32, 0x200B..=0x200F | 0x2028..=0x202E | 0x2060..=0x2069 | 0xFEFF) =>
-            {
+            c if crate::diag::render::moves_the_terminal(c) => {
                 out.push_str(&format!("\\u{{{:04x}}}", c as u32))
             }
             c => out.push(c),
