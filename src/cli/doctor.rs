@@ -78,7 +78,9 @@ pub fn run(g: &Global, p: &Printer, a: &DoctorArgs) -> Result<Exit> {
         match super::validate::load_repo_for_validation(g, ctx_core::load::DEFAULT_MAX_FILE_SIZE) {
             Ok(repo) => {
                 progress.phase("checking");
-                doctor::check(&repo, &opts)
+                let report = doctor::check(&repo, &opts);
+                super::leave_to_exit(repo);
+                report
             }
             Err(Error::Manifest { path, diag }) => {
                 let root = path.parent().map(PathBuf::from).unwrap_or_default();

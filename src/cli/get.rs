@@ -77,5 +77,7 @@ pub fn run(g: &Global, p: &Printer, a: &GetArgs) -> Result<Exit> {
         ),
     )?;
     super::io_result(p.product(&text, a.output.as_deref()))?;
+    drop(v);
+    super::leave_to_exit(repo);
     Ok(Exit::Ok)
 }

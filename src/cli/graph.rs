@@ -61,5 +61,7 @@ pub fn run(g: &Global, p: &Printer, a: &GraphArgs) -> Result<Exit> {
         GraphFormat::Human => gr.text(),
     };
     super::io_result(p.product(&text, a.output.as_deref()))?;
+    drop((gr, v));
+    super::leave_to_exit(repo);
     Ok(Exit::Ok)
 }

@@ -76,6 +76,8 @@ pub fn run(g: &Global, p: &Printer, a: &ListArgs) -> Result<Exit> {
     )?;
     let cols = ["id", "type", "layer", "authority", "owner", "lifecycle"];
     super::io_result(p.product(&rows_text(rows, a.format, &cols), a.output.as_deref()))?;
+    drop(v);
+    super::leave_to_exit(repo);
     Ok(Exit::Ok)
 }
 

@@ -54,9 +54,12 @@ pub fn run(g: &Global, p: &Printer, a: &SearchArgs) -> Result<Exit> {
     )?;
     let text = super::list::rows_text(rows, a.format, &["id", "score", "type", "title"]);
     super::io_result(p.product(&text, a.output.as_deref()))?;
-    Ok(if hits.is_empty() {
+    let exit = if hits.is_empty() {
         Exit::Invalid
     } else {
         Exit::Ok
-    })
+    };
+    drop((hits, v));
+    super::leave_to_exit(repo);
+    Ok(exit)
 }

@@ -129,6 +129,8 @@ pub fn run(g: &Global, p: &Printer, args: &ValidateArgs) -> Result<Exit> {
         Verdict::Validity,
         out,
     )?;
+    // Not `_checkout`: its Drop removes a temporary checkout.
+    super::leave_to_exit((repo, findings));
     Ok(if failed { Exit::Invalid } else { Exit::Ok })
 }
 
