@@ -331,9 +331,82 @@ fn strip_position(message: &str) -> String {
     }
 }
 
+/// One top-level member of a compact JSON object that ctx wrote itself (an
+/// object's effective document): its value, without building the rest. Absent
+/// when the text is not an object or has no such key.
+pub(crate) fn member(doc: &str, key: &str) -> Option<Value> {
+    // serde_json writes every key as `"key":`; a key without that text is absent.
+    // Keys needing escapes are always looked for the slow way.
+    let plain = !key.contains(['"', '\\']) && !key.chars().any(char::is_control);
+    if plain && !doc.contains(&format!("\"{key}\":")) {
+        return None;
+    }
+    let mut de = serde_json::Deserializer::from_str(doc);
+    de::Deserializer::deserialize_map(&mut de, Member(key)).ok()?
+}
+
+/// Visits a map, keeping the value of one key and skipping the others unbuilt.
+struct Member<'k>(&'k str);
+
+impl<'de> Visitor<'de> for Member<'_> {
+    type Value = Option<Value>;
+
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("a JSON object")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+        let mut found = None;
+        while let Some(is_key) = map.next_key_seed(KeyIs(self.0))? {
+            if is_key {
+                found = Some(map.next_value::<Value>()?);
+            } else {
+                map.next_value::<de::IgnoredAny>()?;
+            }
+        }
+        Ok(found)
+    }
+}
+
+/// Deserializes a key as whether it equals the one looked for (no allocation).
+struct KeyIs<'k>(&'k str);
+
+impl<'de> DeserializeSeed<'de> for KeyIs<'_> {
+    type Value = bool;
+
+    fn deserialize<D: de::Deserializer<'de>>(self, d: D) -> Result<bool, D::Error> {
+        d.deserialize_str(self)
+    }
+}
+
+impl<'de> Visitor<'de> for KeyIs<'_> {
+    type Value = bool;
+
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("a key")
+    }
+
+    fn visit_str<E: de::Error>(self, v: &str) -> Result<bool, E> {
+        Ok(v == self.0)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn member_reads_one_key_like_a_whole_parse() {
+        let doc = r#"{"id":"a.b","redact":[{"path":"x","mode":"hash"}],"note":"say \"redact\": no","t\"q":1}"#;
+        let whole: Map<String, Value> = serde_json::from_str(doc).unwrap();
+        for key in ["id", "redact", "note", "t\"q", "missing", "redac"] {
+            assert_eq!(member(doc, key), whole.get(key).cloned(), "{key}");
+        }
+        // Escaped key text inside a value is not a key.
+        assert_eq!(member(r#"{"a":"\"b\":1"}"#, "b"), None);
+        assert_eq!(member("[1]", "a"), None);
+        assert_eq!(member("not json", "a"), None);
+    }
 
     #[test]
     fn duplicate_keys_are_rejected_with_position() {

@@ -450,13 +450,13 @@ impl ContextObject {
         map
     }
 
-    /// One field of the effective document (parses `doc`; not for hot loops).
+    /// One field of the effective document: reads `doc` up to that key and builds
+    /// only its value (absent keys cost a substring search).
     pub fn field(&self, key: &str) -> Option<Value> {
         if key == "content" {
             return self.content.clone();
         }
-        let mut map: Map<String, Value> = serde_json::from_str(&self.doc).ok()?;
-        map.remove(key)
+        crate::json::member(&self.doc, key)
     }
 
     /// `id@version` when a version is declared, else the id.

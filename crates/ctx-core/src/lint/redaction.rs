@@ -140,16 +140,14 @@ pub fn check(repo: &Repo, out: &mut Vec<Diagnostic>) {
                 consumer: name,
                 scope: &scope,
             };
-            let readable: Vec<&ContextObject> = repo
-                .objects
-                .iter()
-                .filter(|o| authorize(o, &who).is_ok())
-                .collect();
+            // Lazy: a rule that applies usually does so early, so most objects are
+            // never authorized here.
+            let readable = || repo.objects.iter().filter(|o| authorize(o, &who).is_ok());
             for (i, rule) in role.redact.iter().enumerate() {
-                if any_applies(rule, readable.iter().copied()) != Some(false) {
+                if any_applies(rule, readable()) != Some(false) {
                     continue;
                 }
-                let hint = suggestion(rule, readable.iter().copied());
+                let hint = suggestion(rule, readable());
                 let mut d = unmatched(rule, &format!("role `{name}`"), "the role can read", hint)
                     .file(m.file.clone())
                     .field(format!("roles.{name}.redact[{i}].path"));
