@@ -201,6 +201,7 @@ impl View {
             // The exchange discloses by policy, not by a token budget.
             budget: None,
             ceiling: r.ceiling,
+            supersession: r.supersession.clone(),
         };
         let compiled = crate::bundle::compile(repo, &mut subset, "");
         let objects = compiled["objects"]

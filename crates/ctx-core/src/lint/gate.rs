@@ -56,7 +56,14 @@ pub fn blocking_findings(repo: &Repo, resolution: &Resolution) -> Vec<Diagnostic
         .cloned()
         .collect();
     let idx = Index::new(&repo.objects);
-    let sup = supersession::analyse(&idx);
+    let computed;
+    let sup = match &resolution.supersession {
+        Some(shared) => shared.as_ref(),
+        None => {
+            computed = supersession::analyse(&idx);
+            &computed
+        }
+    };
     validate::duplicates(&idx, &sup.superseded, &mut found);
     super::ids::check(repo, &mut found);
     found

@@ -244,6 +244,9 @@ pub struct Resolution {
     pub ceiling: crate::model::Classification,
     /// What the token budget kept and trimmed, when the request set one.
     pub budget: Option<crate::budget::Report>,
+    /// The repository's supersession analysis the resolution was made with, so the
+    /// output gate does not redo it (None: the gate computes it).
+    pub(crate) supersession: Option<std::sync::Arc<crate::validate::supersession::Supersession>>,
 }
 
 impl Resolution {
@@ -533,6 +536,7 @@ pub fn resolve(repo: &Repo, req: Request) -> Result<Resolution> {
     warnings.dedup();
     let permissions: Vec<String> = scope.permissions.iter().cloned().collect();
     let ceiling = scope.ceiling;
+    let supersession = Some(view.supersession_shared());
     drop(view);
     let max_tokens = req.max_tokens;
     let mut resolution = Resolution {
@@ -545,6 +549,7 @@ pub fn resolve(repo: &Repo, req: Request) -> Result<Resolution> {
         permissions,
         ceiling,
         budget: None,
+        supersession,
     };
     if let Some(n) = max_tokens {
         resolution.budget = Some(crate::budget::fit(repo, &mut resolution, n));

@@ -13,7 +13,7 @@ pub mod output;
 mod sealed;
 mod search;
 
-use std::sync::OnceLock;
+use std::sync::{Arc, OnceLock};
 
 use serde_json::{Map, Value};
 
@@ -55,7 +55,8 @@ pub struct View<'r> {
     consumer: Option<Consumer>,
     scope: Option<Scope>,
     at: Instant,
-    sup: supersession::Supersession,
+    /// Shared with the resolutions made through this view (the output gate reads it).
+    sup: Arc<supersession::Supersession>,
     /// The redaction key, read on first use (only a hash rule needs it).
     key: OnceLock<std::result::Result<HashKey, output::KeyFileError>>,
 }
@@ -102,7 +103,7 @@ impl<'r> View<'r> {
             consumer,
             scope,
             at,
-            sup: supersession::analyse(&Index::new(&repo.objects)),
+            sup: Arc::new(supersession::analyse(&Index::new(&repo.objects))),
             key: OnceLock::new(),
         })
     }
@@ -126,6 +127,11 @@ impl<'r> View<'r> {
     /// The repository's declared supersession (who replaces whom).
     pub fn supersession(&self) -> &supersession::Supersession {
         &self.sup
+    }
+
+    /// The same analysis, shared: what a [`crate::resolve::Resolution`] keeps of it.
+    pub(crate) fn supersession_shared(&self) -> Arc<supersession::Supersession> {
+        Arc::clone(&self.sup)
     }
 
     /// May this consumer see object `i` at all? Looks only at governance metadata.
