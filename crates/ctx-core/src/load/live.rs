@@ -205,7 +205,9 @@ impl LiveRepo {
         let manifest = &self.repo.manifest;
         let (members, walk_diags) = walk::members(manifest);
         let sources = cache::source_ids(manifest, &members);
-        let stamps: Vec<Option<Stamp>> = members.par_iter().map(|m| Stamp::read(&m.abs)).collect();
+        let stamps: Vec<Option<Stamp>> = crate::load::cache::stamp::read_many(
+            &members.iter().map(|m| m.abs.as_path()).collect::<Vec<_>>(),
+        );
         let before: HashMap<(&str, &SourceId), &Tracked> = self
             .files
             .iter()

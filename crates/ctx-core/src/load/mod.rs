@@ -268,12 +268,18 @@ pub(crate) fn fill(
         read: vec![true; n],
     };
     let tickets: Vec<Option<cache::Ticket>> = match &cache {
-        Some(c) => members
-            .iter()
-            .zip(keys)
-            .zip(sources)
-            .map(|((m, k), source)| c.find(m.rel.as_str(), source, k.as_ref()?))
-            .collect(),
+        Some(c) => {
+            // Members come in path order: each search starts where the last ended.
+            let mut cursor = 0;
+            members
+                .iter()
+                .zip(keys)
+                .zip(sources)
+                .map(|((m, k), source)| {
+                    c.find_from(&mut cursor, m.rel.as_str(), source, k.as_ref()?)
+                })
+                .collect()
+        }
         None => vec![None; n],
     };
     if let Some(c) = &cache {
@@ -378,7 +384,9 @@ impl Pass {
         let (sources, stamps): (Vec<cache::SourceId>, Vec<Option<Stamp>>) = if keyed {
             (
                 cache::source_ids(manifest, &members),
-                members.par_iter().map(|m| Stamp::read(&m.abs)).collect(),
+                cache::stamp::read_many(
+                    &members.iter().map(|m| m.abs.as_path()).collect::<Vec<_>>(),
+                ),
             )
         } else {
             (vec![[0; 16]; members.len()], vec![None; members.len()])
@@ -453,22 +461,26 @@ pub(crate) fn assemble_slots(
 }
 
 /// The canonical object order: id, version, file. Independent of walk order and threads.
-/// A stable sort of positions, then the objects moved into place: a stable sort of
-/// the objects themselves would take scratch space for half of them.
+/// Positions are sorted by a compact key (the position last, so the order is total
+/// and an unstable sort gives what a stable one would), then the objects are moved
+/// into place: sorting the objects themselves would move 800-byte values around.
 pub fn sort_objects(objects: &mut [ContextObject]) {
-    let mut order: Vec<usize> = (0..objects.len()).collect();
-    order.sort_by(|&a, &b| {
-        let (a, b) = (&objects[a], &objects[b]);
-        a.id.cmp(&b.id)
-            .then(a.version.cmp(&b.version))
-            .then_with(|| a.origin.file.cmp(&b.origin.file))
-    });
+    let key = |i: usize| {
+        let o = &objects[i];
+        (o.id.as_str(), o.version, o.origin.file.as_str(), i)
+    };
+    if (1..objects.len()).all(|i| key(i - 1) < key(i)) {
+        return;
+    }
+    let mut keys: Vec<_> = (0..objects.len()).map(key).collect();
+    keys.sort_unstable();
+    let order: Vec<usize> = keys.into_iter().map(|k| k.3).collect();
     permute(objects, order);
 }
 
 /// Reorder `items` so that position `i` holds what was at `order[i]` (`order` a
 /// permutation), in place: each cycle of the permutation is walked once.
-fn permute<T>(items: &mut [T], mut order: Vec<usize>) {
+pub(crate) fn permute<T>(items: &mut [T], mut order: Vec<usize>) {
     for start in 0..items.len() {
         let mut at = start;
         while order[at] != start {

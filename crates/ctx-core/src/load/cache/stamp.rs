@@ -80,6 +80,92 @@ impl Stamp {
 }
 
 /// Nanoseconds since the Unix epoch (negative before it, saturating far away).
+/// The stamps of many files (None where [`Stamp::read`] gives None), in parallel.
+/// On Unix each folder is opened once per batch and its files are stat-ed relative
+/// to it (`fstatat`): the kernel then resolves one name per file instead of every
+/// component of its path, which was a tenth of a warm load at 100k files.
+pub fn read_many(paths: &[&std::path::Path]) -> Vec<Option<Stamp>> {
+    use rayon::prelude::*;
+    paths
+        .par_chunks(1024)
+        .flat_map_iter(|chunk| {
+            let mut folder = at::Folder::default();
+            chunk.iter().map(|p| folder.stamp(p)).collect::<Vec<_>>()
+        })
+        .collect()
+}
+
+#[cfg(unix)]
+mod at {
+    use std::ffi::CString;
+    use std::fs::File;
+    use std::os::unix::ffi::OsStrExt;
+    use std::os::unix::io::AsRawFd;
+    use std::path::{Path, PathBuf};
+
+    use super::Stamp;
+
+    /// The folder opened last, reused while files come from it.
+    #[derive(Default)]
+    pub struct Folder {
+        open: Option<(PathBuf, File)>,
+    }
+
+    impl Folder {
+        pub fn stamp(&mut self, path: &Path) -> Option<Stamp> {
+            let (Some(parent), Some(name)) = (path.parent(), path.file_name()) else {
+                return Stamp::read(path);
+            };
+            if self.open.as_ref().is_none_or(|(p, _)| p != parent) {
+                self.open = File::open(parent).ok().map(|f| (parent.to_path_buf(), f));
+            }
+            let Some((_, dir)) = &self.open else {
+                return Stamp::read(path);
+            };
+            let name = CString::new(name.as_bytes()).ok()?;
+            // SAFETY: `stat` is plain data that fstatat fills in; both pointers are
+            // valid for the call and the folder's descriptor is open.
+            let mut st: libc::stat = unsafe { std::mem::zeroed() };
+            if unsafe { libc::fstatat(dir.as_raw_fd(), name.as_ptr(), &mut st, 0) } != 0 {
+                return None;
+            }
+            of_stat(&st)
+        }
+    }
+
+    /// The same stamp [`Stamp::of`] gives for this file's metadata.
+    #[allow(clippy::unnecessary_cast, clippy::useless_conversion)]
+    fn of_stat(st: &libc::stat) -> Option<Stamp> {
+        if st.st_mode & libc::S_IFMT != libc::S_IFREG {
+            return None;
+        }
+        let ns = |s: i64, n: i64| s.saturating_mul(1_000_000_000) + n;
+        Some(Stamp {
+            size: st.st_size as u64,
+            mtime_ns: ns(st.st_mtime as i64, st.st_mtime_nsec as i64),
+            ctime_ns: ns(st.st_ctime as i64, st.st_ctime_nsec as i64),
+            ino: st.st_ino as u64,
+            dev: st.st_dev as u64,
+        })
+    }
+}
+
+#[cfg(not(unix))]
+mod at {
+    use std::path::Path;
+
+    use super::Stamp;
+
+    #[derive(Default)]
+    pub struct Folder;
+
+    impl Folder {
+        pub fn stamp(&mut self, path: &Path) -> Option<Stamp> {
+            Stamp::read(path)
+        }
+    }
+}
+
 pub fn ns_since_epoch(t: SystemTime) -> i64 {
     match t.duration_since(SystemTime::UNIX_EPOCH) {
         Ok(d) => i64::try_from(d.as_nanos()).unwrap_or(i64::MAX),
@@ -135,5 +221,19 @@ mod tests {
         std::fs::write(&p, "two!").unwrap();
         assert_ne!(Stamp::read(&p), Some(a));
         assert_eq!(Stamp::read(dir.path()), None, "folders have no stamp");
+        let other = dir.path().join("other");
+        std::fs::write(&other, "x").unwrap();
+        let missing = dir.path().join("missing");
+        let paths = [
+            p.as_path(),
+            dir.path(),
+            other.as_path(),
+            missing.as_path(),
+            p.as_path(),
+        ];
+        let many = read_many(&paths);
+        let one: Vec<_> = paths.iter().map(|q| Stamp::read(q)).collect();
+        assert_eq!(many, one, "read_many stamps as read does");
+        assert!(many[0].is_some() && many[2].is_some());
     }
 }

@@ -397,3 +397,37 @@ fn content_filters_keep_only_accepted_content() {
     assert_eq!(u.hits, 6);
     assert_eq!(observed(&whole), observed(&full));
 }
+
+#[test]
+fn sequential_lookups_find_what_single_ones_do() {
+    let dir = repo(&files());
+    let (_, first) = load(dir.path(), true);
+    assert!(first.parsed > 0);
+    let (m, _) = Manifest::discover(Some(dir.path()), dir.path()).unwrap();
+    let (members, _) = crate::load::walk::members(&m);
+    let c = ParseCache::open(&m, stamp::now_ns()).unwrap();
+    let keys: Vec<(String, SourceId, Key)> = members
+        .iter()
+        .map(|x| {
+            let k = Key::Stat(Stamp::read(&x.abs).unwrap());
+            (x.rel.as_str().to_string(), source_id(&m, x), k)
+        })
+        .collect();
+    let single: Vec<_> = keys.iter().map(|(p, s, k)| c.find(p, s, k)).collect();
+    assert!(
+        single.iter().filter(|t| t.is_some()).count() >= 5,
+        "{single:?}"
+    );
+    let mut cursor = 0;
+    let sequential: Vec<_> = keys
+        .iter()
+        .map(|(p, s, k)| c.find_from(&mut cursor, p, s, k))
+        .collect();
+    assert_eq!(sequential, single);
+    // Out of order, a lookup may miss (the file is parsed again), never find another's.
+    let mut cursor = 0;
+    for (p, s, k) in keys.iter().rev() {
+        let t = c.find_from(&mut cursor, p, s, k);
+        assert!(t.is_none() || t == c.find(p, s, k));
+    }
+}
