@@ -559,7 +559,7 @@ fn a_malformed_object_redaction_path_withholds_the_object() {
 #[test]
 fn search_and_ranking_see_only_the_redacted_view() {
     let manifest = format!(
-        "opencontext: \"1.0\"\nid: acme\ncollections:\n  c: ./context/**\nroles:\n{CUSTOMER_ROLES}"
+        "opencontext: \"1.0\"\nid: acme\ncollections:\n  c: ./context/**\nroles:\n{CUSTOMER_ROLES}  auditor:\n    include: [c.*]\n    max_classification: confidential\n"
     );
     let repo = Repo::new(&[
         ("opencontext.yaml", &manifest),
@@ -570,6 +570,11 @@ fn search_and_ranking_see_only_the_redacted_view() {
         (
             "context/q.md",
             "---\nid: c.q\ntype: note\nowner: s\n---\n\nNothing to see.\n",
+        ),
+        // A twin without the secret: ranks with c.p unless ranking sees the secret.
+        (
+            "context/a.yaml",
+            "id: c.a\ntype: person\nowner: s\ncontent:\n  name: Pat\n",
         ),
     ]);
     // The right guess finds nothing, exactly like a wrong one.
@@ -599,6 +604,29 @@ fn search_and_ranking_see_only_the_redacted_view() {
     let b = r.json();
     assert!(ids(&b, "objects").is_empty(), "{b:#}");
     assert_eq!(exclusion(&b, "c.p")["reason"], "not-relevant");
+    // Order and --limit: for a role without the redaction the secret makes c.p the
+    // most relevant; for support it is redacted, so c.p and its twin tie and the
+    // tie-break keeps c.a.
+    let first = |role: &str| {
+        let args = [
+            "resolve",
+            "--role",
+            role,
+            "--task",
+            "zqxvw pat",
+            "--limit",
+            "1",
+        ];
+        let r = run(repo.path(), &args);
+        assert_eq!(r.code, 0, "{}", r.stderr);
+        ids(&r.json(), "objects")
+    };
+    assert_eq!(
+        first("auditor"),
+        ["c.p"],
+        "the unredacted ranking sees the value"
+    );
+    assert_eq!(first("support"), ["c.a"], "ranking saw a redacted value");
 }
 
 // ---------------------------------------------------------------- 2. keyed hash
