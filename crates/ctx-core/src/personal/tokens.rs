@@ -136,10 +136,12 @@ pub fn hash(token: &str) -> String {
 }
 
 /// Why a token's scope is refused.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error, miette::Diagnostic)]
 pub enum ScopeError {
-    // The wire has one message, so what to write stays in it.
-    #[error("`scope` is empty: name the fields the token may reach (`identity.*`, `addresses.current`, `*`)")]
+    #[error("`scope` is empty")]
+    #[diagnostic(help(
+        "name the fields the token may reach, e.g. `identity.*`, `addresses.current` or `*`"
+    ))]
     Empty,
     #[error("scope entry `{}`: {reason}", super::field::inert(entry))]
     Entry { entry: String, reason: &'static str },
@@ -301,7 +303,11 @@ mod tests {
                 Pattern::parse("a\u{202e}.*").unwrap_err().reason
             )
         );
-        assert!(parse_scope(&[]).is_err());
+        // The hint is a field; a refusal carries it inline.
+        assert_eq!(
+            crate::error::one_line(&parse_scope(&[]).unwrap_err()),
+            "`scope` is empty (name the fields the token may reach, e.g. `identity.*`, `addresses.current` or `*`)"
+        );
         let all = parse_scope(&["*".into()]).unwrap();
         assert!(all[0].covers("medical.allergies"));
     }

@@ -132,7 +132,7 @@ impl Service {
             });
         }
         let scope = r.scope.clone();
-        tokens::parse_scope(&scope).map_err(|e| Refusal::InvalidRequest(e.to_string()))?;
+        tokens::parse_scope(&scope).map_err(Refusal::invalid)?;
         let ttl_text = r.ttl.clone().unwrap_or_else(|| "1h".into());
         let ttl = tokens::parse_ttl(&ttl_text).ok_or_else(|| {
             Refusal::InvalidRequest(
@@ -237,7 +237,7 @@ impl Service {
                     .into(),
             ));
         }
-        tokens::parse_scope(scope).map_err(|e| Refusal::InvalidRequest(e.to_string()))?;
+        tokens::parse_scope(scope).map_err(Refusal::invalid)?;
         let (token, hash, shown) = tokens::issue(false).map_err(Refusal::from_error)?;
         let rec = TokenRecord {
             hash: hash.clone(),
