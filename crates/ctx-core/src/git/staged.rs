@@ -8,10 +8,8 @@
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 
-use rayon::prelude::*;
-
 use crate::diag::{Code, Diagnostic};
-use crate::load::cache::{self, Key, ParseCache, Stamp};
+use crate::load::cache::{self, Key, ParseCache};
 use crate::load::walk::{self, Member, MemberSource};
 use crate::load::{parse, LoadOptions, Repo};
 use crate::manifest::Manifest;
@@ -149,18 +147,23 @@ pub fn load(
     let staged_blob = |m: &Member| changed.contains(m.rel.as_str());
     let keys: Vec<Option<Key>> = match &cache {
         None => vec![None; kept.len()],
-        Some(_) => kept
-            .par_iter()
-            .map(|m| {
-                if staged_blob(m) {
-                    Some(Key::Blob(index[m.rel.as_str()].oid.clone()))
-                } else {
-                    Stamp::read(&m.abs)
-                        .filter(|s| s.size <= opts.max_file_size)
-                        .map(Key::Stat)
-                }
-            })
-            .collect(),
+        Some(_) => {
+            // Stamped like every warm load (one `fstatat` per file); staged blobs use their id.
+            let stamps =
+                cache::stamp::read_many(&kept.iter().map(|m| m.abs.as_path()).collect::<Vec<_>>());
+            kept.iter()
+                .zip(stamps)
+                .map(|(m, stamp)| {
+                    if staged_blob(m) {
+                        Some(Key::Blob(index[m.rel.as_str()].oid.clone()))
+                    } else {
+                        stamp
+                            .filter(|s| s.size <= opts.max_file_size)
+                            .map(Key::Stat)
+                    }
+                })
+                .collect()
+        }
     };
     let sources = cache::source_ids(&manifest, kept.iter().copied());
     // Staged blobs are fetched in one `git cat-file --batch` for the files the cache misses.
