@@ -77,16 +77,19 @@ pub fn check(repo: &Repo, out: &mut Vec<Diagnostic>) {
             })
             .collect()
     };
-    for o in &repo.objects {
-        if o.supplied.contains(&"id") {
-            continue;
-        }
-        let Some(expected) = path_id(repo, o) else {
-            continue;
-        };
-        if expected == o.id || versioned_name(&expected, o) {
-            continue;
-        }
+    // Deriving every path's id is the cost (a glob match and a few strings per
+    // object); mismatches are rare, so they are found in parallel and judged in order.
+    use rayon::prelude::*;
+    let mismatched: Vec<(&ContextObject, String)> = repo
+        .objects
+        .par_iter()
+        .filter(|o| !o.supplied.contains(&"id"))
+        .filter_map(|o| {
+            let expected = path_id(repo, o)?;
+            (expected != o.id && !versioned_name(&expected, o)).then_some((o, expected))
+        })
+        .collect();
+    for (o, expected) in mismatched {
         // Roles the declared id lets in where the path's id would have kept it out.
         let widened: Vec<&str> = scopes
             .get_or_insert_with(&mut all_scopes)

@@ -11,7 +11,7 @@ use crate::load::Repo;
 use crate::manifest::roles;
 use crate::object::ContextObject;
 use crate::resolve::authorize::{authorize, Principals};
-use crate::resolve::redact::{self, Rule};
+use crate::resolve::redact::Rule;
 use crate::schema::PathItem;
 
 use super::suggest;
@@ -38,39 +38,58 @@ fn content(o: &ContextObject) -> Content<'_> {
     }
 }
 
-/// Would `rule` redact anything in `v`? (A hash rule without a key that matches says so
-/// by failing.)
+/// Would `rule` redact anything in `v`?
 fn applies(rule: &Rule, v: &Value) -> bool {
-    let mut copy = v.clone();
-    !matches!(redact::redact(&mut copy, &[rule], None), Ok(applied) if applied.is_empty())
+    rule.reaches(v)
 }
 
 /// Field paths of `v` in redaction syntax (`contacts[*].email`), for suggestions.
-fn paths(v: &Value, prefix: &str, depth: usize, out: &mut BTreeSet<String>) {
+/// `path` is a scratch buffer holding the prefix: most objects share their shape,
+/// so a path is allocated only the first time it is seen.
+fn paths(v: &Value, path: &mut String, depth: usize, out: &mut BTreeSet<String>) {
     if depth == 0 || out.len() > 4096 {
         return;
     }
+    let note = |path: &String, out: &mut BTreeSet<String>| {
+        if !out.contains(path.as_str()) {
+            out.insert(path.clone());
+        }
+    };
+    let len = path.len();
     match v {
         Value::Object(map) => {
             for (k, child) in map {
-                let p = if prefix.is_empty() {
-                    k.clone()
-                } else {
-                    format!("{prefix}.{k}")
-                };
-                paths(child, &p, depth - 1, out);
-                out.insert(p);
+                if len > 0 {
+                    path.push('.');
+                }
+                path.push_str(k);
+                paths(child, path, depth - 1, out);
+                note(path, out);
+                path.truncate(len);
             }
         }
         Value::Array(items) => {
-            let p = format!("{prefix}[*]");
+            path.push_str("[*]");
             for item in items.iter().take(16) {
-                paths(item, &p, depth - 1, out);
+                paths(item, path, depth - 1, out);
             }
-            out.insert(p);
+            note(path, out);
+            path.truncate(len);
         }
         _ => {}
     }
+}
+
+/// Every field path of the structured content of `objects`.
+fn known_paths<'a>(objects: impl Iterator<Item = &'a ContextObject>) -> BTreeSet<String> {
+    let mut known = BTreeSet::new();
+    let mut scratch = String::new();
+    for o in objects {
+        if let Content::Fields(v) = content(o) {
+            paths(v, &mut scratch, 5, &mut known);
+        }
+    }
+    known
 }
 
 /// Does any of `objects` (by their content) take `rule`? None when some content is
@@ -88,12 +107,7 @@ fn any_applies<'a>(rule: &Rule, objects: impl Iterator<Item = &'a ContextObject>
 }
 
 fn suggestion<'a>(rule: &Rule, objects: impl Iterator<Item = &'a ContextObject>) -> Option<String> {
-    let mut known = BTreeSet::new();
-    for o in objects {
-        if let Content::Fields(v) = content(o) {
-            paths(v, "", 5, &mut known);
-        }
-    }
+    let known = known_paths(objects);
     suggest::closest(&rule.path, known.iter().map(String::as_str)).map(str::to_string)
 }
 
@@ -111,6 +125,42 @@ fn unmatched(rule: &Rule, whose: &str, readers: &str, hint: Option<String>) -> D
         Some(h) => format!("{}(a field some object has)", suggest::did_you_mean(Some(&h))),
         None => "correct the path, or remove the rule".into(),
     })
+}
+
+/// The objects a consumer can read, authorized on demand and remembered, so
+/// several rules of one role walk them without authorizing any object twice.
+struct Readable<'a, F> {
+    objects: &'a [ContextObject],
+    can_read: F,
+    /// The readable objects found so far, and how many objects were looked at.
+    seen: std::cell::RefCell<(Vec<&'a ContextObject>, usize)>,
+}
+
+impl<'a, F: Fn(&ContextObject) -> bool> Readable<'a, F> {
+    fn new(objects: &'a [ContextObject], can_read: F) -> Self {
+        Readable {
+            objects,
+            can_read,
+            seen: Default::default(),
+        }
+    }
+
+    /// The `k`-th readable object, authorizing further objects only when needed.
+    fn get(&self, k: usize) -> Option<&'a ContextObject> {
+        let mut seen = self.seen.borrow_mut();
+        while seen.0.len() <= k && seen.1 < self.objects.len() {
+            let o = &self.objects[seen.1];
+            seen.1 += 1;
+            if (self.can_read)(o) {
+                seen.0.push(o);
+            }
+        }
+        seen.0.get(k).copied()
+    }
+
+    fn iter(&self) -> impl Iterator<Item = &'a ContextObject> + '_ {
+        (0..).map_while(|k| self.get(k))
+    }
 }
 
 pub fn check(repo: &Repo, out: &mut Vec<Diagnostic>) {
@@ -141,13 +191,13 @@ pub fn check(repo: &Repo, out: &mut Vec<Diagnostic>) {
                 scope: &scope,
             };
             // Lazy: a rule that applies usually does so early, so most objects are
-            // never authorized here.
-            let readable = || repo.objects.iter().filter(|o| authorize(o, &who).is_ok());
+            // never authorized here; each object is authorized at most once per role.
+            let readable = Readable::new(&repo.objects, |o| authorize(o, &who).is_ok());
             for (i, rule) in role.redact.iter().enumerate() {
-                if any_applies(rule, readable()) != Some(false) {
+                if any_applies(rule, readable.iter()) != Some(false) {
                     continue;
                 }
-                let hint = suggestion(rule, readable());
+                let hint = suggestion(rule, readable.iter());
                 let mut d = unmatched(rule, &format!("role `{name}`"), "the role can read", hint)
                     .file(m.file.clone())
                     .field(format!("roles.{name}.redact[{i}].path"));
@@ -185,8 +235,7 @@ pub fn check(repo: &Repo, out: &mut Vec<Diagnostic>) {
                 .iter()
                 .find(|r| !applies(r, v))
                 .map(|r| {
-                    let mut known = BTreeSet::new();
-                    paths(v, "", 5, &mut known);
+                    let known = known_paths(std::iter::once(o));
                     let hint = suggest::closest(&r.path, known.iter().map(String::as_str));
                     (
                         format!("`{}` names no field of its content", r.path),

@@ -124,6 +124,12 @@ impl Rule {
         }
     }
 
+    /// Would this rule redact anything in `v`? The same walk as [`redact`] without
+    /// changing (or copying) `v`: a lint asks this of every object a rule covers.
+    pub fn reaches(&self, v: &Value) -> bool {
+        reaches(v, &self.steps)
+    }
+
     fn mask(&self) -> Value {
         Value::String(
             self.replacement
@@ -267,6 +273,28 @@ fn apply(
     }
 }
 
+/// Whether [`apply`] would redact something below `v` (every mode redacts what
+/// the path reaches; a hash rule without its key fails there, which counts too).
+fn reaches(v: &Value, steps: &[Step]) -> bool {
+    let Some((first, rest)) = steps.split_first() else {
+        return false;
+    };
+    let last = rest.is_empty();
+    match (first, v) {
+        (Step::Key(k), Value::Object(map)) => match map.get(k) {
+            Some(child) => last || reaches(child, rest),
+            None => false,
+        },
+        (Step::Each, Value::Array(items)) if last => !items.is_empty(),
+        (Step::Each, Value::Array(items)) => items.iter().any(|i| reaches(i, rest)),
+        (Step::Index(i), Value::Array(items)) => match items.get(*i) {
+            Some(item) => last || reaches(item, rest),
+            None => false,
+        },
+        _ => false,
+    }
+}
+
 /// Apply `rules` in order to `content`; return the rule paths that redacted something
 /// (sorted, unique). On error `content` may be half redacted: the caller withholds it.
 pub fn redact(
@@ -334,6 +362,48 @@ mod tests {
             .unwrap()
             .starts_with("hmac-sha256:"));
         assert!(!v.to_string().contains("4111"));
+    }
+
+    /// `reaches` answers exactly what applying the rule would (hash without a key:
+    /// the failure counts as reaching), for every mode and shape.
+    #[test]
+    fn reaches_agrees_with_applying() {
+        let docs = [
+            json!({"ssn": "000", "contacts": [{"email": "a@x"}, {"name": "b"}], "card": {"pan": "4111"}, "list": []}),
+            json!({"contacts": [], "card": "flat", "list": [1, 2]}),
+            json!({"contacts": [{"name": "b"}], "ssn": null}),
+            json!(["top", "level"]),
+            json!("prose"),
+        ];
+        let paths = [
+            "ssn",
+            "contacts[*].email",
+            "contacts[*]",
+            "contacts[1].name",
+            "contacts[0].email",
+            "card.pan",
+            "card",
+            "list[]",
+            "list[5]",
+            "list[0]",
+            "missing.deep.path",
+            "[*]",
+            "[2]",
+        ];
+        for doc in &docs {
+            for path in paths {
+                for mode in [
+                    RedactionMode::Remove,
+                    RedactionMode::Mask,
+                    RedactionMode::Hash,
+                ] {
+                    let r = rule(path, mode);
+                    let mut copy = doc.clone();
+                    let applied = !matches!(redact(&mut copy, &[&r], None), Ok(a) if a.is_empty());
+                    assert_eq!(r.reaches(doc), applied, "{path} {mode:?} on {doc}");
+                }
+            }
+        }
     }
 
     #[test]
