@@ -143,14 +143,11 @@ pub fn decode_content(bytes: &[u8]) -> Option<Option<Value>> {
     }
 }
 
-/// The content back as a load that keeps only its kind wants it: structured
-/// content whole, prose (a string) as an empty string, never decoded.
-pub fn decode_content_kind(bytes: &[u8]) -> Option<Option<Value>> {
+/// Is this encoded content text (a string)? Such blobs go to the prose region,
+/// which loads that keep only the content's kind never read.
+pub fn is_prose(encoded: &[u8]) -> bool {
     // `Some` (1), then the variant index of `Tree::Str` (5): postcard's layout.
-    if bytes.starts_with(&[1, TREE_STR]) {
-        return Some(Some(Value::String(String::new())));
-    }
-    decode_content(bytes)
+    encoded.starts_with(&[1, TREE_STR])
 }
 
 /// `Tree::Str`'s variant index, as postcard writes it (one byte below 128).
@@ -384,22 +381,16 @@ mod tests {
     }
 
     #[test]
-    fn kind_only_decoding_keeps_structure_and_elides_prose() {
+    fn only_text_content_counts_as_prose() {
         let prose = Value::String("a long Markdown body".into());
         let bytes = encode_content(Some(&prose)).unwrap();
+        assert!(is_prose(&bytes));
         assert_eq!(decode_content(&bytes), Some(Some(prose)));
-        assert_eq!(
-            decode_content_kind(&bytes),
-            Some(Some(Value::String(String::new())))
-        );
         let structured: Value = serde_json::from_str(r#"{"ssn": "1", "tags": ["x"]}"#).unwrap();
-        let bytes = encode_content(Some(&structured)).unwrap();
-        assert_eq!(decode_content_kind(&bytes), Some(Some(structured)));
+        assert!(!is_prose(&encode_content(Some(&structured)).unwrap()));
         let top_level_list = Value::Array(vec![Value::String("s".into())]);
-        let bytes = encode_content(Some(&top_level_list)).unwrap();
-        assert_eq!(decode_content_kind(&bytes), Some(Some(top_level_list)));
-        let none = encode_content(None).unwrap();
-        assert_eq!(decode_content_kind(&none), Some(None));
-        assert_eq!(decode_content_kind(&[9, 9]), None, "not a content blob");
+        assert!(!is_prose(&encode_content(Some(&top_level_list)).unwrap()));
+        assert!(!is_prose(&encode_content(None).unwrap()));
+        assert!(!is_prose(&[9, 9]), "not a content blob");
     }
 }

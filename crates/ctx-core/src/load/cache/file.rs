@@ -1,18 +1,21 @@
 //! The cache file: a header, then self-checking segments.
 //!
 //! ```text
-//! header    "ctx-parse-cache" 0x03 (16 bytes) · salt (32 bytes)
-//! segment   "SEG\0" · count u32 · index, meta and content lengths u32 · snapshot i64 (ns)
-//!           · SHA-256 of the index, of the meta region and of the content region
-//!           · index · meta region · content region
+//! header    "ctx-parse-cache" 0x04 (16 bytes) · salt (32 bytes)
+//! segment   "SEG\0" · count u32 · index, meta, structured and prose lengths u32
+//!           · snapshot i64 (ns) · SHA-256 of each of the four regions
+//!           · index · meta region · structured region · prose region
 //! ```
 //!
 //! Little-endian integers. The index lists the segment's records (path, key,
 //! source, and where each record's blobs are); a record's meta blob holds its
-//! object (without content) and findings, its content blob the content. Regions
-//! are read and checked separately: a load first reads every index, then only
-//! the meta (and, if wanted, content) regions of segments holding results it
-//! uses. Each checksum is salted, so a segment another build wrote never passes.
+//! object (without content) and findings, its content blob the content: in the
+//! structured region for fields, in the prose region for text. Regions are read
+//! and checked separately: a load first reads every index, then only the meta
+//! regions of segments holding results it uses, and of the content only what it
+//! keeps — validate reads structured content and never a byte of prose, which is
+//! most of a repository. Each checksum is salted, so a segment another build wrote
+//! never passes.
 //!
 //! New results are appended as one more segment under the cache's lock; a rewrite
 //! replaces the file atomically. A segment that is truncated or fails a checksum
@@ -24,10 +27,11 @@ use std::path::Path;
 
 use sha2::{Digest, Sha256};
 
-const MAGIC: &[u8; 16] = b"ctx-parse-cache\x03";
+const MAGIC: &[u8; 16] = b"ctx-parse-cache\x04";
 const HEADER: u64 = 16 + 32;
 const SEGMENT_MAGIC: &[u8; 4] = b"SEG\0";
-const SEGMENT_HEADER: usize = 4 + 4 * 4 + 8 + 32 * 3;
+const REGIONS: usize = 4;
+const SEGMENT_HEADER: usize = 4 + 4 + 4 * REGIONS + 8 + 32 * REGIONS;
 /// A segment is cut once its meta and content regions pass this many bytes, so
 /// reads parallelise and a damaged segment loses little.
 pub const SEGMENT_TARGET: usize = 4 << 20;
@@ -35,12 +39,15 @@ pub const SEGMENT_TARGET: usize = 4 << 20;
 /// What the file must have been written by; see [`super::salt`].
 pub type Salt = [u8; 32];
 
-/// The three regions of a segment.
+/// The four regions of a segment.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Region {
     Index = 0,
     Meta = 1,
-    Content = 2,
+    /// Content with fields (structured), which checks read.
+    Structured = 2,
+    /// Text content (a Markdown body), read only by commands that print content.
+    Prose = 3,
 }
 
 fn checksum(salt: &Salt, region: Region, count: u32, snapshot: i64, bytes: &[u8]) -> [u8; 32] {
@@ -62,18 +69,21 @@ pub type Span = (u32, u32);
 pub struct SegmentWriter {
     index: Vec<u8>,
     meta: Vec<u8>,
-    content: Vec<u8>,
+    structured: Vec<u8>,
+    prose: Vec<u8>,
     count: u32,
 }
 
 impl SegmentWriter {
-    /// Append one record: `meta` and `content` blobs, and the index entry that
-    /// `head` makes from where they landed. A record whose entry cannot be encoded
-    /// is left out (false): it is simply parsed again next time.
+    /// Append one record: `meta` and `content` blobs (the content in the prose
+    /// region when `prose`), and the index entry that `head` makes from where they
+    /// landed. A record whose entry cannot be encoded is left out (false): it is
+    /// simply parsed again next time.
     pub fn push<T: serde::Serialize>(
         &mut self,
         meta: &[u8],
         content: &[u8],
+        prose: bool,
         head: impl FnOnce(Span, Span) -> T,
     ) -> bool {
         let span = |region: &Vec<u8>, blob: &[u8]| -> Option<Span> {
@@ -82,7 +92,12 @@ impl SegmentWriter {
                 u32::try_from(blob.len()).ok()?,
             ))
         };
-        let (Some(m), Some(c)) = (span(&self.meta, meta), span(&self.content, content)) else {
+        let text = if prose {
+            &mut self.prose
+        } else {
+            &mut self.structured
+        };
+        let (Some(m), Some(c)) = (span(&self.meta, meta), span(text, content)) else {
             return false;
         };
         let before = self.index.len();
@@ -95,7 +110,7 @@ impl SegmentWriter {
             }
         }
         self.meta.extend_from_slice(meta);
-        self.content.extend_from_slice(content);
+        text.extend_from_slice(content);
         self.count += 1;
         true
     }
@@ -106,7 +121,16 @@ impl SegmentWriter {
 
     /// Bytes held so far (for cutting segments).
     pub fn len(&self) -> usize {
-        self.index.len() + self.meta.len() + self.content.len()
+        self.regions().iter().map(|(_, v)| v.len()).sum()
+    }
+
+    fn regions(&self) -> [(Region, &Vec<u8>); REGIONS] {
+        [
+            (Region::Index, &self.index),
+            (Region::Meta, &self.meta),
+            (Region::Structured, &self.structured),
+            (Region::Prose, &self.prose),
+        ]
     }
 
     /// The finished segment, header and regions.
@@ -115,20 +139,17 @@ impl SegmentWriter {
         let mut out = Vec::with_capacity(SEGMENT_HEADER + self.len());
         out.extend_from_slice(SEGMENT_MAGIC);
         out.extend_from_slice(&self.count.to_le_bytes());
-        for v in [&self.index, &self.meta, &self.content] {
+        let regions = self.regions();
+        for (_, v) in regions {
             out.extend_from_slice(&len(v).to_le_bytes());
         }
         out.extend_from_slice(&snapshot_ns.to_le_bytes());
-        for (region, v) in [
-            (Region::Index, &self.index),
-            (Region::Meta, &self.meta),
-            (Region::Content, &self.content),
-        ] {
+        for (region, v) in regions {
             out.extend_from_slice(&checksum(salt, region, self.count, snapshot_ns, v));
         }
-        out.extend_from_slice(&self.index);
-        out.extend_from_slice(&self.meta);
-        out.extend_from_slice(&self.content);
+        for (_, v) in regions {
+            out.extend_from_slice(v);
+        }
         out
     }
 }
@@ -138,9 +159,9 @@ impl SegmentWriter {
 pub struct Segment {
     at: u64,
     pub count: u32,
-    lens: [u32; 3],
+    lens: [u32; REGIONS],
     pub snapshot_ns: i64,
-    sums: [[u8; 32]; 3],
+    sums: [[u8; 32]; REGIONS],
 }
 
 impl Segment {
@@ -153,7 +174,7 @@ impl Segment {
     }
 
     fn end(&self) -> u64 {
-        self.start(Region::Content) + u64::from(self.lens[2])
+        self.start(Region::Prose) + u64::from(self.lens[Region::Prose as usize])
     }
 }
 
@@ -188,15 +209,20 @@ impl CacheFile {
                 break;
             }
             let word = |i: usize| u32::from_le_bytes(h[i..i + 4].try_into().expect("4 bytes"));
+            let sums_at = 8 + 4 * REGIONS + 8;
             let sum = |i: usize| -> [u8; 32] {
-                h[28 + 32 * i..60 + 32 * i].try_into().expect("32 bytes")
+                h[sums_at + 32 * i..sums_at + 32 * (i + 1)]
+                    .try_into()
+                    .expect("32 bytes")
             };
             let s = Segment {
                 at,
                 count: word(4),
-                lens: [word(8), word(12), word(16)],
-                snapshot_ns: i64::from_le_bytes(h[20..28].try_into().expect("8 bytes")),
-                sums: [sum(0), sum(1), sum(2)],
+                lens: std::array::from_fn(|i| word(8 + 4 * i)),
+                snapshot_ns: i64::from_le_bytes(
+                    h[sums_at - 8..sums_at].try_into().expect("8 bytes"),
+                ),
+                sums: std::array::from_fn(sum),
             };
             if &h[..4] != SEGMENT_MAGIC || s.end() > len {
                 damaged = true;
@@ -290,7 +316,9 @@ mod tests {
     fn segment(salt: &Salt, items: &[&str], snapshot: i64) -> Vec<u8> {
         let mut w = SegmentWriter::default();
         for i in items {
-            assert!(w.push(i.as_bytes(), b"c", |m, c| (i.to_string(), m, c)));
+            // Longer names stand for prose, so both content regions are exercised.
+            let prose = i.len() > 1;
+            assert!(w.push(i.as_bytes(), b"c", prose, |m, c| (i.to_string(), m, c)));
         }
         w.finish(salt, snapshot)
     }
@@ -336,8 +364,10 @@ mod tests {
         std::fs::write(&p, &bytes).unwrap();
         let f = CacheFile::open(&p, &salt).unwrap();
         assert!(items(&f, 1).is_some());
-        assert!(f.read(1, Region::Content).is_none());
-        assert!(f.read(0, Region::Content).is_some());
+        assert!(f.read(1, Region::Structured).is_none());
+        assert_eq!(f.read(1, Region::Prose).unwrap(), b"");
+        assert_eq!(f.read(0, Region::Structured).unwrap(), b"c");
+        assert_eq!(f.read(0, Region::Prose).unwrap(), b"c");
         // Truncated in the middle of a segment header or region: the whole segments remain.
         for cut in [n - 1, n - 30, first.len() + HEADER as usize + 10] {
             std::fs::write(&p, &bytes[..cut]).unwrap();

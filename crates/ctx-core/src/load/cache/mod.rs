@@ -119,7 +119,7 @@ fn salt() -> &'static Salt {
     static SALT: OnceLock<Salt> = OnceLock::new();
     SALT.get_or_init(|| {
         let mut h = Sha256::new();
-        h.update(b"ctx-parse-cache/3\0");
+        h.update(b"ctx-parse-cache/4\0");
         h.update(env!("CARGO_PKG_VERSION").as_bytes());
         if let Some(s) = std::env::current_exe().ok().and_then(|p| Stamp::read(&p)) {
             h.update(s.size.to_le_bytes());
@@ -189,6 +189,8 @@ struct IndexOut<'a> {
     sealed: bool,
     meta: Span,
     content: Span,
+    /// The content is text, kept in the prose region.
+    prose: bool,
 }
 
 /// A record's index entry, as read.
@@ -201,6 +203,7 @@ struct IndexIn {
     sealed: bool,
     meta: Span,
     content: Span,
+    prose: bool,
 }
 
 /// A record's meta blob: the object (its content is in the content blob) and findings.
@@ -226,6 +229,7 @@ struct Held {
     segment: u32,
     meta: Span,
     content: Span,
+    prose: bool,
 }
 
 impl Held {
@@ -344,6 +348,7 @@ impl ParseCache {
                             segment: seg as u32,
                             meta: r.meta,
                             content: r.content,
+                            prose: r.prose,
                         },
                     ));
                 }
@@ -446,14 +451,21 @@ impl ParseCache {
             .filter(|(_, w)| !w.is_empty())
             .flat_map_iter(|(seg, w)| {
                 let meta = f.read(seg, Region::Meta);
-                let text = match keep {
-                    Keep::Nothing => Some(Vec::new()),
-                    Keep::Kind | Keep::All => f.read(seg, Region::Content),
+                // Each content region only when this load keeps some of what it holds.
+                let wants = |prose: bool| {
+                    let kept = match keep {
+                        Keep::Nothing => false,
+                        Keep::Kind => !prose,
+                        Keep::All => true,
+                    };
+                    kept && w.iter().any(|&(t, _)| self.held[t].prose == prose)
                 };
+                let structured = wants(false).then(|| f.read(seg, Region::Structured));
+                let prose = wants(true).then(|| f.read(seg, Region::Prose));
                 let mut failed = Vec::new();
                 for &(t, slot) in w {
                     let h = &self.held[t];
-                    let decoded = meta.as_deref().zip(text.as_deref()).and_then(|(m, c)| {
+                    let decoded = meta.as_deref().and_then(|m| {
                         let m: MetaIn = postcard::from_bytes(blob(m, h.meta)?).ok()?;
                         let diags = m
                             .diags
@@ -462,10 +474,14 @@ impl ParseCache {
                             .collect::<Option<Vec<_>>>()?;
                         let mut object = m.object;
                         if let Some(o) = object.as_mut() {
-                            o.content = match keep {
-                                Keep::Nothing => None,
-                                Keep::Kind => codec::decode_content_kind(blob(c, h.content)?)?,
-                                Keep::All => codec::decode_content(blob(c, h.content)?)?,
+                            let region = if h.prose { &prose } else { &structured };
+                            let c = read_blob(region, h.content)?;
+                            o.content = match (keep, c) {
+                                (Keep::Nothing, _) => None,
+                                // Prose the load does not keep: what it is, not what it says.
+                                (Keep::Kind, None) if h.prose => Some(Value::String(String::new())),
+                                (_, Some(c)) => codec::decode_content(c)?,
+                                (_, None) => return None,
                             };
                         }
                         Some(Fetched { object, diags })
@@ -589,18 +605,21 @@ impl ParseCache {
                 return fresh.iter().try_for_each(|s| out.write_all(s));
             };
             for (seg, wanted) in by_segment.iter().enumerate().filter(|(_, w)| !w.is_empty()) {
-                let (Some(meta), Some(text)) =
-                    (f.read(seg, Region::Meta), f.read(seg, Region::Content))
-                else {
+                let (Some(meta), Some(structured), Some(prose)) = (
+                    f.read(seg, Region::Meta),
+                    f.read(seg, Region::Structured),
+                    f.read(seg, Region::Prose),
+                ) else {
                     continue; // damaged since it was indexed: those files are parsed next time
                 };
                 let mut w = SegmentWriter::default();
                 for &t in wanted {
                     let h = &self.held[t];
-                    let (Some(m), Some(c)) = (blob(&meta, h.meta), blob(&text, h.content)) else {
+                    let text = if h.prose { &prose } else { &structured };
+                    let (Some(m), Some(c)) = (blob(&meta, h.meta), blob(text, h.content)) else {
                         continue;
                     };
-                    w.push(m, c, |meta, content| IndexOut {
+                    w.push(m, c, h.prose, |meta, content| IndexOut {
                         path: &h.path,
                         key: &h.key,
                         source: &h.source,
@@ -608,6 +627,7 @@ impl ParseCache {
                         sealed: h.sealed,
                         meta,
                         content,
+                        prose: h.prose,
                     });
                 }
                 if !w.is_empty() {
@@ -616,6 +636,15 @@ impl ParseCache {
             }
             fresh.iter().try_for_each(|s| out.write_all(s))
         })
+    }
+}
+
+/// A content blob from a region a fetch may have left unread (outer None): Some(None)
+/// when unread, None when read but damaged or too short.
+fn read_blob(region: &Option<Option<Vec<u8>>>, span: Span) -> Option<Option<&[u8]>> {
+    match region {
+        None => Some(None),
+        Some(bytes) => Some(Some(blob(bytes.as_deref()?, span)?)),
     }
 }
 
@@ -667,15 +696,19 @@ impl Encoder {
         let Ok(content) = codec::encode_content(e.object.and_then(|o| o.content.as_ref())) else {
             return;
         };
-        let pushed = into.open.push(&meta, &content, |meta, content| IndexOut {
-            path: e.path,
-            key: e.key,
-            source: e.source,
-            scope: e.scope,
-            sealed: e.object.is_some_and(|o| o.meta.sealed.is_some()),
-            meta,
-            content,
-        });
+        let prose = codec::is_prose(&content);
+        let pushed = into
+            .open
+            .push(&meta, &content, prose, |meta, content| IndexOut {
+                path: e.path,
+                key: e.key,
+                source: e.source,
+                scope: e.scope,
+                sealed: e.object.is_some_and(|o| o.meta.sealed.is_some()),
+                meta,
+                content,
+                prose,
+            });
         into.records += usize::from(pushed);
         if into.open.len() >= file::SEGMENT_TARGET {
             let full = std::mem::take(&mut into.open);

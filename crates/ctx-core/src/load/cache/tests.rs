@@ -363,6 +363,19 @@ fn prose_kind_loads_match_full_loads_and_keep_the_cache_whole() {
     let (whole, u) = load(dir.path(), true);
     assert_eq!((u.hits, u.parsed), (6, 0));
     assert_eq!(observed(&whole), observed(&full));
+    // Prose has a region of its own (the file's last bytes): a kind-only load never
+    // reads it, so damage there costs it nothing, while a full load re-parses.
+    let f = cache_file(dir.path());
+    let mut bytes = std::fs::read(&f).unwrap();
+    let n = bytes.len();
+    bytes[n - 1] ^= 0x40;
+    std::fs::write(&f, &bytes).unwrap();
+    let (cached, u) = kind(true);
+    assert_eq!((u.hits, u.parsed), (6, 0), "prose region never read");
+    assert_eq!(observed(&cached), observed(&want));
+    let (whole, u) = load(dir.path(), true);
+    assert!(u.parsed > 0, "damaged prose is parsed again");
+    assert_eq!(observed(&whole), observed(&full));
 }
 
 /// A content filter drops the content of the objects it rejects, whether parsed or
