@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 
 use crate::diag::{Code, Diagnostic};
 use crate::fs::{confine, RelPath};
-use crate::load::matcher::{Local, Source};
+use crate::load::matcher::{CompiledCollection, Local, Source};
 use crate::manifest::Manifest;
 
 /// One file to load, and what loaded it.
@@ -120,61 +120,87 @@ pub fn members(m: &Manifest) -> (Vec<Member>, Vec<Diagnostic>) {
     }
     // Object files seen under a collection's folder that its source does not match.
     let mut candidates: Vec<RelPath> = Vec::new();
-    for c in &m.members.collections {
-        let before = out.len();
-        let field = format!("collections.{}", c.name);
-        let written = m
-            .collections
-            .iter()
-            .find(|x| x.name == c.name)
-            .map_or("", |x| x.source.as_str());
-        match &c.source {
-            Source::Remote => continue,
-            Source::Escapes => {
-                diags.push(traversal(m, field, written));
-                continue;
-            }
-            Source::Invalid(e) => {
-                diags.push(
-                    Diagnostic::error(
-                        Code::ManifestInvalid,
-                        format!("collection `{}` has an invalid glob: {e}", c.name),
-                    )
-                    .file(m.file.clone())
-                    .field(field)
-                    .actual(written)
-                    .fix("fix the glob syntax, e.g. `./context/policies/**`"),
-                );
-                continue;
-            }
-            Source::Local(local) => collect(
-                m,
-                &c.name,
-                local,
-                &field,
-                written,
-                &mut out,
-                &mut diags,
-                &mut candidates,
-            ),
-        }
-        if out.len() == before && !diags.iter().any(|d| d.field.as_deref() == Some(&field)) {
-            diags.push(
-                Diagnostic::warning(
-                    Code::SourceUnavailable,
-                    format!("collection `{}` matches no files", c.name),
-                )
-                .file(m.file.clone())
-                .field(field)
-                .actual(written)
-                .expected("a glob matching at least one .md, .yaml, .yml or .json file")
-                .fix("correct the glob or remove the collection"),
-            );
-        }
+    // Collections are walked side by side (each has its own folder and ignore
+    // rules); their results are joined in manifest order, so nothing depends on
+    // which finished first.
+    use rayon::prelude::*;
+    let walked: Vec<Walked> = m
+        .members
+        .collections
+        .par_iter()
+        .map(|c| walk_collection(m, c))
+        .collect();
+    for w in walked {
+        out.extend(w.members);
+        diags.extend(w.diags);
+        candidates.extend(w.candidates);
     }
     sort_members(&mut out);
     diags.extend(super::unloaded::findings(m, &out, candidates));
     (out, diags)
+}
+
+/// What walking one collection found.
+#[derive(Default)]
+struct Walked {
+    members: Vec<Member>,
+    diags: Vec<Diagnostic>,
+    candidates: Vec<RelPath>,
+}
+
+/// Walk one collection's folder (remote and broken sources give findings only).
+fn walk_collection(m: &Manifest, c: &CompiledCollection) -> Walked {
+    let mut w = Walked::default();
+    let field = format!("collections.{}", c.name);
+    let written = m
+        .collections
+        .iter()
+        .find(|x| x.name == c.name)
+        .map_or("", |x| x.source.as_str());
+    match &c.source {
+        Source::Remote => return w,
+        Source::Escapes => {
+            w.diags.push(traversal(m, field, written));
+            return w;
+        }
+        Source::Invalid(e) => {
+            w.diags.push(
+                Diagnostic::error(
+                    Code::ManifestInvalid,
+                    format!("collection `{}` has an invalid glob: {e}", c.name),
+                )
+                .file(m.file.clone())
+                .field(field)
+                .actual(written)
+                .fix("fix the glob syntax, e.g. `./context/policies/**`"),
+            );
+            return w;
+        }
+        Source::Local(local) => collect(
+            m,
+            &c.name,
+            local,
+            &field,
+            written,
+            &mut w.members,
+            &mut w.diags,
+            &mut w.candidates,
+        ),
+    }
+    if w.members.is_empty() && !w.diags.iter().any(|d| d.field.as_deref() == Some(&field)) {
+        w.diags.push(
+            Diagnostic::warning(
+                Code::SourceUnavailable,
+                format!("collection `{}` matches no files", c.name),
+            )
+            .file(m.file.clone())
+            .field(field)
+            .actual(written)
+            .expected("a glob matching at least one .md, .yaml, .yml or .json file")
+            .fix("correct the glob or remove the collection"),
+        );
+    }
+    w
 }
 
 /// Members in their `Ord` order. Positions are sorted by the relative path first
