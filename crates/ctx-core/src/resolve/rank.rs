@@ -98,20 +98,48 @@ impl<'q> Query<'q> {
     }
 }
 
+/// Call `f` with each maximal run of alphanumeric characters in `text`: the
+/// tokens `text.split(|c| !c.is_alphanumeric())` gives, without the empty ones.
+/// ASCII bytes are classified by a byte test and only other characters decoded:
+/// ranking tokenizes every candidate's whole content, most of it ASCII.
+fn each_token<'t>(text: &'t str, mut f: impl FnMut(&'t str)) {
+    let bytes = text.as_bytes();
+    let mut start: Option<usize> = None;
+    let mut i = 0;
+    while i < bytes.len() {
+        let b = bytes[i];
+        let (alnum, width) = if b.is_ascii() {
+            (b.is_ascii_alphanumeric(), 1)
+        } else {
+            let c = text[i..].chars().next().expect("a char starts here");
+            (c.is_alphanumeric(), c.len_utf8())
+        };
+        match (alnum, start) {
+            (true, None) => start = Some(i),
+            (false, Some(s)) => {
+                f(&text[s..i]);
+                start = None;
+            }
+            _ => {}
+        }
+        i += width;
+    }
+    if let Some(s) = start {
+        f(&text[s..]);
+    }
+}
+
 /// Weighted term frequencies of one object for the query terms, and its weighted length.
 fn profile(o: &ContextObject, content: Option<&Value>, query: &Query<'_>) -> (Vec<f64>, f64) {
     let mut tf = vec![0.0; query.terms.len()];
     let mut len = 0.0;
     let mut add = |text: &str, w: f64| {
-        for t in text
-            .split(|c: char| !c.is_alphanumeric())
-            .filter(|t| !t.is_empty())
-        {
+        each_token(text, |t| {
             len += w;
             if let Some(i) = query.find(t) {
                 tf[i] += w;
             }
-        }
+        });
     };
     add(&o.id, W_ID);
     if let Some(t) = o.title() {
@@ -179,4 +207,31 @@ pub fn scores(
             (s * 1e6).round() / 1e6
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tokens_are_the_alphanumeric_runs_split_gives() {
+        let texts = [
+            "",
+            "refund",
+            "  Refund, policy: 30-day window!  ",
+            "naïve café — Ünïcode ÅSA 東京 2026年 x²",
+            "emoji 🙂 between🙂words and \u{200b}zero\u{200b}width",
+            "trailing token",
+            "ß straße İstanbul ǅ Ⅻ ٣ 𝟙",
+        ];
+        for t in texts {
+            let want: Vec<&str> = t
+                .split(|c: char| !c.is_alphanumeric())
+                .filter(|s| !s.is_empty())
+                .collect();
+            let mut got = Vec::new();
+            each_token(t, |s| got.push(s));
+            assert_eq!(got, want, "{t:?}");
+        }
+    }
 }
