@@ -176,16 +176,7 @@ fn walk_collection(m: &Manifest, c: &CompiledCollection) -> Walked {
             );
             return w;
         }
-        Source::Local(local) => collect(
-            m,
-            &c.name,
-            local,
-            &field,
-            written,
-            &mut w.members,
-            &mut w.diags,
-            &mut w.candidates,
-        ),
+        Source::Local(local) => collect(m, &c.name, local, &field, written, &mut w),
     }
     if w.members.is_empty() && !w.diags.iter().any(|d| d.field.as_deref() == Some(&field)) {
         w.diags.push(
@@ -228,17 +219,12 @@ fn error_path(e: &ignore::Error) -> Option<&Path> {
     }
 }
 
-#[allow(clippy::too_many_arguments)]
-fn collect(
-    m: &Manifest,
-    name: &str,
-    local: &Local,
-    field: &str,
-    written: &str,
-    out: &mut Vec<Member>,
-    diags: &mut Vec<Diagnostic>,
-    candidates: &mut Vec<RelPath>,
-) {
+fn collect(m: &Manifest, name: &str, local: &Local, field: &str, written: &str, w: &mut Walked) {
+    let Walked {
+        members: out,
+        diags,
+        candidates,
+    } = w;
     let base_abs = local.base.to_path(&m.root);
     match std::fs::metadata(&base_abs) {
         Ok(_) => {}
