@@ -149,8 +149,7 @@ pub fn load(
         None => vec![None; kept.len()],
         Some(_) => {
             // Stamped like every warm load (one `fstatat` per file); staged blobs use their id.
-            let stamps =
-                cache::stamp::read_many(&kept.iter().map(|m| m.abs.as_path()).collect::<Vec<_>>());
+            let stamps = cache::stamp::read_many(&kept, |m| &m.abs);
             kept.iter()
                 .zip(stamps)
                 .map(|(m, stamp)| {

@@ -38,11 +38,6 @@ fn content(o: &ContextObject) -> Content<'_> {
     }
 }
 
-/// Would `rule` redact anything in `v`?
-fn applies(rule: &Rule, v: &Value) -> bool {
-    rule.reaches(v)
-}
-
 /// Field paths of `v` in redaction syntax (`contacts[*].email`), for suggestions.
 /// `path` is a scratch buffer holding the prefix: most objects share their shape,
 /// so a path is allocated only the first time it is seen.
@@ -98,7 +93,7 @@ fn any_applies<'a>(rule: &Rule, objects: impl Iterator<Item = &'a ContextObject>
     let mut unknown = false;
     for o in objects {
         match content(o) {
-            Content::Fields(v) if applies(rule, v) => return Some(true),
+            Content::Fields(v) if rule.reaches(v) => return Some(true),
             Content::Unknown => unknown = true,
             _ => {}
         }
@@ -233,7 +228,7 @@ pub fn check(repo: &Repo, out: &mut Vec<Diagnostic>) {
             )),
             Content::Fields(v) => rules
                 .iter()
-                .find(|r| !applies(r, v))
+                .find(|r| !r.reaches(v))
                 .map(|r| {
                     let known = known_paths(std::iter::once(o));
                     let hint = suggest::closest(&r.path, known.iter().map(String::as_str));

@@ -205,9 +205,7 @@ impl LiveRepo {
         let manifest = &self.repo.manifest;
         let (members, walk_diags) = walk::members(manifest);
         let sources = cache::source_ids(manifest, &members);
-        let stamps: Vec<Option<Stamp>> = crate::load::cache::stamp::read_many(
-            &members.iter().map(|m| m.abs.as_path()).collect::<Vec<_>>(),
-        );
+        let stamps: Vec<Option<Stamp>> = cache::stamp::read_many(&members, |m| &m.abs);
         let before: HashMap<(&str, &SourceId), &Tracked> = self
             .files
             .iter()

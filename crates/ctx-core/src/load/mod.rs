@@ -384,9 +384,7 @@ impl Pass {
         let (sources, stamps): (Vec<cache::SourceId>, Vec<Option<Stamp>>) = if keyed {
             (
                 cache::source_ids(manifest, &members),
-                cache::stamp::read_many(
-                    &members.iter().map(|m| m.abs.as_path()).collect::<Vec<_>>(),
-                ),
+                cache::stamp::read_many(&members, |m| &m.abs),
             )
         } else {
             (vec![[0; 16]; members.len()], vec![None; members.len()])
