@@ -204,3 +204,65 @@ fn staged_parse_cache_changes_nothing_but_time() {
     let r = repo.ctx(&["validate", "--staged"]);
     assert_eq!(r.code, 0, "{}", r.stdout);
 }
+
+/// The staged state is read from git's index file: a manifest below the top level,
+/// a version 4 (path-compressed) index, a tracked link elsewhere in the work tree,
+/// and edits that keep a file's size are all seen as git sees them.
+#[test]
+fn staged_state_is_read_from_the_index_file_in_a_subfolder() {
+    if !have_git() {
+        return;
+    }
+    use crate::support::fixtures::{MISSION, OPS_MANIFEST, REFUNDS, WELCOME};
+    let repo = crate::support::Repo::new(&[
+        ("README.md", "top level\n"),
+        ("sub/opencontext.yaml", OPS_MANIFEST),
+        ("sub/context/mission.md", MISSION),
+        ("sub/context/policies/refunds.md", REFUNDS),
+        ("sub/context/notes/welcome.md", WELCOME),
+    ]);
+    #[cfg(unix)]
+    std::os::unix::fs::symlink("README.md", repo.path().join("link.md")).unwrap();
+    init_git(repo.path(), "Initial context");
+    git(repo.path(), &["update-index", "--index-version", "4"]);
+    let sub = repo.path().join("sub");
+    let staged = |dir: &std::path::Path| {
+        ctx_in(&repo)
+            .args(["validate", "--staged", "--format", "json", "-C"])
+            .arg(dir)
+            .run()
+    };
+    let r = staged(&sub);
+    assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
+    assert!(r.stderr.is_empty(), "read in place: {}", r.stderr);
+    // Staged: a broken reference. Work tree: the same number of bytes, fixed.
+    let bad = WELCOME.replace(
+        "owner: support\n",
+        "owner: support\nreferences: [nope.xy]\n",
+    );
+    repo.write("sub/context/notes/welcome.md", &bad);
+    git(repo.path(), &["add", "-A"]);
+    repo.write(
+        "sub/context/notes/welcome.md",
+        &bad.replace("nope.xy", "mission"),
+    );
+    for _ in 0..2 {
+        let r = staged(&sub);
+        assert_eq!(r.code, 1, "the staged reference is broken: {}", r.stdout);
+        assert!(r.stdout.contains("nope.xy"), "{}", r.stdout);
+        assert!(
+            r.stderr.contains("staged content of 1 file(s)"),
+            "{}",
+            r.stderr
+        );
+    }
+    assert_eq!(
+        ctx_in(&repo).args(["validate", "-C"]).arg(&sub).run().code,
+        0
+    );
+    // Staging the fix: the work tree and the index agree again.
+    git(repo.path(), &["add", "-A"]);
+    let r = staged(&sub);
+    assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
+    assert!(r.stderr.is_empty(), "{}", r.stderr);
+}

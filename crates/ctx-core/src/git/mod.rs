@@ -3,6 +3,7 @@
 //! shows declared versions) or fail with a clear message.
 
 pub mod hook;
+pub mod index;
 pub mod revision;
 pub mod staged;
 

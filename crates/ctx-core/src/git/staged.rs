@@ -6,15 +6,19 @@
 //! entry; a collection whose files are all untracked) are reported so the caller
 //! can check the index out into a temporary folder instead.
 
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::BTreeMap;
+
+use foldhash::{HashMap, HashMapExt, HashSet, HashSetExt};
+use std::path::{Path, PathBuf};
 
 use crate::diag::{Code, Diagnostic};
+use crate::load::cache::stamp::Stamp;
 use crate::load::cache::{self, Key, ParseCache};
 use crate::load::walk::{self, Member, MemberSource};
 use crate::load::{parse, LoadOptions, Repo};
 use crate::manifest::Manifest;
 
-use super::{Git, GitError};
+use super::{index, Git, GitError};
 
 /// The outcome of an overlay load.
 pub enum Staged {
@@ -24,13 +28,156 @@ pub enum Staged {
     Materialize(String),
 }
 
-struct IndexEntry {
-    mode: String,
-    oid: String,
+/// What the index says about the files under the manifest folder.
+struct Tracked {
+    /// Stage-0 entries by path relative to the manifest folder.
+    entries: HashMap<String, index::Entry>,
+    /// Tracked files whose work-tree copy differs from the index, when git said so;
+    /// None when the index file was read and stat data tells (see [`Tracked::differing`]).
+    changed: Option<HashSet<String>>,
+    /// When the index file was written (for racily clean entries).
+    written_ns: i64,
+}
+
+impl Tracked {
+    /// Read the index file, or (for layouts [`index::parse`] leaves to git, or
+    /// without Unix stat data) ask git.
+    fn read(git: &Git) -> Result<Tracked, GitError> {
+        if let Some(t) = Self::from_file(git) {
+            return Ok(t);
+        }
+        let (listed, changed) = std::thread::scope(|s| {
+            let unst = s.spawn(|| unstaged(git));
+            (listed(git), unst.join().expect("diff-files thread"))
+        });
+        Ok(Tracked {
+            entries: listed?,
+            changed: Some(changed?),
+            written_ns: 0,
+        })
+    }
+
+    #[cfg(unix)]
+    fn from_file(git: &Git) -> Option<Tracked> {
+        // `--git-path index` honours GIT_INDEX_FILE (a commit's temporary index) and linked work trees.
+        let out = git
+            .run(&["rev-parse", "--git-path", "index", "--show-object-format"])
+            .ok()?;
+        let out = String::from_utf8(out).ok()?;
+        let mut lines = out.lines();
+        let (path, format) = (lines.next()?, lines.next()?);
+        let oid_len = match format {
+            "sha1" => 20,
+            "sha256" => 32,
+            _ => return None,
+        };
+        let path = git.cwd.join(path);
+        let bytes = std::fs::read(&path).ok()?;
+        let written_ns = Stamp::read(&path)?.mtime_ns;
+        let parsed = index::parse(&bytes, oid_len).ok()?;
+        let prefix = git.prefix();
+        let under = if prefix.is_empty() {
+            0
+        } else {
+            prefix.len() + 1
+        };
+        let entries = parsed
+            .into_iter()
+            .filter(|e| {
+                under == 0
+                    || (e.path.len() > under
+                        && e.path.as_bytes()[under - 1] == b'/'
+                        && e.path.starts_with(prefix.as_str()))
+            })
+            .map(|mut e| {
+                // The entry's path moves into the key (relative to the manifest folder).
+                let full = std::mem::take(&mut e.path);
+                let rel = if under == 0 {
+                    full
+                } else {
+                    full[under..].to_string()
+                };
+                (rel, e)
+            })
+            .collect();
+        Some(Tracked {
+            entries,
+            changed: None,
+            written_ns,
+        })
+    }
+
+    #[cfg(not(unix))]
+    fn from_file(_: &Git) -> Option<Tracked> {
+        None
+    }
+
+    /// The tracked files whose work-tree copy may differ from the index: what git
+    /// reported, or every entry whose stat data no longer matches (or is racily
+    /// clean). A file that merely looks changed is read from its staged blob, which
+    /// holds the same bytes. `stamps` are the work-tree stamps of `members` (links
+    /// followed); `root` is the manifest folder.
+    fn differing(
+        &self,
+        root: &Path,
+        members: &[&Member],
+        stamps: &[Option<Stamp>],
+    ) -> HashSet<String> {
+        if let Some(changed) = &self.changed {
+            return changed.clone();
+        }
+        let clean = |e: &index::Entry, stamp: Option<Stamp>| {
+            stamp.is_some_and(|s| e.stat.matches(&s) && !e.stat.racy(self.written_ns))
+        };
+        let mut out = HashSet::new();
+        let mut seen = HashSet::with_capacity(members.len());
+        for (m, stamp) in members.iter().zip(stamps) {
+            let rel = m.rel.as_str();
+            seen.insert(rel);
+            if let Some(e) = self.entries.get(rel) {
+                if e.mode == 0o120000 {
+                    continue; // compared below, as a link
+                }
+                if !clean(e, *stamp) {
+                    out.insert(rel.to_string());
+                }
+            }
+        }
+        // Links, and tracked files that are not members (the manifest, ignore files, ...).
+        let rest: Vec<(&String, &index::Entry)> = self
+            .entries
+            .iter()
+            .filter(|(rel, e)| e.mode == 0o120000 || !seen.contains(rel.as_str()))
+            .filter(|(_, e)| e.mode != 0o160000)
+            .collect();
+        let paths: Vec<PathBuf> = rest.iter().map(|(rel, _)| root.join(rel)).collect();
+        let stamps = cache::stamp::read_many(&paths, |p| p);
+        for (((rel, e), path), stamp) in rest.into_iter().zip(&paths).zip(stamps) {
+            // A link is compared as the link (its own inode and times), not its target.
+            let stamp = if e.mode == 0o120000 {
+                link_stamp(path)
+            } else {
+                stamp
+            };
+            if !clean(e, stamp) {
+                out.insert(rel.clone());
+            }
+        }
+        out
+    }
+}
+
+/// The stamp of a symbolic link itself.
+fn link_stamp(path: &Path) -> Option<Stamp> {
+    let meta = std::fs::symlink_metadata(path).ok()?;
+    meta.file_type()
+        .is_symlink()
+        .then(|| Stamp::of_any(&meta))
+        .flatten()
 }
 
 /// `git ls-files -s -z`: path (relative to the manifest folder) → entry.
-fn index_entries(git: &Git) -> Result<HashMap<String, IndexEntry>, GitError> {
+fn listed(git: &Git) -> Result<HashMap<String, index::Entry>, GitError> {
     let out = git.run(&["ls-files", "-s", "-z"])?;
     let mut map = HashMap::new();
     for rec in out.split(|b| *b == 0).filter(|r| !r.is_empty()) {
@@ -42,13 +189,9 @@ fn index_entries(git: &Git) -> Result<HashMap<String, IndexEntry>, GitError> {
         let (Some(mode), Some(oid)) = (p.next(), p.next()) else {
             continue;
         };
-        map.insert(
-            path.to_string(),
-            IndexEntry {
-                mode: mode.to_string(),
-                oid: oid.to_string(),
-            },
-        );
+        if let Some(e) = index::Entry::listed(path, mode, oid) {
+            map.insert(path.to_string(), e);
+        }
     }
     Ok(map)
 }
@@ -71,46 +214,26 @@ pub fn load(
     opts: &LoadOptions,
 ) -> Result<Staged, GitError> {
     let snapshot = crate::load::cache::stamp::now_ns();
-    // The two git queries and reading the parse cache run while this thread walks the work tree.
-    let (index, changed, (members, walk_diags), cache) = std::thread::scope(|s| {
-        let idx = s.spawn(|| index_entries(git));
-        let unst = s.spawn(|| unstaged(git));
+    // Reading the index and the parse cache run while this thread walks the work tree.
+    let (tracked, (members, walk_diags), cache) = std::thread::scope(|s| {
+        let idx = s.spawn(|| Tracked::read(git));
         let cache = s.spawn(|| {
             opts.cache
                 .then(|| ParseCache::open(&manifest, snapshot))
                 .flatten()
         });
         let walked = walk::members(&manifest);
-        let idx = idx.join().expect("ls-files thread");
-        let unst = unst.join().expect("diff-files thread");
+        let idx = idx.join().expect("index thread");
         let cache = cache.join().ok().flatten();
-        (idx, unst, walked, cache)
+        (idx, walked, cache)
     });
-    let (index, changed) = (index?, changed?);
+    let tracked = tracked?;
+    let index = &tracked.entries;
     if !index.contains_key(&manifest.file) {
         return Ok(Staged::Materialize(format!(
             "{} is not staged",
             manifest.file
         )));
-    }
-    for path in &changed {
-        let name = path.rsplit('/').next().unwrap_or(path);
-        if *path == manifest.file {
-            return Ok(Staged::Materialize(format!("{path} has unstaged changes")));
-        }
-        if name == ".gitignore" || name == ".ignore" {
-            return Ok(Staged::Materialize(format!("{path} has unstaged changes")));
-        }
-        if !manifest.root.join(path).exists() {
-            return Ok(Staged::Materialize(format!(
-                "{path} is deleted but not staged"
-            )));
-        }
-        if index.get(path).is_some_and(|e| e.mode == "120000") {
-            return Ok(Staged::Materialize(format!(
-                "symbolic link {path} has unstaged changes"
-            )));
-        }
     }
     let mut per_collection: BTreeMap<&str, (usize, usize)> = BTreeMap::new();
     let mut kept = Vec::with_capacity(members.len());
@@ -142,27 +265,48 @@ pub fn load(
             "no file of collection `{name}` is staged"
         )));
     }
+    // One `fstatat` per file: what the cache is keyed by, and (reading the index
+    // file) what tells which files differ from the index.
+    let stamps = (cache.is_some() || tracked.changed.is_none())
+        .then(|| cache::stamp::read_many(&kept, |m| &m.abs));
+    let changed = tracked.differing(&manifest.root, &kept, stamps.as_deref().unwrap_or(&[]));
+    for path in &changed {
+        let name = path.rsplit('/').next().unwrap_or(path);
+        if *path == manifest.file {
+            return Ok(Staged::Materialize(format!("{path} has unstaged changes")));
+        }
+        if name == ".gitignore" || name == ".ignore" {
+            return Ok(Staged::Materialize(format!("{path} has unstaged changes")));
+        }
+        if !manifest.root.join(path).exists() {
+            return Ok(Staged::Materialize(format!(
+                "{path} is deleted but not staged"
+            )));
+        }
+        if index.get(path).is_some_and(|e| e.mode == 0o120000) {
+            return Ok(Staged::Materialize(format!(
+                "symbolic link {path} has unstaged changes"
+            )));
+        }
+    }
     // What each result is keyed by: the staged blob for files with unstaged changes,
     // the work-tree file (which matches the index) for the others.
     let staged_blob = |m: &Member| changed.contains(m.rel.as_str());
-    let keys: Vec<Option<Key>> = match &cache {
-        None => vec![None; kept.len()],
-        Some(_) => {
-            // Stamped like every warm load (one `fstatat` per file); staged blobs use their id.
-            let stamps = cache::stamp::read_many(&kept, |m| &m.abs);
-            kept.iter()
-                .zip(stamps)
-                .map(|(m, stamp)| {
-                    if staged_blob(m) {
-                        Some(Key::Blob(index[m.rel.as_str()].oid.clone()))
-                    } else {
-                        stamp
-                            .filter(|s| s.size <= opts.max_file_size)
-                            .map(Key::Stat)
-                    }
-                })
-                .collect()
-        }
+    let keys: Vec<Option<Key>> = match (&cache, stamps) {
+        (Some(_), Some(stamps)) => kept
+            .iter()
+            .zip(stamps)
+            .map(|(m, stamp)| {
+                if staged_blob(m) {
+                    Some(Key::Blob(index[m.rel.as_str()].oid_hex()))
+                } else {
+                    stamp
+                        .filter(|s| s.size <= opts.max_file_size)
+                        .map(Key::Stat)
+                }
+            })
+            .collect(),
+        _ => vec![None; kept.len()],
     };
     let sources = cache::source_ids(&manifest, kept.iter().copied());
     // Staged blobs are fetched in one `git cat-file --batch` for the files the cache misses.
@@ -174,14 +318,14 @@ pub fn load(
             staged_blob(m)
                 && !matches!((&cache, k), (Some(c), Some(k)) if c.find(m.rel.as_str(), source, k).is_some())
         })
-        .map(|((m, _), _)| index[m.rel.as_str()].oid.clone())
+        .map(|((m, _), _)| index[m.rel.as_str()].oid_hex())
         .collect();
     let blobs = git.blobs(&want)?;
     diags.extend(walk_diags);
     let slots = crate::load::fill(&kept, &keys, &sources, cache, opts, |m| {
         let defaults = parse::Defaults::for_member(&manifest, m);
         let bytes = if staged_blob(m) {
-            match blobs.get(&index[m.rel.as_str()].oid) {
+            match blobs.get(&index[m.rel.as_str()].oid_hex()) {
                 Some(b) if b.len() as u64 <= opts.max_file_size => Ok(b.clone()),
                 Some(_) => Err(Box::new(
                     Diagnostic::error(

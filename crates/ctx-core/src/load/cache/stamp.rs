@@ -36,6 +36,11 @@ impl Stamp {
         if !meta.is_file() {
             return None;
         }
+        Stamp::of_any(meta)
+    }
+
+    /// The stamp of whatever `meta` describes (a link's own, given `symlink_metadata`).
+    pub fn of_any(meta: &Metadata) -> Option<Stamp> {
         #[cfg(unix)]
         {
             use std::os::unix::fs::MetadataExt;
