@@ -25,6 +25,19 @@ impl Global {
             content: true,
             prose: true,
             content_for: None,
+            docs: true,
+        }
+    }
+
+    /// How validate, doctor and the pre-commit hook load: checks only. Structured
+    /// content whole, prose only as its kind (the redaction lints ask only whether
+    /// content has fields to redact), and only the documents checks read from, so a
+    /// large repository checks in far less memory and time.
+    pub fn check_options(&self, max_file_size: u64) -> ctx_core::load::LoadOptions {
+        ctx_core::load::LoadOptions {
+            prose: false,
+            docs: false,
+            ..self.load_options(max_file_size)
         }
     }
 }

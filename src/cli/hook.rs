@@ -50,7 +50,7 @@ pub fn run(g: &Global, p: &Printer, a: &HookArgs) -> Result<Exit> {
             let (force, strict, exe) = (*force, *strict, exe.as_deref());
             let done = hook::install(&git, &InstallOptions { force, strict, exe })?;
             // Parse the staged state once now, so the first commit finds a warm parse cache.
-            let opts = g.load_options(ctx_core::load::DEFAULT_MAX_FILE_SIZE);
+            let opts = g.check_options(ctx_core::load::DEFAULT_MAX_FILE_SIZE);
             let _ = staged::load_staged(g.dir.as_deref(), &g.cwd, &opts);
             let verb = if done.updated { "updated" } else { "installed" };
             let note = done.backup.as_ref().map_or(String::new(), |b| {

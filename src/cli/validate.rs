@@ -48,15 +48,9 @@ pub fn load_repo(g: &Global, max_file_size: u64) -> Result<Repo> {
     load::open(g.dir.as_deref(), &g.cwd, &g.load_options(max_file_size))
 }
 
-/// [`load_repo`] for validate and doctor: structured content whole, prose only as
-/// its kind (the redaction lints ask only whether content has fields to redact),
-/// so a large repository checks in far less memory.
+/// [`load_repo`] for validate and doctor ([`Global::check_options`]).
 pub fn load_repo_for_validation(g: &Global, max_file_size: u64) -> Result<Repo> {
-    let opts = ctx_core::load::LoadOptions {
-        prose: false,
-        ..g.load_options(max_file_size)
-    };
-    load::open(g.dir.as_deref(), &g.cwd, &opts)
+    load::open(g.dir.as_deref(), &g.cwd, &g.check_options(max_file_size))
 }
 
 /// [`load_repo`] for commands that only check clocks and conflicts (stale, conflicts):
@@ -89,11 +83,7 @@ pub fn run(g: &Global, p: &Printer, args: &ValidateArgs) -> Result<Exit> {
     let progress = super::progress::Progress::start("loading");
     // `_checkout` keeps a temporary checkout of the index alive while findings are rendered.
     let loaded = if args.staged {
-        // The lints read structured content (which fields a redaction rule can reach).
-        let opts = ctx_core::load::LoadOptions {
-            prose: false,
-            ..g.load_options(args.max_file_size)
-        };
+        let opts = g.check_options(args.max_file_size);
         ctx_core::git::staged::load_staged(g.dir.as_deref(), &g.cwd, &opts).map(|s| {
             for n in &s.notes {
                 let _ = p.err(&format!("note: {n}\n"));

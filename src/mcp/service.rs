@@ -196,6 +196,7 @@ impl Service {
                 content: true,
                 prose: true,
                 content_for: None,
+                docs: true,
             },
         )?;
         let repo = opened.repo();

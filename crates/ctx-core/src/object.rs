@@ -215,6 +215,22 @@ pub struct Meta {
     pub faults: Faults,
 }
 
+/// What validate, doctor and the pre-commit hook look for in an object's document
+/// rather than its typed metadata (fields, as they appear in its compact JSON, and
+/// the `file://` sources doctor checks). A checks-only load keeps the documents that
+/// mention one of them, and those of sealed private members, and elides the rest
+/// (most of a repository's metadata by size); reading anything else from an elided
+/// document is a bug, caught by debug assertions in [`ContextObject::field`] and
+/// [`ContextObject::document`].
+pub const CHECKED_FIELDS: [&str; 6] = [
+    "\"redact\"",
+    "\"bundle\"",
+    "\"review\"",
+    "\"approval\"",
+    "\"ttl\"",
+    "file://",
+];
+
 /// One loaded context object.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct ContextObject {
@@ -224,6 +240,10 @@ pub struct ContextObject {
     /// derived `id`/`type` and collection/manifest defaults — every field except
     /// `content`. Kept as text because a parsed tree costs ~10 KB per object;
     /// [`ContextObject::fields`] rebuilds it for the few objects that are output.
+    /// Empty when a checks-only load elided it ([`ContextObject::elide_doc`]). The
+    /// parse cache stores it beside the derived encoding, so such a load never
+    /// allocates it.
+    #[serde(skip)]
     pub doc: Box<str>,
     /// The content: the Markdown body, or inline `content` (text or structured).
     /// Not in the derived encoding: the parse cache keeps it apart, so loads that
@@ -443,7 +463,7 @@ impl ContextObject {
 
     /// The full effective document, content included (parsed from `doc`).
     pub fn fields(&self) -> Map<String, Value> {
-        let mut map: Map<String, Value> = serde_json::from_str(&self.doc).unwrap_or_default();
+        let mut map: Map<String, Value> = serde_json::from_str(self.document()).unwrap_or_default();
         if let Some(c) = &self.content {
             map.insert("content".into(), c.clone());
         }
@@ -456,7 +476,40 @@ impl ContextObject {
         if key == "content" {
             return self.content.clone();
         }
+        if self.doc.is_empty() {
+            // Elided: it mentions none of the fields checks read from documents.
+            debug_assert!(
+                CHECKED_FIELDS.contains(&format!("\"{key}\"").as_str()),
+                "`{key}` of {} read from a document a checks-only load elided",
+                self.id
+            );
+            return None;
+        }
         crate::json::member(&self.doc, key)
+    }
+
+    /// The effective document as compact JSON (for the few callers that parse it whole).
+    pub fn document(&self) -> &str {
+        debug_assert!(
+            !self.doc.is_empty(),
+            "the document of {} was elided by a checks-only load",
+            self.id
+        );
+        &self.doc
+    }
+
+    /// Does a checks-only load keep this object's document? When it mentions one of
+    /// the [`CHECKED_FIELDS`] (a mention need not be a key: keeping a document too
+    /// many costs memory, never a finding), or it belongs to a sealed private member.
+    pub fn doc_is_checked(&self) -> bool {
+        self.meta.sealed.is_some() || CHECKED_FIELDS.iter().any(|f| self.doc.contains(f))
+    }
+
+    /// Drop the effective document unless checks read it ([`Self::doc_is_checked`]).
+    pub fn elide_doc(&mut self) {
+        if !self.doc_is_checked() {
+            self.doc = Box::from("");
+        }
     }
 
     /// `id@version` when a version is declared, else the id.

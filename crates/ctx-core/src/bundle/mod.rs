@@ -125,7 +125,7 @@ fn compile_object(repo: &Repo, s: &mut crate::resolve::Selected) -> (Value, Valu
     // (the selection holds the content the consumer sees): only those are built.
     let mut fields = match &s.decrypted {
         Some(d) => carried::from_map(&d.fields),
-        None => carried::from_doc(&o.doc),
+        None => carried::from_doc(o.document()),
     };
     let mut b = Map::new();
     for (key, slot) in CARRIED.iter().zip(fields.iter_mut()) {

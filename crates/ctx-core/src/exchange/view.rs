@@ -137,7 +137,7 @@ pub fn authorized_view(
         for part in [
             key.as_bytes(),
             s.lifecycle.as_str().as_bytes(),
-            o.doc.as_bytes(),
+            o.document().as_bytes(),
         ] {
             h.update((part.len() as u64).to_le_bytes());
             h.update(part);

@@ -49,6 +49,11 @@ pub struct LoadOptions {
     /// ([`crate::resolve::content_filter`]), so the rest of a large repository never
     /// sits in memory as text. The parse cache is written whole regardless.
     pub content_for: Option<ContentFilter>,
+    /// Keep every object's document ([`ContextObject::doc`]). Checks-only loads
+    /// (validate, doctor, the pre-commit hook) turn it off: only the documents that
+    /// mention a field checks read from documents are kept
+    /// ([`crate::object::CHECKED_FIELDS`]), and cached ones are never even allocated.
+    pub docs: bool,
 }
 
 /// Which objects keep their content (see [`LoadOptions::content_for`]).
@@ -78,6 +83,9 @@ impl LoadOptions {
         self.keep().trim(o);
         if self.content_for.as_ref().is_some_and(|f| !f.keeps(o)) {
             o.content = None;
+        }
+        if !self.docs {
+            o.elide_doc();
         }
     }
 
@@ -126,6 +134,7 @@ impl Default for LoadOptions {
             content: true,
             prose: true,
             content_for: None,
+            docs: true,
         }
     }
 }
@@ -292,7 +301,7 @@ pub(crate) fn fill(
             slots.hit[i] = true;
         }
         let sink = std::sync::Mutex::new((&mut slots.objects, &mut slots.diags));
-        let failed = c.fetch(&wanted, keep, &|i, f| {
+        let failed = c.fetch(&wanted, keep, opts.docs, &|i, f| {
             let mut s = sink.lock().unwrap_or_else(|e| e.into_inner());
             s.0[i] = f.object.map(|mut o| {
                 opts.trim(&mut o);
@@ -530,3 +539,6 @@ mod order_tests {
         }
     }
 }
+
+#[cfg(test)]
+mod elide_tests;

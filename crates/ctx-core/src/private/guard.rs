@@ -38,7 +38,7 @@ pub fn check(repo: &Repo) -> Vec<Diagnostic> {
             ),
             (Some(keys), true) => {
                 let doc: serde_json::Map<String, serde_json::Value> =
-                    serde_json::from_str(&o.doc).unwrap_or_default();
+                    serde_json::from_str(o.document()).unwrap_or_default();
                 let authored: serde_json::Map<String, serde_json::Value> = doc
                     .iter()
                     .filter(|(k, _)| !o.supplied(k))

@@ -203,7 +203,7 @@ pub fn open_object(o: &ContextObject, keyring: Option<&Keyring>) -> Result<Opene
             "the decrypted document is itself marked encrypted".into(),
         ));
     }
-    let mut fields: Map<String, Value> = serde_json::from_str(&o.doc).unwrap_or_default();
+    let mut fields: Map<String, Value> = serde_json::from_str(o.document()).unwrap_or_default();
     format::strip_marker(&mut fields);
     let header: Map<String, Value> = fields
         .iter()

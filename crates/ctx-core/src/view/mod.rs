@@ -264,7 +264,7 @@ impl<'r> View<'r> {
         self.authorize(i).map_err(Withheld::denied)?;
         let o = &self.repo.objects[i];
         let shown = self.inline_content(i)?;
-        let mut fields: Map<String, Value> = serde_json::from_str(&o.doc).unwrap_or_default();
+        let mut fields: Map<String, Value> = serde_json::from_str(o.document()).unwrap_or_default();
         match shown.content {
             Some(c) => {
                 fields.insert("content".into(), c.into_owned());

@@ -113,7 +113,7 @@ pub fn digest(m: &Manifest, o: &ContextObject, file: &[u8]) -> String {
 /// The fields the author declared (loader defaults left out), without the encryption
 /// envelope (`extensions.ctx.private`: its recipients change on rekey).
 fn declared(o: &ContextObject) -> Map<String, Value> {
-    let mut fields: Map<String, Value> = serde_json::from_str::<Map<String, Value>>(&o.doc)
+    let mut fields: Map<String, Value> = serde_json::from_str::<Map<String, Value>>(o.document())
         .unwrap_or_default()
         .into_iter()
         .filter(|(k, _)| !o.supplied(k))

@@ -207,15 +207,22 @@ struct IndexIn {
 }
 
 /// A record's meta blob: the object (its content is in the content blob) and findings.
+/// The object's document is kept apart from its derived encoding, so a load that
+/// elides documents decodes it without allocating it.
 #[derive(Serialize)]
 struct MetaOut<'a> {
     object: Option<&'a ContextObject>,
+    doc: &'a str,
+    /// [`ContextObject::doc_is_checked`], decided once when encoded.
+    checked: bool,
     diags: Vec<DiagOut<'a>>,
 }
 
 #[derive(Deserialize)]
-struct MetaIn {
+struct MetaIn<'a> {
     object: Option<ContextObject>,
+    doc: &'a str,
+    checked: bool,
     diags: Vec<DiagIn>,
 }
 
@@ -428,7 +435,8 @@ impl ParseCache {
     }
 
     /// Decode the results of `wanted` (ticket, slot) pairs, in parallel, one segment
-    /// at a time, handing each to `put(slot, result)`, with the content `keep` says
+    /// at a time, handing each to `put(slot, result)`, with every document or (not
+    /// `docs`) only those checks read ([`ContextObject::elide_doc`]), the content `keep` says
     /// (without content the content regions are not even read; prose is never
     /// decoded unless kept). Returns the slots whose results could not be read back
     /// (damage found late): parse those afresh.
@@ -436,6 +444,7 @@ impl ParseCache {
         &self,
         wanted: &[(Ticket, usize)],
         keep: Keep,
+        docs: bool,
         put: &(dyn Fn(usize, Fetched) + Sync),
     ) -> Vec<usize> {
         let Some(f) = &self.file else {
@@ -474,6 +483,9 @@ impl ParseCache {
                             .collect::<Option<Vec<_>>>()?;
                         let mut object = m.object;
                         if let Some(o) = object.as_mut() {
+                            if docs || m.checked {
+                                o.doc = Box::from(m.doc);
+                            }
                             let region = if h.prose { &prose } else { &structured };
                             let c = read_blob(region, h.content)?;
                             o.content = match (keep, c) {
@@ -689,6 +701,8 @@ impl Encoder {
         }
         let Ok(meta) = postcard::to_stdvec(&MetaOut {
             object: e.object,
+            doc: e.object.map_or("", |o| &*o.doc),
+            checked: e.object.is_some_and(ContextObject::doc_is_checked),
             diags: e.diags.iter().map(DiagOut::of).collect(),
         }) else {
             return;

@@ -159,7 +159,9 @@ fn racy_results_are_read_again() {
     let t = c.find("notes/a.md", &source, &Key::Stat(s)).unwrap();
     for keep in [Keep::All, Keep::Kind, Keep::Nothing] {
         let got = std::sync::Mutex::new(None);
-        let failed = c.fetch(&[(t, 0)], keep, &|_, f| *got.lock().unwrap() = Some(f));
+        let failed = c.fetch(&[(t, 0)], keep, true, &|_, f| {
+            *got.lock().unwrap() = Some(f)
+        });
         assert!(failed.is_empty());
         let back = got.into_inner().unwrap().unwrap();
         let mut want = parsed.object.clone().unwrap();
