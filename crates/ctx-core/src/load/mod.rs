@@ -49,7 +49,8 @@ pub struct LoadOptions {
     /// ([`crate::resolve::content_filter`]), so the rest of a large repository never
     /// sits in memory as text. The parse cache is written whole regardless.
     pub content_for: Option<ContentFilter>,
-    /// Keep every object's document ([`ContextObject::doc`]). Checks-only loads
+    /// Keep every object's document ([`ContextObject::doc`]; with `content_for`, of
+    /// the objects that keep their content, see [`Self::keeps_doc`]). Checks-only loads
     /// (validate, doctor, the pre-commit hook) turn it off: only the documents that
     /// mention a field checks read from documents are kept
     /// ([`crate::object::CHECKED_FIELDS`]), and cached ones are never even allocated.
@@ -81,12 +82,19 @@ impl LoadOptions {
     /// Drop from a loaded object the content this load does not keep.
     pub(crate) fn trim(&self, o: &mut ContextObject) {
         self.keep().trim(o);
+        if !self.keeps_doc(o) {
+            o.elide_doc();
+        }
         if self.content_for.as_ref().is_some_and(|f| !f.keeps(o)) {
             o.content = None;
         }
-        if !self.docs {
-            o.elide_doc();
-        }
+    }
+
+    /// Does this load keep `o`'s whole document? Not in a checks-only load, nor for an
+    /// object whose content it drops ([`Self::content_for`]): a resolution's consumer
+    /// never sees that object, so only what checks read of its document is kept.
+    pub(crate) fn keeps_doc(&self, o: &ContextObject) -> bool {
+        self.docs && self.content_for.as_ref().is_none_or(|f| f.keeps(o))
     }
 
     /// How much content a load keeps.
@@ -301,7 +309,7 @@ pub(crate) fn fill(
             slots.hit[i] = true;
         }
         let sink = std::sync::Mutex::new((&mut slots.objects, &mut slots.diags));
-        let failed = c.fetch(&wanted, keep, opts.docs, &|i, f| {
+        let failed = c.fetch(&wanted, keep, &|o| opts.keeps_doc(o), &|i, f| {
             let mut s = sink.lock().unwrap_or_else(|e| e.into_inner());
             s.0[i] = f.object.map(|mut o| {
                 opts.trim(&mut o);

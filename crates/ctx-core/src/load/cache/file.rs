@@ -9,7 +9,7 @@
 //!
 //! Little-endian integers. The index lists the segment's records (path, key,
 //! source, and where each record's blobs are); a record's meta blob holds its
-//! object (without content) and findings, its content blob the content: in the
+//! object (without content; its document beside it) and findings, its content blob the content: in the
 //! structured region for fields, in the prose region for text. Regions are read
 //! and checked separately: a load first reads every index, then only the meta
 //! regions of segments holding results it uses, and of the content only what it

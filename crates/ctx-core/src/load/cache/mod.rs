@@ -206,7 +206,7 @@ struct IndexIn {
     prose: bool,
 }
 
-/// A record's meta blob: the object (its content is in the content blob) and findings.
+/// A record's meta blob: the object (its content is in the content blob), its document, and findings.
 /// The object's document is kept apart from its derived encoding, so a load that
 /// elides documents decodes it without allocating it.
 #[derive(Serialize)]
@@ -435,8 +435,8 @@ impl ParseCache {
     }
 
     /// Decode the results of `wanted` (ticket, slot) pairs, in parallel, one segment
-    /// at a time, handing each to `put(slot, result)`, with every document or (not
-    /// `docs`) only those checks read ([`ContextObject::elide_doc`]), the content `keep` says
+    /// at a time, handing each to `put(slot, result)`, with the documents `docs`
+    /// accepts and those checks read ([`ContextObject::elide_doc`]), the content `keep` says
     /// (without content the content regions are not even read; prose is never
     /// decoded unless kept). Returns the slots whose results could not be read back
     /// (damage found late): parse those afresh.
@@ -444,7 +444,7 @@ impl ParseCache {
         &self,
         wanted: &[(Ticket, usize)],
         keep: Keep,
-        docs: bool,
+        docs: &(dyn Fn(&ContextObject) -> bool + Sync),
         put: &(dyn Fn(usize, Fetched) + Sync),
     ) -> Vec<usize> {
         let Some(f) = &self.file else {
@@ -483,7 +483,7 @@ impl ParseCache {
                             .collect::<Option<Vec<_>>>()?;
                         let mut object = m.object;
                         if let Some(o) = object.as_mut() {
-                            if docs || m.checked {
+                            if m.checked || docs(o) {
                                 o.doc = Box::from(m.doc);
                             }
                             let region = if h.prose { &prose } else { &structured };

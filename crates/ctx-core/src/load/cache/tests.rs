@@ -159,7 +159,7 @@ fn racy_results_are_read_again() {
     let t = c.find("notes/a.md", &source, &Key::Stat(s)).unwrap();
     for keep in [Keep::All, Keep::Kind, Keep::Nothing] {
         let got = std::sync::Mutex::new(None);
-        let failed = c.fetch(&[(t, 0)], keep, true, &|_, f| {
+        let failed = c.fetch(&[(t, 0)], keep, &|_| true, &|_, f| {
             *got.lock().unwrap() = Some(f)
         });
         assert!(failed.is_empty());
@@ -380,8 +380,9 @@ fn prose_kind_loads_match_full_loads_and_keep_the_cache_whole() {
     assert_eq!(observed(&whole), observed(&full));
 }
 
-/// A content filter drops the content of the objects it rejects, whether parsed or
-/// cached, and never what the cache holds for others.
+/// A content filter drops the content of the objects it rejects, and their documents
+/// but what checks read, whether parsed or cached, and never what the cache holds
+/// for others.
 #[test]
 fn content_filters_keep_only_accepted_content() {
     let dir = repo(&files());
@@ -401,8 +402,15 @@ fn content_filters_keep_only_accepted_content() {
     let mut want = full.clone();
     for o in want.objects.iter_mut().filter(|o| o.id != "notes.b") {
         o.content = None;
+        o.elide_doc();
     }
     assert!(want.objects.iter().any(|o| o.content.is_some()));
+    let docs = |r: &Repo| r.objects.iter().filter(|o| !o.doc.is_empty()).count();
+    assert_eq!(
+        (docs(&full), docs(&want)),
+        (5, 2),
+        "notes.b's document and the one that declares a ttl"
+    );
     for (cache, hits) in [(false, 0), (true, 0), (true, 6)] {
         let (r, u) = only_b(cache);
         assert_eq!(u.hits, hits);
