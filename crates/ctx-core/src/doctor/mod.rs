@@ -10,7 +10,7 @@ mod readers;
 pub mod render;
 pub mod report;
 
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::{BTreeMap, HashSet};
 
 use crate::diag::{self, Code, Diagnostic, Severity, Tally};
 use crate::load::Repo;
@@ -182,35 +182,37 @@ pub fn by_collection(
     cfg: &HealthConfig,
 ) -> Vec<CollectionHealth> {
     const MANIFEST: &str = "(manifest)";
-    let mut objects: BTreeMap<String, usize> = BTreeMap::new();
-    let mut of_file: HashMap<&str, &str> = HashMap::new();
+    // Borrowed names and a fast hash: one entry per object of a large repository.
+    let mut objects: BTreeMap<&str, usize> = BTreeMap::new();
+    let mut of_file: foldhash::HashMap<&str, &str> = foldhash::HashMap::default();
     for c in &repo.manifest.collections {
-        objects.entry(c.name.clone()).or_default();
+        objects.entry(&c.name).or_default();
     }
     for e in &repo.manifest.entries {
-        objects.entry(e.key.clone()).or_default();
+        objects.entry(&e.key).or_default();
     }
+    of_file.reserve(repo.objects.len());
     for o in &repo.objects {
         let name = o.origin.collection.as_deref().unwrap_or(MANIFEST);
-        *objects.entry(name.to_string()).or_default() += 1;
+        *objects.entry(name).or_default() += 1;
         of_file.insert(o.origin.file.as_str(), name);
     }
-    let mut grouped: BTreeMap<String, Vec<Diagnostic>> = BTreeMap::new();
+    let mut grouped: BTreeMap<&str, Vec<Diagnostic>> = BTreeMap::new();
     for d in diags {
         let name = d
             .file
             .as_deref()
             .and_then(|f| of_file.get(f).copied())
             .unwrap_or(MANIFEST);
-        grouped.entry(name.to_string()).or_default().push(d.clone());
+        grouped.entry(name).or_default().push(d.clone());
     }
     if grouped.contains_key(MANIFEST) {
-        objects.entry(MANIFEST.to_string()).or_default();
+        objects.entry(MANIFEST).or_default();
     }
     objects
         .into_iter()
         .map(|(name, n)| {
-            let ds = grouped.remove(&name).unwrap_or_default();
+            let ds = grouped.remove(name).unwrap_or_default();
             let mut per: BTreeMap<Code, usize> = BTreeMap::new();
             for d in &ds {
                 *per.entry(d.code).or_default() += 1;
@@ -222,7 +224,7 @@ pub fn by_collection(
                 tally: Tally::of(&ds),
                 codes,
                 objects: n,
-                name,
+                name: name.to_string(),
             }
         })
         .collect()
