@@ -50,7 +50,7 @@ pub struct LoadOptions {
     /// sits in memory as text. The parse cache is written whole regardless.
     pub content_for: Option<ContentFilter>,
     /// Keep every object's document ([`ContextObject::doc`]; with `content_for`, of
-    /// the objects that keep their content, see [`Self::keeps_doc`]). Checks-only loads
+    /// the objects that keep their content). Checks-only loads
     /// (validate, doctor, the pre-commit hook) turn it off: only the documents that
     /// mention a field checks read from documents are kept
     /// ([`crate::object::CHECKED_FIELDS`]), and cached ones are never even allocated.

@@ -119,7 +119,7 @@ fn salt() -> &'static Salt {
     static SALT: OnceLock<Salt> = OnceLock::new();
     SALT.get_or_init(|| {
         let mut h = Sha256::new();
-        h.update(b"ctx-parse-cache/5\0");
+        h.update(b"ctx-parse-cache/6\0");
         h.update(env!("CARGO_PKG_VERSION").as_bytes());
         if let Some(s) = std::env::current_exe().ok().and_then(|p| Stamp::read(&p)) {
             h.update(s.size.to_le_bytes());
@@ -206,9 +206,9 @@ struct IndexIn {
     prose: bool,
 }
 
-/// A record's meta blob: the object (its content is in the content blob), its document, and findings.
-/// The object's document is kept apart from its derived encoding, so a load that
-/// elides documents decodes it without allocating it.
+/// A record's meta blob: the object (its content is in the content blob), its
+/// document (apart from the derived encoding, so a load that elides documents
+/// decodes it without allocating it), and findings.
 #[derive(Serialize)]
 struct MetaOut<'a> {
     object: Option<&'a ContextObject>,
