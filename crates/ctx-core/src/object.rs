@@ -488,6 +488,22 @@ impl ContextObject {
         crate::json::member(&self.doc, key)
     }
 
+    /// Does the document mention `needle` (a quoted field name, or `file://`)? The
+    /// cheap test callers make before parsing a field out of it. On a document a
+    /// checks-only load elided, only the [`CHECKED_FIELDS`] may be asked about
+    /// (their absence is what elision proved); anything else is a bug, caught here.
+    pub fn mentions(&self, needle: &str) -> bool {
+        if self.doc.is_empty() {
+            debug_assert!(
+                CHECKED_FIELDS.contains(&needle),
+                "{needle} looked for in the document of {}, which a checks-only load elided",
+                self.id
+            );
+            return false;
+        }
+        self.doc.contains(needle)
+    }
+
     /// The effective document as compact JSON (for the few callers that parse it whole).
     pub fn document(&self) -> &str {
         debug_assert!(

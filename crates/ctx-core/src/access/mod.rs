@@ -400,8 +400,7 @@ fn redaction_of(view: &View<'_>, i: usize) -> Redacted {
     let o = &view.repo().objects[i];
     // Cheap test before parsing the document: most objects declare no rules.
     let own = match o
-        .doc
-        .contains("\"redact\"")
+        .mentions("\"redact\"")
         .then(|| o.field("redact"))
         .flatten()
     {

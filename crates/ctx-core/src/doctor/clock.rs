@@ -28,7 +28,7 @@ fn out_of_play(o: &ContextObject, i: usize, superseded: &HashSet<usize>) -> bool
 /// `interval` after `last_review`, else after `updated`. Dates mean the end of that day.
 pub fn review_due(o: &ContextObject) -> Option<(Instant, String)> {
     // Only a few objects declare a review; skip the JSON parse for the rest.
-    if !o.doc.contains("\"review\"") {
+    if !o.mentions("\"review\"") {
         return None;
     }
     let review = o.field("review")?;

@@ -103,7 +103,7 @@ pub fn broken_sources(repo: &Repo, superseded: &HashSet<usize>) -> Vec<Diagnosti
                     ),
                 }
             }
-            if o.doc.contains("file://") {
+            if o.mentions("file://") {
                 let sources = o.field("sources");
                 for (n, src) in sources
                     .iter()

@@ -211,7 +211,7 @@ pub fn check(repo: &Repo, out: &mut Vec<Diagnostic>) {
     }
     for o in &repo.objects {
         // Cheap test before parsing the document: most objects declare no rules.
-        if !o.doc.contains("\"redact\"") {
+        if !o.mentions("\"redact\"") {
             continue;
         }
         let Some(Ok(rules)) = o.field("redact").as_ref().map(Rule::list) else {

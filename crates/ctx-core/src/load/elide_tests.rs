@@ -97,3 +97,17 @@ fn checks_find_the_same_with_elided_documents_parsed_or_cached() {
         assert_eq!(findings(&repo), want, "cache {cache}");
     }
 }
+
+/// A cheap test for a field checks do not list, on an elided document, is a bug the
+/// debug build reports (it would silently say "absent").
+#[test]
+#[cfg(debug_assertions)]
+#[should_panic(expected = "which a checks-only load elided")]
+fn an_unlisted_mention_of_an_elided_document_is_caught() {
+    let (_dir, repo) = crate::testutil::repo_from(&FILES[..2]);
+    let mut o = repo.objects[0].clone();
+    assert!(o.mentions("\"owner\""), "a kept document answers");
+    o.elide_doc();
+    assert!(o.doc.is_empty() && !o.mentions("\"redact\""));
+    o.mentions("\"content_type\"");
+}

@@ -96,7 +96,7 @@ pub(super) fn select(
     let own = |fields: Option<&serde_json::Map<String, Value>>| -> Option<Value> {
         match fields {
             Some(f) => f.get("redact").cloned(),
-            None if o.doc.contains("\"redact\"") => o.field("redact"),
+            None if o.mentions("\"redact\"") => o.field("redact"),
             None => None,
         }
     };
@@ -130,7 +130,7 @@ pub(super) fn select(
                     };
                     let declared = match declared_type {
                         Some(t) => Some(t.to_string()),
-                        None if decrypted.is_none() && o.doc.contains("\"content_type\"") => o
+                        None if decrypted.is_none() && o.mentions("\"content_type\"") => o
                             .field("content_type")
                             .and_then(|v| v.as_str().map(str::to_string)),
                         None => None,

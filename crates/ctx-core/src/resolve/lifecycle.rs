@@ -77,7 +77,7 @@ pub fn gate(
 pub fn approval_shortfall(o: &ContextObject) -> Option<(usize, usize)> {
     use serde_json::Value;
     // Few objects declare an approval block: skip the JSON parse for the rest.
-    if !o.doc.contains("\"approval\"") {
+    if !o.mentions("\"approval\"") {
         return None;
     }
     let a = o.field("approval")?;

@@ -221,7 +221,7 @@ impl<'r> View<'r> {
             return Ok(Shown::default());
         }
         // Cheap test before parsing the document: most objects declare no rules.
-        let own = if self.scope.is_some() && o.doc.contains("\"redact\"") {
+        let own = if self.scope.is_some() && o.mentions("\"redact\"") {
             own_rules(o.field("redact").as_ref())?
         } else {
             Vec::new()
