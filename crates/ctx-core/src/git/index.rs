@@ -25,11 +25,9 @@ pub struct StatData {
     pub size: u32,
 }
 
-/// One stage-0 entry.
+/// One stage-0 entry (its path is the key it is listed under).
 #[derive(Debug, Clone)]
 pub struct Entry {
-    /// Relative to the work tree's top level, `/`-separated.
-    pub path: String,
     /// `0o100644`, `0o100755`, `0o120000` (symbolic link), `0o160000` (submodule).
     pub mode: u32,
     oid: [u8; 32],
@@ -40,12 +38,11 @@ pub struct Entry {
 impl Entry {
     /// An entry as `git ls-files -s` lists it (mode in octal, id in hex); its stat
     /// data is unknown (zero).
-    pub fn listed(path: &str, mode: &str, oid_hex: &str) -> Option<Entry> {
+    pub fn listed(mode: &str, oid_hex: &str) -> Option<Entry> {
         let mut oid = [0u8; 32];
         let len = oid_hex.len() / 2;
         hex::decode_to_slice(oid_hex, oid.get_mut(..len)?).ok()?;
         Some(Entry {
-            path: path.to_string(),
             mode: u32::from_str_radix(mode, 8).ok()?,
             oid,
             oid_len: u8::try_from(len).ok()?,
@@ -98,9 +95,10 @@ impl StatData {
 }
 
 /// Parse an index file whose object ids are `oid_len` bytes (20 for SHA-1, 32 for
-/// SHA-256). The trailing checksum is not verified: git replaces the index
+/// SHA-256) into its entries, each with its path relative to the work tree's top
+/// level (`/`-separated). The trailing checksum is not verified: git replaces the index
 /// atomically, and a damaged one makes the caller's git fallback fail loudly.
-pub fn parse(bytes: &[u8], oid_len: usize) -> Result<Vec<Entry>, Unsupported> {
+pub fn parse(bytes: &[u8], oid_len: usize) -> Result<Vec<(String, Entry)>, Unsupported> {
     if oid_len != 20 && oid_len != 32 {
         return Err(Unsupported("object id length"));
     }
@@ -164,18 +162,20 @@ pub fn parse(bytes: &[u8], oid_len: usize) -> Result<Vec<Entry>, Unsupported> {
         if mode & 0o170000 == 0o040000 {
             return Err(Unsupported("a sparse index"));
         }
-        entries.push(Entry {
+        entries.push((
             path,
-            mode,
-            oid,
-            oid_len: oid_len as u8,
-            stat: StatData {
-                ctime: (word[0], word[1]),
-                mtime: (word[2], word[3]),
-                ino: word[5],
-                size: word[9],
+            Entry {
+                mode,
+                oid,
+                oid_len: oid_len as u8,
+                stat: StatData {
+                    ctime: (word[0], word[1]),
+                    mtime: (word[2], word[3]),
+                    ino: word[5],
+                    size: word[9],
+                },
             },
-        });
+        ));
     }
     // Extensions: a split index keeps entries in another file; the others are caches.
     while r.at + 8 <= end {
@@ -296,14 +296,14 @@ mod tests {
             let entries = parse(&bytes, 20).unwrap();
             let got: String = entries
                 .iter()
-                .map(|e| format!("{:o} {} 0\t{}\n", e.mode, e.oid_hex(), e.path))
+                .map(|(path, e)| format!("{:o} {} 0\t{path}\n", e.mode, e.oid_hex()))
                 .collect();
             let want = git(d, &["ls-files", "-s"]).replace("\"z\\303\\251.md\"", "zé.md");
             assert_eq!(got, want, "index version {version}");
             // The recorded stat data matches the files as they are.
-            for e in entries.iter().filter(|e| e.mode != 0o120000) {
-                let s = Stamp::read(&d.join(&e.path)).unwrap();
-                assert!(e.stat.matches(&s), "{}", e.path);
+            for (path, e) in entries.iter().filter(|(_, e)| e.mode != 0o120000) {
+                let s = Stamp::read(&d.join(path)).unwrap();
+                assert!(e.stat.matches(&s), "{path}");
                 let mut touched = s;
                 touched.mtime_ns += SECOND;
                 assert!(!e.stat.matches(&touched));

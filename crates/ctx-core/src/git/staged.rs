@@ -76,28 +76,17 @@ impl Tracked {
         let written_ns = Stamp::read(&path)?.mtime_ns;
         let parsed = index::parse(&bytes, oid_len).ok()?;
         let prefix = git.prefix();
-        let under = if prefix.is_empty() {
-            0
-        } else {
-            prefix.len() + 1
-        };
+        // Keyed by the path relative to the manifest folder; files outside it are left out.
         let entries = parsed
             .into_iter()
-            .filter(|e| {
-                under == 0
-                    || (e.path.len() > under
-                        && e.path.as_bytes()[under - 1] == b'/'
-                        && e.path.starts_with(prefix.as_str()))
-            })
-            .map(|mut e| {
-                // The entry's path moves into the key (relative to the manifest folder).
-                let full = std::mem::take(&mut e.path);
-                let rel = if under == 0 {
-                    full
-                } else {
-                    full[under..].to_string()
-                };
-                (rel, e)
+            .filter_map(|(path, e)| {
+                if prefix.is_empty() {
+                    return Some((path, e));
+                }
+                path.strip_prefix(prefix.as_str())
+                    .and_then(|rest| rest.strip_prefix('/'))
+                    .filter(|rest| !rest.is_empty())
+                    .map(|rest| (rest.to_string(), e))
             })
             .collect();
         Some(Tracked {
@@ -189,7 +178,7 @@ fn listed(git: &Git) -> Result<HashMap<String, index::Entry>, GitError> {
         let (Some(mode), Some(oid)) = (p.next(), p.next()) else {
             continue;
         };
-        if let Some(e) = index::Entry::listed(path, mode, oid) {
+        if let Some(e) = index::Entry::listed(mode, oid) {
             map.insert(path.to_string(), e);
         }
     }

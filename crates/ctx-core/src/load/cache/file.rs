@@ -9,11 +9,11 @@
 //!
 //! Little-endian integers. The index lists the segment's records (path, key,
 //! source, and where each record's blobs are); a record's meta blob holds its
-//! object (without content; its document beside it) and findings, its content blob the content: in the
-//! structured region for fields, in the prose region for text. Regions are read
-//! and checked separately: a load first reads every index, then only the meta
-//! regions of segments holding results it uses, and of the content only what it
-//! keeps — validate reads structured content and never a byte of prose, which is
+//! object (without content; its document beside it) and findings, its content
+//! blob the content: in the structured region for fields, in the prose region for
+//! text. Regions are read and checked separately: a load first reads every index,
+//! then only the meta regions of segments holding results it uses, and of the
+//! content only what it keeps — validate reads structured content and never a byte of prose, which is
 //! most of a repository. Each checksum is salted, so a segment another build wrote
 //! never passes.
 //!
@@ -220,7 +220,7 @@ impl CacheFile {
             let sum = |i: usize| -> [u8; SUM] {
                 h[sums_at + SUM * i..sums_at + SUM * (i + 1)]
                     .try_into()
-                    .expect("32 bytes")
+                    .expect("SUM bytes")
             };
             let s = Segment {
                 at,
