@@ -3,11 +3,13 @@
 //! runs (load, validate, resolve, compile, render), with the sizes of what the loaded
 //! repository holds.
 //!
-//!     memprobe validate|resolve|cached DIR [ROLE]
+//!     memprobe validate|resolve|cached|warm DIR [ROLE]
 //!
 //! `validate` loads as `ctx validate --no-cache` does and checks; `cached` the same
 //! through the parse cache (delete the cache first to see the first, writing run);
-//! `resolve` loads with content and compiles ROLE's (default `support`) whole bundle.
+//! `resolve` loads with content and compiles ROLE's (default `support`) whole bundle;
+//! `warm` resolves as the benchmark's warm row does (through the cache, the content
+//! only of what ROLE may read, a task and `--max-tokens 8000`).
 
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
@@ -65,10 +67,13 @@ fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let (mode, dir) = match args.as_slice() {
         [m, d, ..] => (m.as_str(), std::path::PathBuf::from(d)),
-        _ => panic!("usage: memprobe validate|resolve|cached DIR [ROLE]"),
+        _ => panic!("usage: memprobe validate|resolve|cached|warm DIR [ROLE]"),
     };
     let role = args.get(2).cloned().unwrap_or_else(|| "support".into());
     let t = std::time::Instant::now();
+    if mode == "warm" {
+        return warm(&dir, role, t);
+    }
     let opts = ctx_core::load::LoadOptions {
         cache: mode == "cached",
         content: mode == "resolve",
@@ -76,26 +81,7 @@ fn main() {
     };
     let repo = ctx_core::load::open(Some(&dir), &dir, &opts).expect("a repository");
     stage("load", t);
-    let objects = &repo.objects;
-    let doc: usize = objects.iter().map(|o| o.doc.len()).sum();
-    let content: usize = objects
-        .iter()
-        .filter_map(|o| o.content.as_ref())
-        .map(|c| match c {
-            serde_json::Value::String(s) => s.capacity(),
-            other => other.to_string().len(),
-        })
-        .sum();
-    println!(
-        "  {} objects × {} B struct = {:.1} MiB; doc text {:.1} MiB; content ≈ {:.1} MiB; {} findings × {} B",
-        objects.len(),
-        std::mem::size_of::<ctx_core::object::ContextObject>(),
-        mib(objects.len() * std::mem::size_of::<ctx_core::object::ContextObject>()),
-        mib(doc),
-        mib(content),
-        repo.diags.len(),
-        std::mem::size_of::<ctx_core::diag::Diagnostic>(),
-    );
+    summary(&repo);
     if mode == "resolve" {
         let who = ctx_core::view::Who {
             agent: None,
@@ -122,4 +108,56 @@ fn main() {
         stage("validate", t);
         println!("  {} findings", findings.len());
     }
+}
+
+fn warm(dir: &std::path::Path, role: String, t: std::time::Instant) {
+    let who = ctx_core::view::Who {
+        agent: None,
+        roles: vec![role],
+    };
+    let at = ctx_core::time::parse_timestamp("2026-11-01T00:00:00Z").expect("an instant");
+    let mut o = ctx_core::resolve::ResolveOptions::new(who, at);
+    o.task = Some("refund for a customer invoice".into());
+    o.max_tokens = Some(8000);
+    let load = ctx_core::load::LoadOptions {
+        cache: true,
+        content: true,
+        ..Default::default()
+    };
+    let repo = ctx_core::resolve::open(Some(dir), dir, &load, &o).expect("a repository");
+    stage("load", t);
+    summary(&repo);
+    let req = ctx_core::resolve::Request::build(&repo.manifest, &o).expect("a request");
+    let mut r = ctx_core::resolve::resolve(&repo, req).expect("resolves");
+    stage("resolve (with the budget)", t);
+    let bundle = ctx_core::bundle::compile(&repo, &mut r, "2026-11-01T00:00:00Z");
+    stage("compile", t);
+    let mut out = std::io::BufWriter::new(std::io::sink());
+    serde_json::to_writer_pretty(&mut out, &bundle).expect("writes");
+    stage("render", t);
+    println!("  {} objects in the bundle", r.included.len());
+}
+
+/// What the loaded repository holds, by kind.
+fn summary(repo: &ctx_core::load::Repo) {
+    let objects = &repo.objects;
+    let doc: usize = objects.iter().map(|o| o.doc.len()).sum();
+    let content: usize = objects
+        .iter()
+        .filter_map(|o| o.content.as_ref())
+        .map(|c| match c {
+            serde_json::Value::String(s) => s.capacity(),
+            other => other.to_string().len(),
+        })
+        .sum();
+    println!(
+        "  {} objects × {} B struct = {:.1} MiB; doc text {:.1} MiB; content ≈ {:.1} MiB; {} findings × {} B",
+        objects.len(),
+        std::mem::size_of::<ctx_core::object::ContextObject>(),
+        mib(objects.len() * std::mem::size_of::<ctx_core::object::ContextObject>()),
+        mib(doc),
+        mib(content),
+        repo.diags.len(),
+        std::mem::size_of::<ctx_core::diag::Diagnostic>(),
+    );
 }

@@ -2,15 +2,18 @@
 //! model's context window, and report every object left out (spec §11: trimmed
 //! objects are reported, never silently dropped).
 //!
-//! The budget runs on a [`Resolution`] after ranking and redaction and before
-//! compilation, so the bundle, its digest and its `excluded` list all describe
-//! what was actually kept. Tokens are *estimated*: there is no single tokenizer
+//! The budget runs after ranking and redaction and before compilation (the
+//! resolver spends a [`Budget`] as it selects, so trimmed content is never copied
+//! out of the repository), so the bundle, its digest and its `excluded` list all
+//! describe what was actually kept. Tokens are *estimated*: there is no single tokenizer
 //! (each model family has its own), so ctx uses one documented, deterministic
 //! rule and names it in every report ([`TOKENIZER`]).
 
 use serde_json::Value;
 
 use crate::load::Repo;
+use crate::object::ContextObject;
+use crate::private::Opened;
 use crate::resolve::{Exclusion, Resolution, Selected};
 
 /// The estimate's name, stated wherever a budget is reported.
@@ -31,15 +34,42 @@ pub fn value_tokens(v: &Value) -> usize {
     match v {
         Value::String(s) => estimate_tokens(s),
         Value::Null => 0,
-        other => estimate_tokens(&other.to_string()),
+        other => {
+            // Counted as it is written: the JSON text itself is never needed.
+            let mut chars = CharCount(0);
+            serde_json::to_writer(&mut chars, other).expect("counting never fails");
+            chars.0.div_ceil(4)
+        }
+    }
+}
+
+/// Counts the UTF-8 characters written to it (every byte that does not continue one).
+struct CharCount(usize);
+
+impl std::io::Write for CharCount {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0 += buf.iter().filter(|&&b| (b as i8) >= -0x40).count();
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
     }
 }
 
 /// Estimated tokens of one selected object: its (redacted) content, title and
 /// summary, plus [`PER_OBJECT_OVERHEAD`].
 pub fn object_tokens(repo: &Repo, s: &Selected) -> usize {
-    let o = &repo.objects[s.index];
-    let (title, summary) = match &s.decrypted {
+    tokens(
+        &repo.objects[s.index],
+        s.decrypted.as_deref(),
+        s.content.as_ref(),
+    )
+}
+
+/// [`object_tokens`] of object `o` with its decrypted fields and redacted content.
+pub fn tokens(o: &ContextObject, decrypted: Option<&Opened>, content: Option<&Value>) -> usize {
+    let (title, summary) = match decrypted {
         Some(d) => (
             d.fields.get("title").and_then(Value::as_str),
             d.fields.get("summary").and_then(Value::as_str),
@@ -50,7 +80,7 @@ pub fn object_tokens(repo: &Repo, s: &Selected) -> usize {
         + estimate_tokens(&o.id)
         + title.map_or(0, estimate_tokens)
         + summary.map_or(0, estimate_tokens)
-        + s.content.as_ref().map_or(0, value_tokens)
+        + content.map_or(0, value_tokens)
 }
 
 /// One object the budget left out.
@@ -73,27 +103,40 @@ pub struct Report {
     pub tokenizer: &'static str,
 }
 
-/// Keep the most relevant objects whose estimated size fits `max_tokens`.
-///
-/// `r.included` is in relevance order (the resolver ranks before it selects),
-/// so objects are taken greedily in that order: one that does not fit is
-/// trimmed and smaller, less relevant ones may still fit after it. Each trimmed
-/// object moves to `r.excluded` as `not-relevant`, with the budget in its
-/// detail, exactly like `--limit`. Pure and deterministic: the same resolution
-/// and budget always keep the same objects.
-pub fn fit(repo: &Repo, r: &mut Resolution, max_tokens: usize) -> Report {
-    let mut used = 0usize;
-    let mut kept = Vec::with_capacity(r.included.len());
-    let mut trimmed = Vec::new();
-    for (pos, s) in std::mem::take(&mut r.included).into_iter().enumerate() {
-        let cost = object_tokens(repo, &s);
-        if used + cost <= max_tokens {
-            used += cost;
-            kept.push(s);
-            continue;
+/// A token budget spent greedily in relevance order: an object that does not fit
+/// is trimmed, and smaller, less relevant ones may still fit after it. Each trimmed
+/// object becomes a `not-relevant` exclusion with the budget in its detail, exactly
+/// like `--limit`. Deterministic: the same objects in the same order always give
+/// the same decisions.
+#[derive(Debug)]
+pub struct Budget {
+    max_tokens: usize,
+    used: usize,
+    kept: usize,
+    trimmed: Vec<Trimmed>,
+}
+
+impl Budget {
+    pub fn new(max_tokens: usize) -> Budget {
+        Budget {
+            max_tokens,
+            used: 0,
+            kept: 0,
+            trimmed: Vec::new(),
         }
-        let o = &repo.objects[s.index];
-        let rank = pos + 1;
+    }
+
+    /// Offer the next object in relevance order, estimated at `cost` tokens: true
+    /// when it fits (keep it); else it is recorded as trimmed and its exclusion
+    /// pushed onto `excluded`.
+    pub fn admit(&mut self, o: &ContextObject, cost: usize, excluded: &mut Vec<Exclusion>) -> bool {
+        if self.used + cost <= self.max_tokens {
+            self.used += cost;
+            self.kept += 1;
+            return true;
+        }
+        let (max_tokens, used) = (self.max_tokens, self.used);
+        let rank = self.kept + self.trimmed.len() + 1;
         let detail = format!(
             "trimmed by max_tokens {max_tokens} (rank {rank}, about {cost} tokens; {used} already used)"
         );
@@ -101,27 +144,46 @@ pub fn fit(repo: &Repo, r: &mut Resolution, max_tokens: usize) -> Report {
             Some(v) => format!("version {v}: {detail}"),
             None => detail,
         };
-        r.excluded.push(Exclusion {
+        excluded.push(Exclusion {
             id: o.id.clone(),
             reason: "not-relevant",
             detail: Some(detail),
             outranked_by: None,
         });
-        trimmed.push(Trimmed {
+        self.trimmed.push(Trimmed {
             id: o.id.clone(),
             rank,
             tokens: cost,
         });
+        false
+    }
+
+    /// What was kept and trimmed.
+    pub fn report(self) -> Report {
+        Report {
+            max_tokens: self.max_tokens,
+            used_tokens: self.used,
+            kept: self.kept,
+            trimmed: self.trimmed,
+            tokenizer: TOKENIZER,
+        }
+    }
+}
+
+/// Keep the most relevant objects of a resolution whose estimated size fits
+/// `max_tokens` (`r.included` is in relevance order), spending a [`Budget`].
+pub fn fit(repo: &Repo, r: &mut Resolution, max_tokens: usize) -> Report {
+    let mut budget = Budget::new(max_tokens);
+    let mut kept = Vec::with_capacity(r.included.len());
+    for s in std::mem::take(&mut r.included) {
+        let cost = object_tokens(repo, &s);
+        if budget.admit(&repo.objects[s.index], cost, &mut r.excluded) {
+            kept.push(s);
+        }
     }
     r.included = kept;
     r.excluded.sort();
-    Report {
-        max_tokens,
-        used_tokens: used,
-        kept: r.included.len(),
-        trimmed,
-        tokenizer: TOKENIZER,
-    }
+    budget.report()
 }
 
 #[cfg(test)]
@@ -190,6 +252,31 @@ mod tests {
         assert_eq!(estimate_tokens("abcde"), 2);
         assert_eq!(estimate_tokens("ééééé"), 2, "characters, not bytes");
         assert_eq!(value_tokens(&serde_json::json!({"a": 1})), 2);
+        // Structured content counts the characters of its compact JSON text,
+        // escapes and non-ASCII included, without writing that text out.
+        for v in [
+            serde_json::json!({"name": "Zoë \"Ö\" 東京", "n": [1, 2.5, null, true]}),
+            serde_json::json!(["tab\there", "line\nbreak", "\u{1F600}"]),
+        ] {
+            assert_eq!(value_tokens(&v), v.to_string().chars().count().div_ceil(4));
+        }
+    }
+
+    #[test]
+    fn resolving_with_a_budget_equals_fitting_the_whole_resolution() {
+        let (_dir, repo) = fixture();
+        for max in [0, 50, 200, 100_000] {
+            let mut whole = resolve(&repo, request("refund")).expect("resolves");
+            let report = fit(&repo, &mut whole, max);
+            let mut req = request("refund");
+            req.max_tokens = Some(max);
+            let spent = resolve(&repo, req).expect("resolves");
+            assert_eq!(spent.budget.as_ref(), Some(&report), "max {max}");
+            let ids =
+                |r: &Resolution| -> Vec<usize> { r.included.iter().map(|s| s.index).collect() };
+            assert_eq!(ids(&spent), ids(&whole), "max {max}");
+            assert_eq!(spent.excluded, whole.excluded, "max {max}");
+        }
     }
 
     #[test]

@@ -2,6 +2,8 @@
 //! for authorized, selected objects), then redact what they produced through the
 //! [`View`], exactly like inline content.
 
+use std::borrow::Cow;
+
 use serde_json::Value;
 
 use crate::adapters;
@@ -12,9 +14,10 @@ use crate::view::{Shown, Source, SourceText, View, Withheld};
 
 use super::{excl, Exclusion, Request, Warning};
 
-/// An object's content as the consumer receives it.
-pub(super) struct Content {
-    pub content: Option<Value>,
+/// An object's content as the consumer receives it, still borrowed from the
+/// repository where redaction left it as it was (copied only once kept).
+pub(super) struct Content<'a> {
+    pub content: Option<Cow<'a, Value>>,
     /// The media type a source adapter reported for the content it returned.
     pub content_type: Option<String>,
     pub redacted: Vec<String>,
@@ -57,14 +60,14 @@ fn unavailable(
 }
 
 /// The content of one selected object, or None when it must be left out (recorded).
-pub(super) fn select(
+pub(super) fn select<'a>(
     view: &View<'_>,
     req: &Request,
     o: &ContextObject,
-    inline: Shown<'_>,
+    inline: Shown<'a>,
     excluded: &mut Vec<Exclusion>,
     warnings: &mut Vec<Warning>,
-) -> Option<Content> {
+) -> Option<Content<'a>> {
     let m = &view.repo().manifest;
     // Private objects are decrypted only here: authorized, selected, in memory.
     let decrypted = match o.meta.sealed {
@@ -102,13 +105,12 @@ pub(super) fn select(
     };
     let mut lowered = None;
     let mut reported_type = None;
-    let shown: Result<Shown<'static>, Withheld> = match (&decrypted, inline.content.is_some(), uri)
-    {
+    let shown: Result<Shown<'a>, Withheld> = match (&decrypted, inline.content.is_some(), uri) {
         (Some(d), _, _) if d.content.is_some() => view.source_content(
             own(Some(&d.fields)).as_ref(),
             Source::Inline(d.content.as_ref()),
         ),
-        (None, true, _) => Ok(inline.into_owned()),
+        (None, true, _) => Ok(inline),
         (_, _, Some(uri)) => {
             if let Err(w) = view.may_load(uri) {
                 withhold(o, w, excluded, warnings);
@@ -164,7 +166,7 @@ pub(super) fn select(
     };
     match shown {
         Ok(s) => Some(Content {
-            content: s.content.map(|c| c.into_owned()),
+            content: s.content,
             content_type: reported_type,
             redacted: s.redacted,
             trust: lowered,

@@ -11,6 +11,7 @@ mod select;
 
 pub use select::precedence_cmp;
 
+use std::borrow::Cow;
 use std::collections::BTreeSet;
 use std::path::PathBuf;
 
@@ -510,19 +511,27 @@ pub fn resolve(repo: &Repo, req: Request) -> Result<Resolution> {
     }
 
     // 8. Content from sources (adapters run only for authorized, selected objects),
-    //    redacted by the view like inline content.
+    //    redacted by the view like inline content; then the token budget, in
+    //    relevance order, so trimmed content is never copied.
     let mut included = Vec::new();
+    let mut budget = req.max_tokens.map(crate::budget::Budget::new);
     for (i, matched, state, score, sh) in selected_raw {
         let o = &objects[i];
         let Some(sel) = content::select(&view, &req, o, sh, &mut excluded, &mut warnings) else {
             continue;
         };
         content::lifecycle_warnings(m, o, state, sel.trust, &mut warnings);
+        if let Some(b) = &mut budget {
+            let cost = crate::budget::tokens(o, sel.decrypted.as_deref(), sel.content.as_deref());
+            if !b.admit(o, cost, &mut excluded) {
+                continue;
+            }
+        }
         included.push(Selected {
             index: i,
             lifecycle: state,
             score,
-            content: sel.content,
+            content: sel.content.map(Cow::into_owned),
             content_type: sel.content_type,
             redacted: sel.redacted,
             matched,
@@ -538,8 +547,7 @@ pub fn resolve(repo: &Repo, req: Request) -> Result<Resolution> {
     let ceiling = scope.ceiling;
     let supersession = Some(view.supersession_shared());
     drop(view);
-    let max_tokens = req.max_tokens;
-    let mut resolution = Resolution {
+    Ok(Resolution {
         considered: objects.len(),
         request: req,
         included,
@@ -548,11 +556,7 @@ pub fn resolve(repo: &Repo, req: Request) -> Result<Resolution> {
         not_in_scope,
         permissions,
         ceiling,
-        budget: None,
+        budget: budget.map(crate::budget::Budget::report),
         supersession,
-    };
-    if let Some(n) = max_tokens {
-        resolution.budget = Some(crate::budget::fit(repo, &mut resolution, n));
-    }
-    Ok(resolution)
+    })
 }
