@@ -34,13 +34,48 @@ pub fn value_tokens(v: &Value) -> usize {
     match v {
         Value::String(s) => estimate_tokens(s),
         Value::Null => 0,
-        other => {
-            // Counted as it is written: the JSON text itself is never needed.
+        other => json_chars(other).div_ceil(4),
+    }
+}
+
+/// Characters of `v` as compact JSON (as `serde_json` writes it), counted without
+/// writing it: a budget costs every resolved object, most of which it trims.
+fn json_chars(v: &Value) -> usize {
+    let separators = |n: usize| n.saturating_sub(1);
+    match v {
+        Value::Null => 4,
+        Value::Bool(b) => 4 + usize::from(!b),
+        Value::Number(n) => {
             let mut chars = CharCount(0);
-            serde_json::to_writer(&mut chars, other).expect("counting never fails");
-            chars.0.div_ceil(4)
+            serde_json::to_writer(&mut chars, n).expect("counting never fails");
+            chars.0
+        }
+        Value::String(s) => string_chars(s),
+        Value::Array(items) => {
+            2 + separators(items.len()) + items.iter().map(json_chars).sum::<usize>()
+        }
+        Value::Object(map) => {
+            2 + separators(map.len())
+                + map
+                    .iter()
+                    .map(|(k, v)| string_chars(k) + 1 + json_chars(v))
+                    .sum::<usize>()
         }
     }
+}
+
+/// Characters of a JSON string literal: its quotes, its characters, and what
+/// escaping adds (`\"`, `\\` and the short control escapes one each, `\u00XX` five).
+fn string_chars(s: &str) -> usize {
+    let escapes: usize = s
+        .bytes()
+        .map(|b| match b {
+            b'"' | b'\\' | b'\x08' | b'\x0c' | b'\n' | b'\r' | b'\t' => 1,
+            0..=0x1f => 5,
+            _ => 0,
+        })
+        .sum();
+    2 + s.chars().count() + escapes
 }
 
 /// Counts the UTF-8 characters written to it (every byte that does not continue one).
@@ -69,6 +104,11 @@ pub fn object_tokens(repo: &Repo, s: &Selected) -> usize {
 
 /// [`object_tokens`] of object `o` with its decrypted fields and redacted content.
 pub fn tokens(o: &ContextObject, decrypted: Option<&Opened>, content: Option<&Value>) -> usize {
+    tokens_with(o, decrypted, content.map_or(0, value_tokens))
+}
+
+/// [`tokens`] with the content's [`value_tokens`] already estimated.
+pub fn tokens_with(o: &ContextObject, decrypted: Option<&Opened>, content_tokens: usize) -> usize {
     let (title, summary) = match decrypted {
         Some(d) => (
             d.fields.get("title").and_then(Value::as_str),
@@ -80,7 +120,7 @@ pub fn tokens(o: &ContextObject, decrypted: Option<&Opened>, content: Option<&Va
         + estimate_tokens(&o.id)
         + title.map_or(0, estimate_tokens)
         + summary.map_or(0, estimate_tokens)
-        + content.map_or(0, value_tokens)
+        + content_tokens
 }
 
 /// One object the budget left out.
@@ -182,7 +222,7 @@ pub fn fit(repo: &Repo, r: &mut Resolution, max_tokens: usize) -> Report {
         }
     }
     r.included = kept;
-    r.excluded.sort();
+    r.excluded.sort_unstable();
     budget.report()
 }
 
@@ -254,10 +294,21 @@ mod tests {
         assert_eq!(value_tokens(&serde_json::json!({"a": 1})), 2);
         // Structured content counts the characters of its compact JSON text,
         // escapes and non-ASCII included, without writing that text out.
+        let controls: String = (0u8..0x20).map(char::from).collect();
         for v in [
             serde_json::json!({"name": "Zoë \"Ö\" 東京", "n": [1, 2.5, null, true]}),
-            serde_json::json!(["tab\there", "line\nbreak", "\u{1F600}"]),
+            serde_json::json!([
+                "tab\there",
+                "line\nbreak",
+                "\u{1F600}",
+                "back\\slash",
+                "\u{7f}"
+            ]),
+            serde_json::json!({"": [], "e": {}, "f": false, "big": 1e300, "neg": -0.5, "u": u64::MAX}),
+            serde_json::json!({ controls.clone(): controls }),
+            serde_json::json!([[[]], [{}], {"a": [null]}]),
         ] {
+            assert_eq!(json_chars(&v), v.to_string().chars().count(), "{v}");
             assert_eq!(value_tokens(&v), v.to_string().chars().count().div_ceil(4));
         }
     }

@@ -18,6 +18,8 @@ use super::{excl, Exclusion, Request, Warning};
 /// repository where redaction left it as it was (copied only once kept).
 pub(super) struct Content<'a> {
     pub content: Option<Cow<'a, Value>>,
+    /// The content is the inline content handed in, as it was.
+    pub inline: bool,
     /// The media type a source adapter reported for the content it returned.
     pub content_type: Option<String>,
     pub redacted: Vec<String>,
@@ -105,12 +107,16 @@ pub(super) fn select<'a>(
     };
     let mut lowered = None;
     let mut reported_type = None;
+    let mut as_handed = false;
     let shown: Result<Shown<'a>, Withheld> = match (&decrypted, inline.content.is_some(), uri) {
         (Some(d), _, _) if d.content.is_some() => view.source_content(
             own(Some(&d.fields)).as_ref(),
             Source::Inline(d.content.as_ref()),
         ),
-        (None, true, _) => Ok(inline),
+        (None, true, _) => {
+            as_handed = true;
+            Ok(inline)
+        }
         (_, _, Some(uri)) => {
             if let Err(w) = view.may_load(uri) {
                 withhold(o, w, excluded, warnings);
@@ -167,6 +173,7 @@ pub(super) fn select<'a>(
     match shown {
         Ok(s) => Some(Content {
             content: s.content,
+            inline: as_handed,
             content_type: reported_type,
             redacted: s.redacted,
             trust: lowered,

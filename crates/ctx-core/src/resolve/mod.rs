@@ -462,17 +462,30 @@ pub fn resolve(repo: &Repo, req: Request) -> Result<Resolution> {
     let order: Vec<usize> = ranked_in.iter().map(|(i, _, _)| *i).collect();
     let texts: Vec<Option<&Value>> = shown.iter().map(|s| s.content.as_deref()).collect();
     let scores = rank::scores(objects, &order, &texts, req.task.as_deref());
+    // What each candidate's inline content costs a token budget, estimated side by
+    // side now rather than one by one as the budget is spent (by object index).
+    let inline_tokens: Vec<usize> = match req.max_tokens {
+        Some(_) => {
+            use rayon::prelude::*;
+            let each: Vec<usize> = texts
+                .par_iter()
+                .map(|c| c.map_or(0, crate::budget::value_tokens))
+                .collect();
+            let mut by_object = vec![0; objects.len()];
+            for (&i, t) in order.iter().zip(each) {
+                by_object[i] = t;
+            }
+            by_object
+        }
+        None => Vec::new(),
+    };
     let mut ranked: Vec<(usize, String, Lifecycle, f64, crate::view::Shown<'_>)> = ranked_in
         .into_iter()
         .zip(scores)
         .zip(shown)
         .map(|(((i, mt, st), s), sh)| (i, mt, st, s, sh))
         .collect();
-    ranked.sort_by(|a, b| {
-        b.3.partial_cmp(&a.3)
-            .unwrap_or(std::cmp::Ordering::Equal)
-            .then_with(|| select::precedence_cmp(m, &objects[a.0], &objects[b.0]))
-    });
+    select::sort_by_relevance(m, objects, &mut ranked, |r| (r.0, r.3));
 
     // 7. Trim, reporting every trimmed object.
     let has_task = req
@@ -522,7 +535,14 @@ pub fn resolve(repo: &Repo, req: Request) -> Result<Resolution> {
         };
         content::lifecycle_warnings(m, o, state, sel.trust, &mut warnings);
         if let Some(b) = &mut budget {
-            let cost = crate::budget::tokens(o, sel.decrypted.as_deref(), sel.content.as_deref());
+            let content_tokens = match sel.inline {
+                true => inline_tokens[i],
+                false => sel
+                    .content
+                    .as_deref()
+                    .map_or(0, crate::budget::value_tokens),
+            };
+            let cost = crate::budget::tokens_with(o, sel.decrypted.as_deref(), content_tokens);
             if !b.admit(o, cost, &mut excluded) {
                 continue;
             }
@@ -539,9 +559,11 @@ pub fn resolve(repo: &Repo, req: Request) -> Result<Resolution> {
             decrypted: sel.decrypted,
         });
     }
-    excluded.sort();
+    // Equal records are identical (every field is compared): an unstable sort
+    // orders them as a stable one would, without its scratch buffer.
+    excluded.sort_unstable();
     excluded.dedup();
-    warnings.sort();
+    warnings.sort_unstable();
     warnings.dedup();
     let permissions: Vec<String> = scope.permissions.iter().cloned().collect();
     let ceiling = scope.ceiling;

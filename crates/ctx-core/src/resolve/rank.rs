@@ -50,17 +50,77 @@ struct Query<'q> {
     map: Option<HashMap<&'q str, usize>>,
     /// The longest term, in bytes: a longer ASCII token cannot match.
     longest: usize,
+    /// Bit `n` set when some term is `n` bytes long (n < 64), and whether one is
+    /// longer: with `first`, how ASCII text skips most tokens before any lookup.
+    lengths: u64,
+    long: bool,
+    /// The bytes (either case) some term starts with.
+    first: [bool; 256],
 }
 
 impl<'q> Query<'q> {
     fn new(terms: &'q [String]) -> Query<'q> {
         let terms: Vec<&str> = terms.iter().map(String::as_str).collect();
+        let mut first = [false; 256];
+        let mut lengths = 0u64;
+        for t in &terms {
+            if let Some(&b) = t.as_bytes().first() {
+                first[b.to_ascii_lowercase() as usize] = true;
+                first[b.to_ascii_uppercase() as usize] = true;
+            }
+            if t.len() < 64 {
+                lengths |= 1 << t.len();
+            }
+        }
         Query {
             map: (terms.len() > 8)
                 .then(|| terms.iter().enumerate().map(|(i, t)| (*t, i)).collect()),
             longest: terms.iter().map(|t| t.len()).max().unwrap_or(0),
+            lengths,
+            long: terms.iter().any(|t| t.len() >= 64),
+            first,
             terms,
         }
+    }
+
+    /// Whether an ASCII token could be a term: its length and first byte say most
+    /// cannot, and only those that could are looked up ([`Query::find`]).
+    fn may_match(&self, token: &[u8]) -> bool {
+        let n = token.len();
+        let length = if n < 64 {
+            self.lengths >> n & 1 == 1
+        } else {
+            self.long
+        };
+        length && self.first[token[0] as usize]
+    }
+
+    /// Call `hit` with the term of each token of ASCII `text` that is one, and
+    /// return how many tokens it has: [`each_token`] and [`Query::find`] in one
+    /// pass over the bytes, for the common case.
+    fn tally_ascii(&self, text: &str, mut hit: impl FnMut(usize)) -> usize {
+        debug_assert!(text.is_ascii());
+        let bytes = text.as_bytes();
+        let mut tokens = 0;
+        let mut i = 0;
+        while i < bytes.len() {
+            if !bytes[i].is_ascii_alphanumeric() {
+                i += 1;
+                continue;
+            }
+            let start = i;
+            i += 1;
+            while i < bytes.len() && bytes[i].is_ascii_alphanumeric() {
+                i += 1;
+            }
+            tokens += 1;
+            if self.may_match(&bytes[start..i]) {
+                if let Some(t) = self.find(&text[start..i]) {
+                    hit(t);
+                }
+            }
+        }
+        tokens
     }
 
     fn get(&self, t: &str) -> Option<usize> {
@@ -134,6 +194,12 @@ fn profile(o: &ContextObject, content: Option<&Value>, query: &Query<'_>) -> (Ve
     let mut tf = vec![0.0; query.terms.len()];
     let mut len = 0.0;
     let mut add = |text: &str, w: f64| {
+        if text.is_ascii() {
+            // Weights are small binary fractions: adding one per token is exact,
+            // so the product equals the sum the slow path makes.
+            len += w * query.tally_ascii(text, |i| tf[i] += w) as f64;
+            return;
+        }
         each_token(text, |t| {
             len += w;
             if let Some(i) = query.find(t) {
@@ -212,6 +278,51 @@ pub fn scores(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn ascii_text_is_tallied_as_token_by_token_lookup_would() {
+        let texts = [
+            "",
+            "Refund",
+            "  REFUND, refund-policy: refunds 30-day Customer's invoice2 invoice ",
+            "customer customerx xcustomer CUSTOMER cUsToMeR",
+            &"a".repeat(70),
+            &format!("{} {}", "Long".repeat(20), "long".repeat(20)),
+        ];
+        let queries: [&[&str]; 4] = [
+            &["refund"],
+            &["customer", "invoice", "refund"],
+            &["2", "30", "day", "s"],
+            &[
+                &"long".repeat(20),
+                "a",
+                "b",
+                "c",
+                "d",
+                "e",
+                "f",
+                "g",
+                "h",
+                "i",
+            ],
+        ];
+        for q in queries {
+            let terms: Vec<String> = q.iter().map(|t| t.to_string()).collect();
+            let query = Query::new(&terms);
+            for t in texts {
+                let (mut want_tf, mut want_n) = (vec![0usize; terms.len()], 0);
+                each_token(t, |tok| {
+                    want_n += 1;
+                    if let Some(i) = query.find(tok) {
+                        want_tf[i] += 1;
+                    }
+                });
+                let mut got_tf = vec![0usize; terms.len()];
+                let got_n = query.tally_ascii(t, |i| got_tf[i] += 1);
+                assert_eq!((got_n, &got_tf), (want_n, &want_tf), "{q:?} in {t:?}");
+            }
+        }
+    }
 
     #[test]
     fn tokens_are_the_alphanumeric_runs_split_gives() {

@@ -52,6 +52,53 @@ pub fn precedence_cmp(m: &Manifest, a: &ContextObject, b: &ContextObject) -> Ord
         .then_with(|| a.origin.file.cmp(&b.origin.file))
 }
 
+/// Sort `items` by relevance (higher first), then by [`precedence_cmp`] of their
+/// objects; `key` gives an item's object index and score. Items must name distinct
+/// objects. The first steps of the precedence are compared from keys taken once,
+/// so the sort reads the objects themselves (scattered in memory) only for items
+/// that tie on score, authority, version and recency.
+pub fn sort_by_relevance<T>(
+    m: &Manifest,
+    objects: &[ContextObject],
+    items: &mut [T],
+    key: impl Fn(&T) -> (usize, f64),
+) {
+    let keys: Vec<(f64, usize, Option<u64>, Option<crate::time::Instant>)> = items
+        .iter()
+        .map(|it| {
+            let (i, score) = key(it);
+            let o = &objects[i];
+            (score, authority_rank(m, o), o.version, o.meta.updated)
+        })
+        .collect();
+    let mut order: Vec<usize> = (0..items.len()).collect();
+    order.sort_by(|&x, &y| {
+        let (a, b) = (&keys[x], &keys[y]);
+        b.0.partial_cmp(&a.0)
+            .unwrap_or(Ordering::Equal)
+            .then_with(|| a.1.cmp(&b.1))
+            .then_with(|| b.2.cmp(&a.2))
+            .then_with(|| b.3.cmp(&a.3))
+            .then_with(|| precedence_cmp(m, &objects[key(&items[x]).0], &objects[key(&items[y]).0]))
+    });
+    apply_permutation(items, order);
+}
+
+/// Rearrange `items` so that position `n` holds what was at `order[n]`.
+fn apply_permutation<T>(items: &mut [T], mut order: Vec<usize>) {
+    for start in 0..items.len() {
+        // Follow each cycle once, swapping along it; visited slots point at themselves.
+        let mut at = start;
+        while order[at] != start {
+            let next = order[at];
+            items.swap(at, next);
+            order[at] = at;
+            at = next;
+        }
+        order[at] = at;
+    }
+}
+
 /// How the outcome names an object: `id@version`, with its file when another
 /// object in `group` has the same key (a duplicate), so a message never reads
 /// "X outranks X".
@@ -206,5 +253,78 @@ pub fn conflicts(
                 }
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn permutations_are_applied_cycle_by_cycle() {
+        let orders = [
+            vec![],
+            vec![0],
+            vec![2, 0, 1],
+            vec![1, 0, 3, 2],
+            vec![4, 3, 0, 1, 2],
+        ];
+        for order in orders {
+            let mut items: Vec<char> = (0..order.len()).map(|i| (b'a' + i as u8) as char).collect();
+            let want: Vec<char> = order.iter().map(|&i| items[i]).collect();
+            apply_permutation(&mut items, order.clone());
+            assert_eq!(items, want, "{order:?}");
+        }
+    }
+
+    #[test]
+    fn relevance_then_precedence_orders_as_the_comparator_does() {
+        // Ties on score, authority, version and recency in every combination, so
+        // both the keys and the full comparator decide some pairs.
+        let mut files = vec![(
+            "opencontext.yaml".to_string(),
+            "opencontext: \"1.0\"\nid: t\ncollections:\n  notes: ./notes/**\n".to_string(),
+        )];
+        // Groups of four share score and authority; in each, version decides one
+        // pair, recency another, and the last two tie on every key (ids decide).
+        for n in 0..12usize {
+            files.push((
+                format!("notes/o{n:02}.md"),
+                format!(
+                    "---\nid: o{:02}\ntype: knowledge\nauthority: {}\n{}{}---\nbody\n",
+                    11 - n,
+                    ["canonical", "reference", "canonical"][n / 4],
+                    if n % 4 == 0 { "version: 2\n" } else { "" },
+                    if n % 4 == 1 {
+                        "updated: 2026-01-01T00:00:00Z\n"
+                    } else {
+                        ""
+                    },
+                ),
+            ));
+        }
+        let files: Vec<(&str, &str)> = files
+            .iter()
+            .map(|(a, b)| (a.as_str(), b.as_str()))
+            .collect();
+        let (_dir, repo) = crate::testutil::repo_from(&files);
+        let (m, objects) = (&repo.manifest, &repo.objects);
+        assert_eq!(objects.len(), 12);
+        let items: Vec<(usize, f64)> = (0..objects.len())
+            .map(|i| {
+                let n = 11 - objects[i].id[1..].parse::<usize>().expect("a number");
+                (i, [1.0, 1.0, 0.0][n / 4])
+            })
+            .rev()
+            .collect();
+        let mut want = items.clone();
+        want.sort_by(|a, b| {
+            b.1.partial_cmp(&a.1)
+                .unwrap_or(Ordering::Equal)
+                .then_with(|| precedence_cmp(m, &objects[a.0], &objects[b.0]))
+        });
+        let mut got = items.clone();
+        sort_by_relevance(m, objects, &mut got, |it| *it);
+        assert_eq!(got, want);
     }
 }
