@@ -37,6 +37,23 @@ pub struct Origin {
     pub collection: Option<String>,
     /// 1-based line in `file` where the object's YAML/JSON text starts.
     pub line: u32,
+    /// The id the file's path gives, as the loader derived it.
+    pub path_id: PathId,
+}
+
+/// The id an object's path gives it, kept from loading: the id check compares it
+/// with the declared id on every run, and deriving it again (a glob match and a
+/// few strings per object) was a twentieth of a warm `validate`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub enum PathId {
+    /// Not from a collection's folder (a `context:` entry, or made in memory):
+    /// the check asks the manifest.
+    #[default]
+    Unknown,
+    /// A collection member whose id is the one its path gives.
+    Same,
+    /// A collection member whose declared id differs from the one its path gives.
+    Differs(Box<str>),
 }
 
 /// `expires` has three states: omitted (repository ttl applies), `null` (never), or an instant.

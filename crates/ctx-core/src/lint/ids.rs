@@ -3,16 +3,51 @@
 //! declaring `id: policies.discounts` sits in the internal folder, yet an exclude of
 //! `policies.internal.*` does not keep it from anyone.
 
+use std::borrow::Cow;
+
 use crate::diag::{Code, Diagnostic};
 use crate::fs::RelPath;
 use crate::load::matcher::Source;
 use crate::load::parse::derive_id;
 use crate::load::Repo;
 use crate::manifest::roles::{self, Scope};
-use crate::object::ContextObject;
+use crate::object::{ContextObject, PathId};
 
 /// The id a file's path gives it, when a `context:` entry or a local collection loads it.
 pub fn path_id(repo: &Repo, o: &ContextObject) -> Option<String> {
+    expected_id(repo, o).map(Cow::into_owned)
+}
+
+/// [`path_id`], borrowed from what loading kept where it can be: a collection
+/// member's path id was derived when it was parsed (the walk matched it to its
+/// collection, so the manifest would derive the same, which debug builds check).
+fn expected_id<'a>(repo: &'a Repo, o: &'a ContextObject) -> Option<Cow<'a, str>> {
+    let m = &repo.manifest;
+    let name = o.origin.collection.as_deref()?;
+    let entry = m
+        .members
+        .entries
+        .iter()
+        .find(|(_, t)| t.as_ref().is_some_and(|t| t.as_str() == o.origin.file));
+    if let Some((key, _)) = entry.filter(|(k, _)| k == name) {
+        return Some(Cow::Borrowed(key.as_str()));
+    }
+    let found = match &o.origin.path_id {
+        PathId::Same => Some(Cow::Borrowed(o.id.as_str())),
+        PathId::Differs(id) => Some(Cow::Borrowed(&**id)),
+        PathId::Unknown => return from_manifest(repo, o).map(Cow::Owned),
+    };
+    debug_assert_eq!(
+        found.as_deref(),
+        from_manifest(repo, o).as_deref(),
+        "{}",
+        o.origin.file
+    );
+    found
+}
+
+/// The id the manifest gives `o`'s file, derived afresh.
+fn from_manifest(repo: &Repo, o: &ContextObject) -> Option<String> {
     let m = &repo.manifest;
     let rel = RelPath::parse(&o.origin.file).ok()?;
     let name = o.origin.collection.as_deref()?;
@@ -85,8 +120,8 @@ pub fn check(repo: &Repo, out: &mut Vec<Diagnostic>) {
         .par_iter()
         .filter(|o| !o.supplied.contains(&"id"))
         .filter_map(|o| {
-            let expected = path_id(repo, o)?;
-            (expected != o.id && !versioned_name(&expected, o)).then_some((o, expected))
+            let expected = expected_id(repo, o)?;
+            (expected != o.id && !versioned_name(&expected, o)).then(|| (o, expected.into_owned()))
         })
         .collect();
     for (o, expected) in mismatched {
@@ -142,6 +177,56 @@ pub fn check(repo: &Repo, out: &mut Vec<Diagnostic>) {
             .expected(expected.as_str())
             .actual(o.id.as_str());
         out.push(super::at_field(o, "id", d));
+    }
+}
+
+#[cfg(test)]
+mod path_id_tests {
+    use super::*;
+
+    #[test]
+    fn loading_keeps_each_members_path_id_as_the_manifest_gives_it() {
+        let (_dir, repo) = crate::testutil::repo_from(&[
+            (
+                "opencontext.yaml",
+                "opencontext: \"1.0\"\nid: t\ncontext:\n  notes: ./notes/b.md\n  mission: ./mission.md\ncollections:\n  notes: ./notes/**\n",
+            ),
+            ("mission.md", "---\nid: company.mission\n---\nWhy.\n"),
+            ("notes/a.md", "---\ntitle: A\n---\nx\n"),
+            ("notes/b.md", "---\nid: notes.b\n---\nx\n"),
+            ("notes/deep/c.md", "---\nid: notes.c\n---\nx\n"),
+        ]);
+        let by_file = |f: &str| {
+            repo.objects
+                .iter()
+                .filter(|o| o.origin.file == f)
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(by_file("mission.md")[0].origin.path_id, PathId::Unknown);
+        assert_eq!(by_file("notes/a.md")[0].origin.path_id, PathId::Same);
+        assert_eq!(
+            by_file("notes/deep/c.md")[0].origin.path_id,
+            PathId::Differs("notes.deep.c".into())
+        );
+        // notes/b.md is both the `notes` entry and a member of `notes`: the entry's
+        // key is its path id either way.
+        assert_eq!(by_file("notes/b.md").len(), 2);
+        for o in &repo.objects {
+            assert_eq!(
+                path_id(&repo, o),
+                from_manifest(&repo, o),
+                "{}",
+                o.origin.file
+            );
+        }
+        assert_eq!(
+            path_id(&repo, by_file("mission.md")[0]).as_deref(),
+            Some("mission")
+        );
+        assert_eq!(
+            path_id(&repo, by_file("notes/b.md")[1]).as_deref(),
+            Some("notes")
+        );
     }
 }
 

@@ -242,9 +242,16 @@ pub fn parse(member: &Member, bytes: &[u8], defaults: &Defaults<'_>) -> Parsed {
         MemberSource::Entry { key } => (key.clone(), key.clone()),
         MemberSource::Collection { name, base } => (name.clone(), derive_id(name, base, file)),
     };
+    // A collection member's path id, kept when the declared id may differ from it.
+    let mut path_id = match member.source {
+        MemberSource::Collection { .. } => Some(None),
+        MemberSource::Entry { .. } => None,
+    };
     if !fields.contains_key("id") {
         fields.insert("id".into(), Value::String(default_id));
         supplied.push("id");
+    } else if let Some(p) = path_id.as_mut() {
+        *p = Some(default_id);
     }
     for key in DEFAULTABLE {
         if fields.contains_key(key) {
@@ -383,6 +390,11 @@ pub fn parse(member: &Member, bytes: &[u8], defaults: &Defaults<'_>) -> Parsed {
     let doc = serde_json::to_string(&fields)
         .expect("JSON values serialize")
         .into_boxed_str();
+    let path_id = match path_id {
+        None => crate::object::PathId::Unknown,
+        Some(Some(derived)) if derived != id => crate::object::PathId::Differs(derived.into()),
+        Some(_) => crate::object::PathId::Same,
+    };
     out.object = Some(ContextObject {
         id,
         version,
@@ -394,6 +406,7 @@ pub fn parse(member: &Member, bytes: &[u8], defaults: &Defaults<'_>) -> Parsed {
             format,
             collection: Some(collection),
             line: start_line,
+            path_id,
         },
         meta,
     });

@@ -141,6 +141,7 @@ mod tests {
                 format: Format::Markdown,
                 collection: None,
                 line: 1,
+                path_id: Default::default(),
             },
             meta,
         }

@@ -265,6 +265,7 @@ mod tests {
                 format: Format::Yaml,
                 collection: None,
                 line: 1,
+                path_id: Default::default(),
             },
             meta,
         }
