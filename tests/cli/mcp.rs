@@ -118,7 +118,8 @@ pub async fn connect_with(
         },
         prompts: Arc::default(),
     };
-    let mut cmd = tokio::process::Command::new(env!("CARGO_BIN_EXE_ctx"));
+    let mut cmd = std::process::Command::new(crate::support::CTX);
+    crate::support::hermetic::apply(&mut cmd, &crate::support::hermetic::server_home());
     cmd.arg("mcp")
         .args(args)
         .current_dir(dir)
@@ -126,7 +127,7 @@ pub async fn connect_with(
     for (k, v) in env {
         cmd.env(k, v);
     }
-    let (transport, _) = TokioChildProcess::builder(cmd)
+    let (transport, _) = TokioChildProcess::builder(tokio::process::Command::from(cmd))
         .stderr(std::process::Stdio::null())
         .spawn()
         .expect("ctx mcp starts");

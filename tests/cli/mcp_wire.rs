@@ -24,7 +24,9 @@ struct Wire {
 
 impl Wire {
     fn start(dir: &std::path::Path, args: &[&str]) -> Wire {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_ctx"))
+        let mut cmd = Command::new(crate::support::CTX);
+        crate::support::hermetic::apply(&mut cmd, &crate::support::hermetic::server_home());
+        let mut child = cmd
             .arg("mcp")
             .args(args)
             .current_dir(dir)

@@ -100,10 +100,13 @@ fn staged_fallback_checks_out_the_index() {
     let r = repo.ctx(&["validate", "--staged"]);
     assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
     assert!(
-        r.stderr.contains("temporary checkout of the index"),
+        r.stderr
+            .lines()
+            .any(|l| l.starts_with("note: checking a temporary checkout of the index (")),
         "{}",
         r.stderr
     );
+    assert!(!r.stderr.contains("note: note:"), "{}", r.stderr);
     let r = repo.ctx(&["validate", "--staged", "-C", "/"]);
     assert_ne!(r.code, 0);
 }

@@ -13,11 +13,11 @@ use std::process::Command;
 use std::sync::OnceLock;
 
 /// Variables copied from the test process, because a child needs them to run
-/// at all (PATH, the temporary folder) or test tooling sets them on purpose
-/// (backtraces, coverage profiles).
+/// at all (PATH) or test tooling sets them on purpose (backtraces, coverage
+/// profiles). The temporary folder is the home's own: what a run leaves there
+/// (a non-git repository's write lock) goes with the home.
 pub const INHERITED: &[&str] = &[
     "PATH",
-    "TMPDIR",
     "RUST_BACKTRACE",
     "RUST_LIB_BACKTRACE",
     "LLVM_PROFILE_FILE",
@@ -64,7 +64,14 @@ impl Default for Home {
 
 /// Create the folders and the empty git configuration of a home at `root`.
 fn make_home(root: &Path) {
-    for sub in [".config", ".cache", ".local/share", ".local/state", "run"] {
+    for sub in [
+        ".config",
+        ".cache",
+        ".local/share",
+        ".local/state",
+        "run",
+        "tmp",
+    ] {
         std::fs::create_dir_all(root.join(sub)).expect("home folders");
     }
     #[cfg(unix)]
@@ -88,6 +95,21 @@ pub fn tool_home() -> &'static Path {
     })
 }
 
+/// A fresh home for a long-running child (a server a client test talks to) that
+/// may outlive any value the test holds: kept under cargo's per-target test
+/// folder rather than removed when dropped.
+pub fn server_home() -> PathBuf {
+    let root = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("server-homes");
+    std::fs::create_dir_all(&root).expect("server homes folder");
+    let home = tempfile::Builder::new()
+        .prefix("home-")
+        .tempdir_in(&root)
+        .expect("server home")
+        .keep();
+    make_home(&home);
+    home
+}
+
 /// Clear `cmd`'s environment and set the fixed one, with `home` as `HOME`.
 pub fn apply(cmd: &mut Command, home: &Path) {
     cmd.env_clear();
@@ -102,6 +124,7 @@ pub fn apply(cmd: &mut Command, home: &Path) {
         .env("XDG_DATA_HOME", home.join(".local/share"))
         .env("XDG_STATE_HOME", home.join(".local/state"))
         .env("XDG_RUNTIME_DIR", home.join("run"))
+        .env("TMPDIR", home.join("tmp"))
         .env("GIT_CONFIG_NOSYSTEM", "1")
         .env("GIT_CONFIG_GLOBAL", home.join(".gitconfig"))
         .env("TZ", "UTC")

@@ -362,7 +362,8 @@ pub struct StagedRepo {
     /// The temporary checkout of the index when the overlay could not be used: the
     /// repository's paths point into it, so keep it alive while using `repo`.
     pub checkout: Option<tempfile::TempDir>,
-    /// What people should know about how the staged state was read (one line each).
+    /// What people should know about how the staged state was read (one line each,
+    /// without a `note:` prefix: that is the renderer's).
     pub notes: Vec<String>,
 }
 
@@ -392,33 +393,34 @@ pub fn load_staged(
             folder.display()
         ))
     })?;
-    let reason = match Manifest::discover(dir, cwd) {
-        Ok((manifest, diags)) => match load(&git, manifest, diags, opts) {
-            Ok(Staged::Loaded(repo, differing)) => {
-                let mut notes = Vec::new();
-                if !differing.is_empty() {
-                    notes.push(format!(
-                        "note: checking the staged content of {} file(s) with unstaged changes ({}); \
+    let reason =
+        match Manifest::discover(dir, cwd) {
+            Ok((manifest, diags)) => match load(&git, manifest, diags, opts) {
+                Ok(Staged::Loaded(repo, differing)) => {
+                    let mut notes = Vec::new();
+                    if !differing.is_empty() {
+                        notes.push(format!(
+                        "checking the staged content of {} file(s) with unstaged changes ({}); \
                          line numbers refer to the staged content",
                         differing.len(),
                         differing.iter().take(3).cloned().collect::<Vec<_>>().join(", ")
                     ));
+                    }
+                    return Ok(StagedRepo {
+                        repo: *repo,
+                        checkout: None,
+                        notes,
+                    });
                 }
-                return Ok(StagedRepo {
-                    repo: *repo,
-                    checkout: None,
-                    notes,
-                });
+                Ok(Staged::Materialize(reason)) => reason,
+                Err(e) => return Err(Error::Invalid(e.to_string())),
+            },
+            // The work-tree manifest does not load; the staged one may.
+            Err(Error::Invalid(_) | Error::Manifest { .. }) => {
+                format!("{file} in the work tree does not load")
             }
-            Ok(Staged::Materialize(reason)) => reason,
-            Err(e) => return Err(Error::Invalid(e.to_string())),
-        },
-        // The work-tree manifest does not load; the staged one may.
-        Err(Error::Invalid(_) | Error::Manifest { .. }) => {
-            format!("{file} in the work tree does not load")
-        }
-        Err(e) => return Err(e),
-    };
+            Err(e) => return Err(e),
+        };
     let tmp = tempfile::tempdir().map_err(|e| Error::io(std::env::temp_dir(), &e))?;
     let root = git
         .materialize_index(&tmp.path().join("index"))
@@ -439,7 +441,7 @@ pub fn load_staged(
         repo: crate::load::load(manifest, diags, &opts),
         checkout: Some(tmp),
         notes: vec![format!(
-            "note: checking a temporary checkout of the index ({reason})"
+            "checking a temporary checkout of the index ({reason})"
         )],
     })
 }
