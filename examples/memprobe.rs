@@ -88,15 +88,7 @@ fn main() {
             roles: vec![role],
         };
         let o = ctx_core::resolve::ResolveOptions::new(who, chrono::Utc::now());
-        let req = ctx_core::resolve::Request::build(&repo.manifest, &o).expect("a request");
-        let mut r = ctx_core::resolve::resolve(&repo, req).expect("resolves");
-        stage("resolve", t);
-        let bundle = ctx_core::bundle::compile(&repo, &mut r, "2026-11-01T00:00:00Z");
-        stage("compile", t);
-        let mut out = std::io::BufWriter::new(std::io::sink());
-        serde_json::to_writer_pretty(&mut out, &bundle).expect("writes");
-        stage("render", t);
-        println!("  {} objects in the bundle", r.included.len());
+        compile(&repo, &o, "resolve", t);
     } else {
         let findings = ctx_core::validate::validate(
             &repo,
@@ -127,10 +119,20 @@ fn warm(dir: &std::path::Path, role: String, t: std::time::Instant) {
     let repo = ctx_core::resolve::open(Some(dir), dir, &load, &o).expect("a repository");
     stage("load", t);
     summary(&repo);
-    let req = ctx_core::resolve::Request::build(&repo.manifest, &o).expect("a request");
-    let mut r = ctx_core::resolve::resolve(&repo, req).expect("resolves");
-    stage("resolve (with the budget)", t);
-    let bundle = ctx_core::bundle::compile(&repo, &mut r, "2026-11-01T00:00:00Z");
+    compile(&repo, &o, "resolve (with the budget)", t);
+}
+
+/// Resolve `o` on `repo`, compile and render the bundle, a stage each.
+fn compile(
+    repo: &ctx_core::load::Repo,
+    o: &ctx_core::resolve::ResolveOptions,
+    label: &str,
+    t: std::time::Instant,
+) {
+    let req = ctx_core::resolve::Request::build(&repo.manifest, o).expect("a request");
+    let mut r = ctx_core::resolve::resolve(repo, req).expect("resolves");
+    stage(label, t);
+    let bundle = ctx_core::bundle::compile(repo, &mut r, "2026-11-01T00:00:00Z");
     stage("compile", t);
     let mut out = std::io::BufWriter::new(std::io::sink());
     serde_json::to_writer_pretty(&mut out, &bundle).expect("writes");
