@@ -3,7 +3,7 @@
 //! runs (load, validate, resolve, compile, render), with the sizes of what the loaded
 //! repository holds.
 //!
-//!     memprobe validate|resolve|cached|warm DIR [ROLE]
+//!     memprobe validate|resolve|cached|warm|whole DIR [ROLE]
 //!
 //! `validate` loads as `ctx validate --no-cache` does and checks; `cached` the same
 //! through the parse cache (delete the cache first to see the first, writing run);
@@ -71,12 +71,16 @@ fn main() {
     };
     let role = args.get(2).cloned().unwrap_or_else(|| "support".into());
     let t = std::time::Instant::now();
-    if mode == "warm" {
-        return warm(&dir, role, t);
+    if mode == "warm" || mode == "whole" {
+        return warm(&dir, role, mode == "warm", t);
     }
+    // As the CLI loads: checks only for validate (structured content, prose as its
+    // kind, only the documents checks read), everything for a whole bundle.
+    let checks = mode != "resolve";
     let opts = ctx_core::load::LoadOptions {
         cache: mode == "cached",
-        content: mode == "resolve",
+        prose: !checks,
+        docs: !checks,
         ..Default::default()
     };
     let repo = ctx_core::load::open(Some(&dir), &dir, &opts).expect("a repository");
@@ -88,7 +92,8 @@ fn main() {
             roles: vec![role],
         };
         let o = ctx_core::resolve::ResolveOptions::new(who, chrono::Utc::now());
-        compile(&repo, &o, "resolve", t);
+        let mut repo = repo;
+        compile(&mut repo, &o, "resolve", t);
     } else {
         let findings = ctx_core::validate::validate(
             &repo,
@@ -102,7 +107,7 @@ fn main() {
     }
 }
 
-fn warm(dir: &std::path::Path, role: String, t: std::time::Instant) {
+fn warm(dir: &std::path::Path, role: String, budget: bool, t: std::time::Instant) {
     let who = ctx_core::view::Who {
         agent: None,
         roles: vec![role],
@@ -110,21 +115,31 @@ fn warm(dir: &std::path::Path, role: String, t: std::time::Instant) {
     let at = ctx_core::time::parse_timestamp("2026-11-01T00:00:00Z").expect("an instant");
     let mut o = ctx_core::resolve::ResolveOptions::new(who, at);
     o.task = Some("refund for a customer invoice".into());
-    o.max_tokens = Some(8000);
+    o.max_tokens = budget.then_some(8000);
     let load = ctx_core::load::LoadOptions {
-        cache: true,
+        cache: budget,
         content: true,
         ..Default::default()
     };
-    let repo = ctx_core::resolve::open(Some(dir), dir, &load, &o).expect("a repository");
+    let mut repo = ctx_core::resolve::open(Some(dir), dir, &load, &o).expect("a repository");
     stage("load", t);
     summary(&repo);
-    compile(&repo, &o, "resolve (with the budget)", t);
+    compile(
+        &mut repo,
+        &o,
+        if budget {
+            "resolve (with the budget)"
+        } else {
+            "resolve"
+        },
+        t,
+    );
 }
 
-/// Resolve `o` on `repo`, compile and render the bundle, a stage each.
+/// Resolve `o` on `repo`, compile and render the bundle, a stage each; the content is
+/// released before compiling, as `ctx resolve` does.
 fn compile(
-    repo: &ctx_core::load::Repo,
+    repo: &mut ctx_core::load::Repo,
     o: &ctx_core::resolve::ResolveOptions,
     label: &str,
     t: std::time::Instant,
@@ -132,6 +147,7 @@ fn compile(
     let req = ctx_core::resolve::Request::build(&repo.manifest, o).expect("a request");
     let mut r = ctx_core::resolve::resolve(repo, req).expect("resolves");
     stage(label, t);
+    repo.release_content();
     let bundle = ctx_core::bundle::compile(repo, &mut r, "2026-11-01T00:00:00Z");
     stage("compile", t);
     let mut out = std::io::BufWriter::new(std::io::sink());
@@ -144,6 +160,8 @@ fn compile(
 fn summary(repo: &ctx_core::load::Repo) {
     let objects = &repo.objects;
     let doc: usize = objects.iter().map(|o| o.doc.len()).sum();
+    let kept = objects.iter().filter(|o| !o.doc.is_empty()).count();
+    println!("  docs kept {kept}");
     let content: usize = objects
         .iter()
         .filter_map(|o| o.content.as_ref())

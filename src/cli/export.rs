@@ -82,20 +82,27 @@ pub fn run(g: &Global, p: &Printer, a: &ExportArgs) -> Result<Exit> {
     let opts = super::resolve::scope_options(g, &a.scope);
     // Content is kept only for objects this consumer may read.
     let load = g.load_options(ctx_core::load::DEFAULT_MAX_FILE_SIZE);
-    let repo = resolve::open(g.dir.as_deref(), &g.cwd, &load, &opts)?;
+    let mut repo = resolve::open(g.dir.as_deref(), &g.cwd, &load, &opts)?;
     if a.scope.who.is_empty() {
         return Err(Error::Usage(
             "export needs a consumer: pass --role ROLE or --agent AGENT".into(),
         ));
     }
-    let (resolution, bundle) = resolve::bundle(&repo, &opts, &g.clock.stamp())?;
+    let (resolution, bundle) =
+        resolve::bundle_releasing_content(&mut repo, &opts, &g.clock.stamp())?;
     if !a.check {
         super::gate::check(p, &repo, &resolution, a.allow_findings)?;
     }
+    // Only the manifest is read from here on: the objects are released before the
+    // file is rendered and compared, which for a whole bundle are tens of MiB each.
+    let ctx_core::load::Repo {
+        manifest, objects, ..
+    } = repo;
+    drop(objects);
     let target = Target::from(a.target);
     let path = match &a.output {
         Some(o) => super::input::absolute(&g.cwd, o),
-        None => repo.manifest.root.join(target.default_path()),
+        None => manifest.root.join(target.default_path()),
     };
     let shown = a
         .output
@@ -104,7 +111,7 @@ pub fn run(g: &Global, p: &Printer, a: &ExportArgs) -> Result<Exit> {
     // Decrypted private content never goes into the work tree unless explicitly allowed,
     // and never into a file git tracks; `--check` holds the file to the same rule.
     if resolution.holds_private() {
-        output::check_private_output(&repo.manifest, &path, a.allow_private_output, !a.check)?;
+        output::check_private_output(&manifest, &path, a.allow_private_output, !a.check)?;
     }
     let text = export::render(target, &bundle, &command_line(a));
     if a.output.is_some() && super::printer::output_file(a.output.as_deref()).is_none() {
@@ -147,7 +154,7 @@ pub fn run(g: &Global, p: &Printer, a: &ExportArgs) -> Result<Exit> {
         super::io_result(p.err(&format!("✗ {failed}\n  fix: run `{}`\n", command_line(a))))?;
         return Ok(Exit::Invalid);
     }
-    plan::write(&repo.manifest, &path, &text, &bundle)?;
+    plan::write(&manifest, &path, &text, &bundle)?;
     let n = bundle["objects"].as_array().map_or(0, Vec::len);
     super::io_result(p.out(&format!("wrote {shown} ({n} objects, {digest})\n")))?;
     Ok(Exit::Ok)

@@ -87,8 +87,9 @@ pub fn run(g: &Global, p: &Printer, a: &ResolveArgs, always_bundle: bool) -> Res
     let opts = options(g, a);
     // Content is kept only for objects this consumer may read.
     let load = g.load_options(ctx_core::load::DEFAULT_MAX_FILE_SIZE);
-    let repo = resolve::open(g.dir.as_deref(), &g.cwd, &load, &opts)?;
-    let (resolution, bundle) = resolve::bundle(&repo, &opts, &g.clock.stamp())?;
+    let mut repo = resolve::open(g.dir.as_deref(), &g.cwd, &load, &opts)?;
+    let (resolution, bundle) =
+        resolve::bundle_releasing_content(&mut repo, &opts, &g.clock.stamp())?;
     super::gate::check(p, &repo, &resolution, a.allow_findings)?;
     let out = super::printer::output_file(a.output.as_deref());
     // Decrypted private content stays out of the work tree unless explicitly allowed.

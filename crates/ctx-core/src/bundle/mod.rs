@@ -182,3 +182,50 @@ fn compile_object(repo: &Repo, s: &mut crate::resolve::Selected) -> (Value, Valu
 pub fn digest(bundle: &Value) -> String {
     crate::jcs::sha256_without(bundle, &VOLATILE)
 }
+
+#[cfg(test)]
+mod tests {
+    use crate::resolve::{self, ResolveOptions};
+    use crate::view::Who;
+
+    /// Releasing the repository's content before compiling changes nothing in the
+    /// bundle: the resolution holds its own copy of everything the consumer sees
+    /// (prose, structured content, redacted content).
+    #[test]
+    fn a_bundle_compiled_after_releasing_content_is_the_same() {
+        let (_dir, mut repo) = crate::testutil::repo_from(&[
+            (
+                "opencontext.yaml",
+                "opencontext: \"1.0\"\nid: t\ncollections:\n  notes: ./notes/**\n  people:\n    source: ./people/**\n    type: customer\n\
+                 roles:\n  reader:\n    include: [\"notes.*\", \"people.*\"]\n    exclude: [notes.secret]\n    redact:\n      - path: ssn\n        mode: remove\n",
+            ),
+            ("notes/a.md", "---\ntitle: Refunds\n---\nRefunds within 30 days.\n"),
+            ("notes/secret.md", "---\ntitle: Hidden\n---\nnot for readers\n"),
+            (
+                "people/acme.yaml",
+                "title: ACME\ncontent:\n  name: ACME\n  ssn: 123-45-6789\n  plan: gold\n",
+            ),
+        ]);
+        let who = Who {
+            agent: None,
+            roles: vec!["reader".into()],
+        };
+        let at = crate::time::parse_at("2026-01-01").expect("a date");
+        let mut opts = ResolveOptions::new(who, at);
+        opts.task = Some("refunds".into());
+        let (kept, want) = resolve::bundle(&repo, &opts, "2026-01-01T00:00:00Z").expect("resolves");
+        let (released, got) =
+            resolve::bundle_releasing_content(&mut repo, &opts, "2026-01-01T00:00:00Z")
+                .expect("resolves");
+        assert_eq!(got, want);
+        assert_eq!(released.excluded, kept.excluded);
+        assert_eq!(want["objects"].as_array().map(Vec::len), Some(2), "{want}");
+        let text = want.to_string();
+        assert!(
+            text.contains("Refunds within 30 days") && text.contains("gold"),
+            "{text}"
+        );
+        assert!(!text.contains("123-45-6789") && !text.contains("not for readers"));
+        assert!(repo.objects.iter().all(|o| o.content.is_none()), "released");
+    }
+}

@@ -177,6 +177,14 @@ pub struct Repo {
 }
 
 impl Repo {
+    /// Drop every object's content, keeping its metadata and document: for a caller
+    /// done with content (see [`crate::resolve::bundle_releasing_content`]).
+    pub fn release_content(&mut self) {
+        for o in &mut self.objects {
+            o.content = None;
+        }
+    }
+
     /// Files and folders the loader could not use (unreadable, missing, special,
     /// too large): they may hold context a consumer should have seen, so a
     /// resolution says so. Counted only: a bundle never enumerates the repository.
