@@ -60,9 +60,18 @@ pub fn recorded_digest(text: &str) -> Option<&str> {
 
 /// The text without its marker line (what `--check` compares besides the digest).
 pub fn body(text: &str) -> String {
+    body_lines(text).collect()
+}
+
+fn body_lines(text: &str) -> impl Iterator<Item = &str> {
     text.split_inclusive('\n')
         .filter(|l| !l.starts_with(MARKER))
-        .collect()
+}
+
+/// Do two texts have the same [`body`]? Compared line by line, without building
+/// either body: an export of a whole bundle is tens of MiB.
+pub fn same_body(a: &str, b: &str) -> bool {
+    body_lines(a).eq(body_lines(b))
 }
 
 /// How an existing file compares with what export would write now.
@@ -83,9 +92,7 @@ pub fn state(existing: Option<&str>, text: &str, digest: &str) -> State {
     match existing {
         None => State::Missing,
         Some(old) if !is_generated(old) => State::Foreign,
-        Some(old) if recorded_digest(old) == Some(digest) && body(old) == body(text) => {
-            State::Current
-        }
+        Some(old) if recorded_digest(old) == Some(digest) && same_body(old, text) => State::Current,
         Some(old) => State::Stale(recorded_digest(old).map(str::to_string)),
     }
 }
@@ -260,6 +267,27 @@ mod tests {
             "{text}"
         );
         assert!(!body(&text).contains(MARKER));
+    }
+
+    #[test]
+    fn same_body_compares_what_body_builds() {
+        let m = |d: &str| format!("{MARKER} (agents-md) digest {d} -->\n");
+        let texts = [
+            format!("{}# A\n\nx\n", m("1")),
+            format!("{}# A\n\nx\n", m("2")),
+            format!("# A\n{}\nx\n", m("1")),
+            format!("{}# A\n\nx", m("1")),
+            format!("{}# A\n\ny\n", m("1")),
+            "# A\n\nx\n".to_string(),
+            String::new(),
+        ];
+        for a in &texts {
+            for b in &texts {
+                assert_eq!(same_body(a, b), body(a) == body(b), "{a:?} vs {b:?}");
+            }
+        }
+        assert!(same_body(&texts[0], &texts[1]), "only the marker differs");
+        assert!(!same_body(&texts[0], &texts[3]), "a final newline counts");
     }
 
     #[test]

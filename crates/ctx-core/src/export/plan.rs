@@ -82,7 +82,10 @@ pub fn verdict(state: State, check: bool, force: bool) -> Verdict {
 /// The file's current text, if there is one.
 pub fn read_existing(path: &Path) -> Result<Option<String>> {
     match std::fs::read(path) {
-        Ok(b) => Ok(Some(String::from_utf8_lossy(&b).into_owned())),
+        // Valid UTF-8 (a file ctx wrote) is taken as is, never copied.
+        Ok(b) => Ok(Some(String::from_utf8(b).unwrap_or_else(|e| {
+            String::from_utf8_lossy(e.as_bytes()).into_owned()
+        }))),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
         Err(e) => Err(Error::io(path, &e)),
     }
@@ -156,5 +159,9 @@ mod tests {
         assert_eq!(read_existing(&p).unwrap(), None);
         std::fs::write(&p, "x").unwrap();
         assert_eq!(read_existing(&p).unwrap().as_deref(), Some("x"));
+        // Bytes that are not UTF-8 are replaced, never refused (the file is compared, then
+        // replaced or reported).
+        std::fs::write(&p, b"a\xffb").unwrap();
+        assert_eq!(read_existing(&p).unwrap().as_deref(), Some("a\u{fffd}b"));
     }
 }
