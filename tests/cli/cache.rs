@@ -399,3 +399,35 @@ fn a_collection_made_private_purges_its_cached_plaintext() {
     );
     let _ = alice;
 }
+
+/// The walk's memo (`walk-memo-*` beside the parse cache) lists a repository's files
+/// without listing its folders; a file added or ignored since is still seen.
+#[test]
+fn files_added_or_ignored_after_a_remembered_walk_are_seen() {
+    let repo = healthy();
+    settle();
+    let list = ["list", "--format", "json"];
+    let before = run(&repo, &list, true);
+    let memo = repo.path().join(".ctx/cache");
+    let remembered = std::fs::read_dir(&memo)
+        .unwrap()
+        .flatten()
+        .any(|e| e.file_name().to_string_lossy().starts_with("walk-memo-"));
+    assert!(remembered, "the walk was remembered");
+    assert_eq!(run(&repo, &list, true), before, "from the memo");
+    // Added in a new folder, in the same instant as the run that follows.
+    repo.write(
+        "context/notes/2026/handover.md",
+        "---\nid: notes.2026.handover\ntype: note\nowner: support\n---\n\nHand over.\n",
+    );
+    let added = run(&repo, &list, true);
+    assert!(added.1.contains("notes.2026.handover"), "{}", added.1);
+    assert_eq!(added, run(&repo, &list, false));
+    settle();
+    run(&repo, &list, true);
+    // An ignore file above the collections.
+    repo.write("context/.gitignore", "notes/2026/\n");
+    let ignored = run(&repo, &list, true);
+    assert!(!ignored.1.contains("notes.2026.handover"), "{}", ignored.1);
+    assert_eq!(ignored, run(&repo, &list, false));
+}

@@ -15,6 +15,7 @@ pub mod secrets;
 pub mod unloaded;
 pub mod uri_entries;
 pub mod walk;
+pub(crate) mod walk_memo;
 
 use rayon::prelude::*;
 
@@ -399,7 +400,10 @@ impl Pass {
             // Reading the cache's indexes overlaps the walk.
             std::thread::scope(|s| {
                 let c = s.spawn(|| ParseCache::open(manifest, snapshot_ns));
-                let walked = walk::members(manifest);
+                let memo = walk_memo::location(manifest);
+                let memo = memo.as_deref().map(|p| (p, snapshot_ns));
+                let (members, diags, _) = walk::members_remembered(manifest, memo);
+                let walked = (members, diags);
                 (walked, c.join().ok().flatten())
             })
         } else {

@@ -9,6 +9,7 @@ use std::path::{Path, PathBuf};
 use crate::diag::{Code, Diagnostic};
 use crate::fs::{confine, RelPath};
 use crate::load::matcher::{CompiledCollection, Local, Source};
+use crate::load::walk_memo::{member_path, Found, Memo, Trail};
 use crate::manifest::Manifest;
 
 /// One file to load, and what loaded it.
@@ -69,6 +70,17 @@ fn not_regular(rel: &str, kind: &str) -> Diagnostic {
 /// that escape the repository, symlinks pointing outside it, special files, and
 /// files or folders that cannot be read.
 pub fn members(m: &Manifest) -> (Vec<Member>, Vec<Diagnostic>) {
+    let (out, diags, _) = members_remembered(m, None);
+    (out, diags)
+}
+
+/// [`members`], remembering the collections' walk in the memo at `memo.0` (for a
+/// walk started at `memo.1`, ns) and reusing it while it holds
+/// ([`super::walk_memo`]). Also says whether the memo was used.
+pub fn members_remembered(
+    m: &Manifest,
+    memo: Option<(&Path, i64)>,
+) -> (Vec<Member>, Vec<Diagnostic>, bool) {
     let mut out = Vec::new();
     let mut diags = Vec::new();
     for (e, (key, target)) in m.entries.iter().zip(&m.members.entries) {
@@ -124,12 +136,25 @@ pub fn members(m: &Manifest) -> (Vec<Member>, Vec<Diagnostic>) {
     // rules); their results are joined in manifest order, so nothing depends on
     // which finished first.
     use rayon::prelude::*;
-    let walked: Vec<Walked> = m
-        .members
-        .collections
-        .par_iter()
-        .map(|c| walk_collection(m, c))
-        .collect();
+    let collections = &m.members.collections;
+    let remembered = memo.and_then(|(path, _)| {
+        let memo = super::walk_memo::Memo::load(path, m, collections.len())?;
+        recalled(m, memo)
+    });
+    let used = remembered.is_some();
+    let walked: Vec<Walked> = match remembered {
+        Some(w) => w,
+        None => {
+            let walked: Vec<Walked> = collections
+                .par_iter()
+                .map(|c| walk_collection(m, c))
+                .collect();
+            if let Some((path, snapshot_ns)) = memo {
+                remember(m, &walked, path, snapshot_ns);
+            }
+            walked
+        }
+    };
     for w in walked {
         out.extend(w.members);
         diags.extend(w.diags);
@@ -137,7 +162,7 @@ pub fn members(m: &Manifest) -> (Vec<Member>, Vec<Diagnostic>) {
     }
     sort_members(&mut out);
     diags.extend(super::unloaded::findings(m, &out, candidates));
-    (out, diags)
+    (out, diags, used)
 }
 
 /// What walking one collection found.
@@ -146,6 +171,80 @@ struct Walked {
     members: Vec<Member>,
     diags: Vec<Diagnostic>,
     candidates: Vec<RelPath>,
+    trail: Trail,
+}
+
+/// Remember `walked` if it is fit to be (see [`super::walk_memo`]).
+fn remember(m: &Manifest, walked: &[Walked], path: &Path, snapshot_ns: i64) {
+    if walked.iter().any(|w| !w.diags.is_empty()) {
+        return;
+    }
+    let bases: Vec<PathBuf> = m
+        .members
+        .collections
+        .iter()
+        .filter_map(|c| match &c.source {
+            Source::Local(local) => Some(local.base.to_path(&m.root)),
+            _ => None,
+        })
+        .collect();
+    let trails: Vec<&Trail> = walked.iter().map(|w| &w.trail).collect();
+    let found = walked
+        .iter()
+        .map(|w| {
+            let members = w.members.iter().map(|x| match &x.source {
+                MemberSource::Collection { base, .. } => Some((x.rel.to_string(), base.clone())),
+                MemberSource::Entry { .. } => None,
+            });
+            Some(Found {
+                members: members.collect::<Option<_>>()?,
+                candidates: w.candidates.iter().map(ToString::to_string).collect(),
+            })
+        })
+        .collect::<Option<Vec<Found>>>();
+    let Some(found) = found else {
+        return;
+    };
+    if let Some(memo) = Memo::remember(m, &bases, &trails, found, snapshot_ns) {
+        memo.save(path);
+    }
+}
+
+/// The walks a memo remembers, as members again (None if any path is not one).
+fn recalled(m: &Manifest, memo: Memo) -> Option<Vec<Walked>> {
+    m.members
+        .collections
+        .iter()
+        .zip(memo.found)
+        .map(|(c, f)| {
+            let root = &m.root;
+            let members = f
+                .members
+                .into_iter()
+                .map(|(rel, base)| {
+                    let rel = member_path(&rel)?;
+                    Some(Member {
+                        abs: rel.to_path(root),
+                        rel,
+                        source: MemberSource::Collection {
+                            name: c.name.clone(),
+                            base,
+                        },
+                    })
+                })
+                .collect::<Option<Vec<Member>>>()?;
+            let candidates = f
+                .candidates
+                .iter()
+                .map(|r| member_path(r))
+                .collect::<Option<Vec<RelPath>>>()?;
+            Some(Walked {
+                members,
+                candidates,
+                ..Walked::default()
+            })
+        })
+        .collect()
 }
 
 /// Walk one collection's folder (remote and broken sources give findings only).
@@ -224,6 +323,7 @@ fn collect(m: &Manifest, name: &str, local: &Local, field: &str, written: &str, 
         members: out,
         diags,
         candidates,
+        trail,
     } = w;
     let base_abs = local.base.to_path(&m.root);
     match std::fs::metadata(&base_abs) {
@@ -269,9 +369,17 @@ fn collect(m: &Manifest, name: &str, local: &Local, field: &str, written: &str, 
             }
         };
         let Some(ft) = entry.file_type() else {
+            trail.unfit = true;
             continue;
         };
         let abs = entry.path();
+        // What a memo of this walk must watch: every folder listed; a link's target
+        // can change without any of them changing.
+        if ft.is_dir() {
+            trail.dirs.push(abs.to_path_buf());
+        } else if ft.is_symlink() {
+            trail.unfit = true;
+        }
         let Some(rel) = RelPath::strip(&m.root, abs) else {
             continue;
         };

@@ -22,7 +22,7 @@
 
 pub(crate) mod codec;
 mod file;
-mod location;
+pub(crate) mod location;
 pub mod stamp;
 
 use std::path::{Path, PathBuf};
@@ -115,7 +115,7 @@ pub fn source_ids<'a>(
 
 /// The ctx build and the embedded schemas: what parse results depend on besides
 /// their inputs. Computed once per process.
-fn salt() -> &'static Salt {
+pub(crate) fn salt() -> &'static Salt {
     static SALT: OnceLock<Salt> = OnceLock::new();
     SALT.get_or_init(|| {
         let mut h = Sha256::new();
