@@ -14,7 +14,7 @@ use std::path::{Path, PathBuf};
 use crate::diag::{Code, Diagnostic};
 use crate::load::cache::stamp::Stamp;
 use crate::load::cache::{self, Key, ParseCache};
-use crate::load::walk::{self, Member, MemberSource};
+use crate::load::walk::{Member, MemberSource};
 use crate::load::{parse, LoadOptions, Repo};
 use crate::manifest::Manifest;
 
@@ -211,7 +211,7 @@ pub fn load(
                 .then(|| ParseCache::open(&manifest, snapshot))
                 .flatten()
         });
-        let walked = walk::members(&manifest);
+        let walked = crate::load::walk_members(&manifest, opts, snapshot);
         let idx = idx.join().expect("index thread");
         let cache = cache.join().ok().flatten();
         (idx, walked, cache)

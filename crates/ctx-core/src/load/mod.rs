@@ -400,10 +400,7 @@ impl Pass {
             // Reading the cache's indexes overlaps the walk.
             std::thread::scope(|s| {
                 let c = s.spawn(|| ParseCache::open(manifest, snapshot_ns));
-                let memo = walk_memo::location(manifest);
-                let memo = memo.as_deref().map(|p| (p, snapshot_ns));
-                let (members, diags, _) = walk::members_remembered(manifest, memo);
-                let walked = (members, diags);
+                let walked = walk_members(manifest, opts, snapshot_ns);
                 (walked, c.join().ok().flatten())
             })
         } else {
@@ -437,6 +434,19 @@ impl Pass {
             snapshot_ns,
         }
     }
+}
+
+/// List the member files; with the cache on, through the walk's memo
+/// ([`walk_memo`]) for a walk started at `snapshot_ns`.
+pub(crate) fn walk_members(
+    manifest: &Manifest,
+    opts: &LoadOptions,
+    snapshot_ns: i64,
+) -> (Vec<Member>, Vec<Diagnostic>) {
+    let memo = opts.cache.then(|| walk_memo::location(manifest)).flatten();
+    let memo = memo.as_deref().map(|p| (p, snapshot_ns));
+    let (members, diags, _) = walk::members_remembered(manifest, memo);
+    (members, diags)
 }
 
 /// Read one member and parse it; false when it could not be read.

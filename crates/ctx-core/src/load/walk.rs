@@ -77,7 +77,7 @@ pub fn members(m: &Manifest) -> (Vec<Member>, Vec<Diagnostic>) {
 /// [`members`], remembering the collections' walk in the memo at `memo.0` (for a
 /// walk started at `memo.1`, ns) and reusing it while it holds
 /// ([`super::walk_memo`]). Also says whether the memo was used.
-pub fn members_remembered(
+pub(crate) fn members_remembered(
     m: &Manifest,
     memo: Option<(&Path, i64)>,
 ) -> (Vec<Member>, Vec<Diagnostic>, bool) {
@@ -130,39 +130,67 @@ pub fn members_remembered(
             source: MemberSource::Entry { key: e.key.clone() },
         });
     }
-    // Object files seen under a collection's folder that its source does not match.
-    let mut candidates: Vec<RelPath> = Vec::new();
-    // Collections are walked side by side (each has its own folder and ignore
-    // rules); their results are joined in manifest order, so nothing depends on
-    // which finished first.
-    use rayon::prelude::*;
     let collections = &m.members.collections;
     let remembered = memo.and_then(|(path, _)| {
-        let memo = super::walk_memo::Memo::load(path, m, collections.len())?;
+        let memo = Memo::load(path, m, collections.len())?;
         recalled(m, memo)
     });
     let used = remembered.is_some();
-    let walked: Vec<Walked> = match remembered {
-        Some(w) => w,
+    // Collection members (sorted), and the object files seen under a collection's
+    // folder that its source does not match.
+    let (collected, candidates) = match remembered {
+        Some(r) => r,
         None => {
+            // Collections are walked side by side (each has its own folder and ignore
+            // rules); their results are joined in manifest order, so nothing depends
+            // on which finished first.
+            use rayon::prelude::*;
             let walked: Vec<Walked> = collections
                 .par_iter()
                 .map(|c| walk_collection(m, c))
                 .collect();
-            if let Some((path, snapshot_ns)) = memo {
-                remember(m, &walked, path, snapshot_ns);
+            let fit = walked.iter().all(|w| w.diags.is_empty());
+            let (mut collected, mut candidates, mut trails) = (Vec::new(), Vec::new(), Vec::new());
+            for w in walked {
+                collected.extend(w.members);
+                diags.extend(w.diags);
+                candidates.extend(w.candidates);
+                trails.push(w.trail);
             }
-            walked
+            sort_members(&mut collected);
+            if let (Some((path, snapshot_ns)), true) = (memo, fit) {
+                remember(m, &trails, &collected, &candidates, path, snapshot_ns);
+            }
+            (collected, candidates)
         }
     };
-    for w in walked {
-        out.extend(w.members);
-        diags.extend(w.diags);
-        candidates.extend(w.candidates);
-    }
     sort_members(&mut out);
+    let out = merge_members(out, collected);
     diags.extend(super::unloaded::findings(m, &out, candidates));
     (out, diags, used)
+}
+
+/// The order of members: by relative path, ties by the whole member.
+fn member_order(x: &Member, y: &Member) -> std::cmp::Ordering {
+    x.rel.as_str().cmp(y.rel.as_str()).then_with(|| x.cmp(y))
+}
+
+/// Merge two sorted member lists into one (what sorting both together gives; equal
+/// members are identical).
+fn merge_members(a: Vec<Member>, b: Vec<Member>) -> Vec<Member> {
+    if a.is_empty() {
+        return b;
+    }
+    let mut out = Vec::with_capacity(a.len() + b.len());
+    let mut a = a.into_iter().peekable();
+    for y in b {
+        while let Some(x) = a.next_if(|x| member_order(x, &y).is_le()) {
+            out.push(x);
+        }
+        out.push(y);
+    }
+    out.extend(a);
+    out
 }
 
 /// What walking one collection found.
@@ -174,11 +202,16 @@ struct Walked {
     trail: Trail,
 }
 
-/// Remember `walked` if it is fit to be (see [`super::walk_memo`]).
-fn remember(m: &Manifest, walked: &[Walked], path: &Path, snapshot_ns: i64) {
-    if walked.iter().any(|w| !w.diags.is_empty()) {
-        return;
-    }
+/// Remember a walk that reported nothing, if it is fit to be (see [`super::walk_memo`]):
+/// its trails, sorted collection members and candidates.
+fn remember(
+    m: &Manifest,
+    trails: &[Trail],
+    collected: &[Member],
+    candidates: &[RelPath],
+    path: &Path,
+    snapshot_ns: i64,
+) {
     let bases: Vec<PathBuf> = m
         .members
         .collections
@@ -188,63 +221,56 @@ fn remember(m: &Manifest, walked: &[Walked], path: &Path, snapshot_ns: i64) {
             _ => None,
         })
         .collect();
-    let trails: Vec<&Trail> = walked.iter().map(|w| &w.trail).collect();
-    let found = walked
+    let index = |name: &str| m.members.collections.iter().position(|c| c.name == name);
+    let members = collected
         .iter()
-        .map(|w| {
-            let members = w.members.iter().map(|x| match &x.source {
-                MemberSource::Collection { base, .. } => Some((x.rel.to_string(), base.clone())),
-                MemberSource::Entry { .. } => None,
-            });
-            Some(Found {
-                members: members.collect::<Option<_>>()?,
-                candidates: w.candidates.iter().map(ToString::to_string).collect(),
-            })
+        .map(|x| match &x.source {
+            MemberSource::Collection { name, base } => {
+                Some((index(name)? as u32, x.rel.to_string(), base.clone()))
+            }
+            MemberSource::Entry { .. } => None,
         })
-        .collect::<Option<Vec<Found>>>();
-    let Some(found) = found else {
+        .collect::<Option<Vec<_>>>();
+    let Some(members) = members else {
         return;
     };
-    if let Some(memo) = Memo::remember(m, &bases, &trails, found, snapshot_ns) {
+    let found = Found {
+        members,
+        candidates: candidates.iter().map(ToString::to_string).collect(),
+    };
+    if let Some(memo) = Memo::remember(m, &bases, trails, found, snapshot_ns) {
         memo.save(path);
     }
 }
 
-/// The walks a memo remembers, as members again (None if any path is not one).
-fn recalled(m: &Manifest, memo: Memo) -> Option<Vec<Walked>> {
-    m.members
-        .collections
-        .iter()
-        .zip(memo.found)
-        .map(|(c, f)| {
-            let root = &m.root;
-            let members = f
-                .members
-                .into_iter()
-                .map(|(rel, base)| {
-                    let rel = member_path(&rel)?;
-                    Some(Member {
-                        abs: rel.to_path(root),
-                        rel,
-                        source: MemberSource::Collection {
-                            name: c.name.clone(),
-                            base,
-                        },
-                    })
-                })
-                .collect::<Option<Vec<Member>>>()?;
-            let candidates = f
-                .candidates
-                .iter()
-                .map(|r| member_path(r))
-                .collect::<Option<Vec<RelPath>>>()?;
-            Some(Walked {
-                members,
-                candidates,
-                ..Walked::default()
+/// The walk a memo remembers, as members again (sorted) and candidates; None if
+/// any path is not one or names no collection.
+fn recalled(m: &Manifest, memo: Memo) -> Option<(Vec<Member>, Vec<RelPath>)> {
+    use rayon::prelude::*;
+    let collections = &m.members.collections;
+    let Found {
+        members,
+        candidates,
+    } = memo.found;
+    let members = members
+        .into_par_iter()
+        .map(|(c, rel, base)| {
+            let rel = member_path(&rel)?;
+            Some(Member {
+                abs: rel.to_path(&m.root),
+                rel,
+                source: MemberSource::Collection {
+                    name: collections.get(c as usize)?.name.clone(),
+                    base,
+                },
             })
         })
-        .collect()
+        .collect::<Option<Vec<Member>>>()?;
+    let candidates = candidates
+        .iter()
+        .map(|r| member_path(r))
+        .collect::<Option<Vec<RelPath>>>()?;
+    Some((members, candidates))
 }
 
 /// Walk one collection's folder (remote and broken sources give findings only).
@@ -299,10 +325,7 @@ fn walk_collection(m: &Manifest, c: &CompiledCollection) -> Walked {
 /// unstable sort gives exactly what a stable one would.
 fn sort_members(out: &mut [Member]) {
     let mut order: Vec<usize> = (0..out.len()).collect();
-    order.sort_unstable_by(|&a, &b| {
-        let (x, y) = (&out[a], &out[b]);
-        x.rel.as_str().cmp(y.rel.as_str()).then_with(|| x.cmp(y))
-    });
+    order.sort_unstable_by(|&a, &b| member_order(&out[a], &out[b]));
     super::permute(out, order);
 }
 
@@ -451,5 +474,54 @@ fn collect(m: &Manifest, name: &str, local: &Local, field: &str, written: &str, 
                 base,
             },
         });
+    }
+}
+
+#[cfg(test)]
+mod merge_tests {
+    use super::*;
+
+    fn member(rel: &str, source: MemberSource) -> Member {
+        let rel = RelPath::parse(rel).unwrap();
+        Member {
+            abs: rel.to_path(Path::new("/r")),
+            rel,
+            source,
+        }
+    }
+
+    #[test]
+    fn merging_sorted_lists_equals_sorting_them_together() {
+        let entry = |rel: &str, key: &str| member(rel, MemberSource::Entry { key: key.into() });
+        let collected = |rel: &str, name: &str| {
+            member(
+                rel,
+                MemberSource::Collection {
+                    name: name.into(),
+                    base: "c".into(),
+                },
+            )
+        };
+        // Ties on a path (an entry that is also a collection member), at both ends.
+        let a = [
+            entry("a.md", "a"),
+            entry("c/m.md", "m"),
+            entry("c/m.md", "n"),
+            entry("z.md", "z"),
+        ];
+        let b = [
+            collected("b.md", "x"),
+            collected("c/m.md", "x"),
+            collected("c/m.md", "y"),
+            collected("c/n.md", "x"),
+        ];
+        for (i, j) in [(0, 0), (0, 4), (4, 0), (2, 3), (4, 4), (1, 2)] {
+            let (mut x, mut y) = (a[..i].to_vec(), b[..j].to_vec());
+            sort_members(&mut x);
+            sort_members(&mut y);
+            let mut want = [x.clone(), y.clone()].concat();
+            sort_members(&mut want);
+            assert_eq!(merge_members(x, y), want, "{i} {j}");
+        }
     }
 }

@@ -30,11 +30,12 @@ const MAGIC: &[u8; 16] = b"ctx-walk-memo\0\0\x01";
 /// git's global and info excludes are off).
 const IGNORE_FILES: [&str; 2] = [".gitignore", ".ignore"];
 
-/// What one collection's walk found: members (relative path, id base) and the object
-/// files under its folder that its globs do not match.
+/// What the collections' walk found: members in their sorted order (the collection's
+/// position in the manifest, relative path, id base), and the object files under a
+/// collection's folder that its globs do not match.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub(crate) struct Found {
-    pub members: Vec<(String, String)>,
+    pub members: Vec<(u32, String, String)>,
     pub candidates: Vec<String>,
 }
 
@@ -44,8 +45,9 @@ pub(crate) struct Memo {
     manifest: Stamp,
     dirs: Vec<(String, Stamp)>,
     ignores: Vec<(String, Option<Stamp>)>,
-    /// One per compiled collection, in manifest order.
-    pub found: Vec<Found>,
+    /// How many collections the manifest compiled to.
+    collections: usize,
+    pub found: Found,
 }
 
 /// What a walk records so that it can be remembered.
@@ -93,7 +95,7 @@ impl Memo {
             return None;
         }
         let memo: Memo = postcard::from_bytes(payload).ok()?;
-        let current = memo.found.len() == collections
+        let current = memo.collections == collections
             && Stamp::read(&m.path) == Some(memo.manifest)
             && memo
                 .dirs
@@ -110,8 +112,8 @@ impl Memo {
     pub fn remember(
         m: &Manifest,
         bases: &[PathBuf],
-        trails: &[&Trail],
-        found: Vec<Found>,
+        trails: &[Trail],
+        found: Found,
         snapshot_ns: i64,
     ) -> Option<Memo> {
         if trails.iter().any(|t| t.unfit) {
@@ -158,6 +160,7 @@ impl Memo {
             manifest,
             dirs,
             ignores,
+            collections: m.members.collections.len(),
             found,
         })
     }
