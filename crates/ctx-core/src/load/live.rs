@@ -35,7 +35,7 @@ use crate::manifest::{discover, Manifest};
 use crate::object::ContextObject;
 
 use super::cache::{SourceId, Stamp};
-use super::walk::{self, Member, MemberSource};
+use super::walk::{Member, MemberSource};
 use super::{assemble_slots, cache, read_and_parse, LoadOptions, Pass, Repo, Slots};
 
 /// What one member file contributed at the last load, and how it looked then.
@@ -203,7 +203,7 @@ impl LiveRepo {
         }
         let snapshot_ns = cache::stamp::now_ns();
         let manifest = &self.repo.manifest;
-        let (members, walk_diags) = walk::members(manifest);
+        let (members, walk_diags) = super::walk_members(manifest, &self.opts, snapshot_ns);
         let sources = cache::source_ids(manifest, &members);
         let stamps: Vec<Option<Stamp>> = cache::stamp::read_many(&members, |m| &m.abs);
         let before: HashMap<(&str, &SourceId), &Tracked> = self

@@ -7,7 +7,8 @@
 //! - every folder the walk listed, by stamp (adding, removing or renaming an entry
 //!   changes its folder's mtime and ctime);
 //! - every ignore file the walk's rules could come from: present ones by stamp, and
-//!   in the folders above each collection (which are not listed) absent ones too;
+//!   in the folders above each collection (which are not listed) absent ones too,
+//!   with whether each of those folders holds a `.git` (a repository boundary);
 //! - the ctx build and schemas (the parse cache's salt).
 //!
 //! A walk that found anything to report, met a symbolic link (its target can change
@@ -24,7 +25,7 @@ use super::cache::Stamp;
 use crate::fs::RelPath;
 use crate::manifest::Manifest;
 
-const MAGIC: &[u8; 16] = b"ctx-walk-memo\0\0\x01";
+const MAGIC: &[u8; 16] = b"ctx-walk-memo\0\0\x02";
 
 /// The ignore files the walk honours in each folder (`.gitignore` and `.ignore`;
 /// git's global and info excludes are off).
@@ -45,6 +46,10 @@ pub(crate) struct Memo {
     manifest: Stamp,
     dirs: Vec<(String, Stamp)>,
     ignores: Vec<(String, Option<Stamp>)>,
+    /// Whether each folder above a collection's folder holds a `.git`: a repository
+    /// boundary decides which ignore files above apply. Presence only (git changes
+    /// its folder's stamp on every command).
+    repos: Vec<(String, bool)>,
     /// How many collections the manifest compiled to.
     collections: usize,
     pub found: Found,
@@ -104,7 +109,11 @@ impl Memo {
             && memo
                 .ignores
                 .iter()
-                .all(|(f, s)| ignore_stamp(Path::new(f)) == *s);
+                .all(|(f, s)| ignore_stamp(Path::new(f)) == *s)
+            && memo
+                .repos
+                .iter()
+                .all(|(g, present)| Path::new(g).symlink_metadata().is_ok() == *present);
         current.then_some(memo)
     }
 
@@ -141,6 +150,7 @@ impl Memo {
         let mut above: Vec<&Path> = bases.iter().flat_map(|b| b.ancestors().skip(1)).collect();
         above.sort_unstable();
         above.dedup();
+        let mut repos = Vec::with_capacity(above.len());
         for d in above {
             for name in IGNORE_FILES {
                 let f = d.join(name);
@@ -148,6 +158,8 @@ impl Memo {
                 stamps.extend(s);
                 ignores.push((f.to_str()?.to_string(), s));
             }
+            let git = d.join(".git");
+            repos.push((git.to_str()?.to_string(), git.symlink_metadata().is_ok()));
         }
         if stamps.iter().any(|s| s.racy(snapshot_ns)) {
             return None;
@@ -160,6 +172,7 @@ impl Memo {
             manifest,
             dirs,
             ignores,
+            repos,
             collections: m.members.collections.len(),
             found,
         })

@@ -129,6 +129,12 @@ fn ignore_files_above_and_inside_a_collection_are_watched() {
     let (now, used) = f.walk();
     assert!(!used, "an edited ignore file");
     assert!(!Fixture::rels(&now).contains(&"context/notes/deep/b.md"));
+    settle();
+    f.walk();
+    assert!(f.walk().1);
+    // A repository boundary above the collections.
+    std::fs::create_dir(f.root().join(".git")).unwrap();
+    assert!(!f.walk().1, "a new .git above a collection");
 }
 
 #[test]
