@@ -1,5 +1,19 @@
 //! Helpers shared by unit tests.
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
+
+/// Write `text` at `rel` under `root`, creating its folders.
+pub fn write_file(root: &Path, rel: &str, text: &str) {
+    let p = root.join(rel);
+    std::fs::create_dir_all(p.parent().expect("a parent")).expect("a folder");
+    std::fs::write(p, text).expect("a file");
+}
+
+/// Wait until the files just written are older than the caches' racy margin, so a
+/// cache may trust their stamps.
+pub fn settle() {
+    let margin = crate::load::cache::stamp::RACY_MARGIN_NS as u64;
+    std::thread::sleep(std::time::Duration::from_nanos(margin + 50_000_000));
+}
 
 /// The AtMem delegated-provider conformance folder in the shared workspace,
 /// or `None` (with a note on stderr) when this checkout runs without it.
@@ -27,9 +41,7 @@ pub fn own_vectors_dir() -> PathBuf {
 pub fn repo_from(files: &[(&str, &str)]) -> (tempfile::TempDir, crate::load::Repo) {
     let dir = tempfile::tempdir().expect("a temporary folder");
     for (rel, text) in files {
-        let p = dir.path().join(rel);
-        std::fs::create_dir_all(p.parent().expect("a parent")).expect("a folder");
-        std::fs::write(p, text).expect("a file");
+        write_file(dir.path(), rel, text);
     }
     let (m, diags) =
         crate::manifest::Manifest::discover(Some(dir.path()), dir.path()).expect("a manifest");

@@ -2,22 +2,11 @@
 
 use std::path::Path;
 use std::sync::Arc;
-use std::time::Duration;
 
 use super::*;
-use crate::load::cache::stamp::RACY_MARGIN_NS;
+use crate::testutil::{settle, write_file as write};
 
 const MANIFEST: &str = "opencontext: \"1.0\"\nid: t\ncontext:\n  mission: ./mission.md\ncollections:\n  notes: ./notes/**\n";
-
-fn write(root: &Path, rel: &str, text: &str) {
-    let p = root.join(rel);
-    std::fs::create_dir_all(p.parent().unwrap()).unwrap();
-    std::fs::write(p, text).unwrap();
-}
-
-fn settle() {
-    std::thread::sleep(Duration::from_nanos(RACY_MARGIN_NS as u64 + 50_000_000));
-}
 
 fn note(id: &str, body: &str) -> String {
     format!("---\nid: notes.{id}\ntype: note\nowner: me\n---\n{body}\n")

@@ -2,25 +2,13 @@
 //! folder or ignore file that changed, or a racy one, means walking again) and
 //! robust (a damaged memo is ignored and rewritten).
 
-use std::path::{Path, PathBuf};
-use std::time::Duration;
+use std::path::PathBuf;
 
-use crate::load::cache::stamp::RACY_MARGIN_NS;
 use crate::load::walk::{members, members_remembered, Member};
 use crate::manifest::Manifest;
+use crate::testutil::{settle, write_file as write};
 
 const MANIFEST: &str = "opencontext: \"1.0\"\nid: t\ncollections:\n  notes: ./context/notes/**\n  people: ./context/people/**\n";
-
-fn write(root: &Path, rel: &str, text: &str) {
-    let p = root.join(rel);
-    std::fs::create_dir_all(p.parent().unwrap()).unwrap();
-    std::fs::write(p, text).unwrap();
-}
-
-/// Let the last writes fall outside the racy margin.
-fn settle() {
-    std::thread::sleep(Duration::from_nanos(RACY_MARGIN_NS as u64 + 50_000_000));
-}
 
 struct Fixture {
     dir: tempfile::TempDir,

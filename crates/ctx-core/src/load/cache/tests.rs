@@ -3,18 +3,12 @@
 //! plaintext of a private collection.
 
 use std::path::Path;
-use std::time::Duration;
 
 use super::*;
 use crate::load::{load_counted, LoadOptions, Repo};
+use crate::testutil::{settle, write_file as write};
 
 const MANIFEST: &str = "opencontext: \"1.0\"\nid: t\ndefaults:\n  owner: team\ncontext:\n  mission: ./mission.md\ncollections:\n  notes: ./notes/**\n";
-
-fn write(root: &Path, rel: &str, text: &str) {
-    let p = root.join(rel);
-    std::fs::create_dir_all(p.parent().unwrap()).unwrap();
-    std::fs::write(p, text).unwrap();
-}
 
 /// A repository whose files are old enough not to be racy.
 fn repo(files: &[(&str, &str)]) -> tempfile::TempDir {
@@ -24,13 +18,6 @@ fn repo(files: &[(&str, &str)]) -> tempfile::TempDir {
     }
     settle();
     dir
-}
-
-/// Let the last writes fall outside the racy margin.
-fn settle() {
-    std::thread::sleep(Duration::from_nanos(
-        stamp::RACY_MARGIN_NS as u64 + 50_000_000,
-    ));
 }
 
 fn files() -> Vec<(&'static str, &'static str)> {
