@@ -126,9 +126,8 @@ pub fn run(g: &Global, p: &Printer, a: &ExportArgs) -> Result<Exit> {
         return Ok(Exit::Ok);
     }
     let digest = bundle["digest"].as_str().unwrap_or("");
-    let existing = plan::read_existing(&path)?;
     let shown = shown.display();
-    let state = export::state(existing.as_deref(), &text, digest);
+    let state = plan::existing_state(&path, &text, digest)?;
     let failed = match plan::verdict(state, a.check, a.force) {
         Verdict::UpToDate => {
             let again = if a.check { "" } else { "already " };

@@ -68,12 +68,6 @@ fn body_lines(text: &str) -> impl Iterator<Item = &str> {
         .filter(|l| !l.starts_with(MARKER))
 }
 
-/// Do two texts have the same [`body`]? Compared line by line, without building
-/// either body: an export of a whole bundle is tens of MiB.
-pub fn same_body(a: &str, b: &str) -> bool {
-    body_lines(a).eq(body_lines(b))
-}
-
 /// How an existing file compares with what export would write now.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum State {
@@ -91,9 +85,37 @@ pub enum State {
 pub fn state(existing: Option<&str>, text: &str, digest: &str) -> State {
     match existing {
         None => State::Missing,
-        Some(old) if !is_generated(old) => State::Foreign,
-        Some(old) if recorded_digest(old) == Some(digest) && same_body(old, text) => State::Current,
-        Some(old) => State::Stale(recorded_digest(old).map(str::to_string)),
+        Some(old) => state_of_lines(old.split_inclusive('\n'), text, digest),
+    }
+}
+
+/// [`state`] of an existing file given as its lines (each with its `\n`), in one pass:
+/// neither the file nor either body is ever held whole (an export of a whole bundle
+/// is tens of MiB). Bodies are equal exactly when their lines are.
+pub fn state_of_lines<L: AsRef<str>>(
+    lines: impl IntoIterator<Item = L>,
+    text: &str,
+    digest: &str,
+) -> State {
+    // The digest the first marker line records; None until a marker is seen.
+    let mut recorded: Option<Option<String>> = None;
+    let mut want = body_lines(text);
+    let mut same = true;
+    for line in lines {
+        let line = line.as_ref();
+        if line.starts_with(MARKER) {
+            if recorded.is_none() {
+                recorded = Some(recorded_digest(line).map(str::to_string));
+            }
+            continue;
+        }
+        same = same && want.next() == Some(line);
+    }
+    same = same && want.next().is_none();
+    match recorded {
+        None => State::Foreign,
+        Some(r) if same && r.as_deref() == Some(digest) => State::Current,
+        Some(r) => State::Stale(r),
     }
 }
 
@@ -269,25 +291,52 @@ mod tests {
         assert!(!body(&text).contains(MARKER));
     }
 
+    /// What `state` meant when it compared whole texts.
+    fn whole_text_state(old: Option<&str>, text: &str, digest: &str) -> State {
+        match old {
+            None => State::Missing,
+            Some(old) if !is_generated(old) => State::Foreign,
+            Some(old) if recorded_digest(old) == Some(digest) && body(old) == body(text) => {
+                State::Current
+            }
+            Some(old) => State::Stale(recorded_digest(old).map(str::to_string)),
+        }
+    }
+
     #[test]
-    fn same_body_compares_what_body_builds() {
-        let m = |d: &str| format!("{MARKER} (agents-md) digest {d} -->\n");
+    fn state_read_line_by_line_equals_comparing_whole_texts() {
+        let m = |d: &str| format!("{MARKER} (agents-md) bundle digest sha256:{d} -->\n");
         let texts = [
             format!("{}# A\n\nx\n", m("1")),
             format!("{}# A\n\nx\n", m("2")),
             format!("# A\n{}\nx\n", m("1")),
             format!("{}# A\n\nx", m("1")),
             format!("{}# A\n\ny\n", m("1")),
+            format!("{}# A\n", m("1")),
             "# A\n\nx\n".to_string(),
             String::new(),
         ];
         for a in &texts {
             for b in &texts {
-                assert_eq!(same_body(a, b), body(a) == body(b), "{a:?} vs {b:?}");
+                for d in ["sha256:1", "sha256:2", "sha256:9"] {
+                    let want = whole_text_state(Some(a), b, d);
+                    assert_eq!(state(Some(a), b, d), want, "{a:?} vs {b:?} at {d}");
+                }
             }
         }
-        assert!(same_body(&texts[0], &texts[1]), "only the marker differs");
-        assert!(!same_body(&texts[0], &texts[3]), "a final newline counts");
+        assert_eq!(state(None, &texts[0], "sha256:1"), State::Missing);
+        let current = state(Some(&texts[0]), &texts[1], "sha256:1");
+        assert_eq!(current, State::Current, "only the marker's digest differs");
+        let stale = state(Some(&texts[0]), &texts[3], "sha256:1");
+        assert_eq!(
+            stale,
+            State::Stale(Some("sha256:1".into())),
+            "a final newline counts"
+        );
+        assert_eq!(
+            state(Some(&texts[6]), &texts[0], "sha256:1"),
+            State::Foreign
+        );
     }
 
     #[test]

@@ -79,15 +79,48 @@ pub fn verdict(state: State, check: bool, force: bool) -> Verdict {
     }
 }
 
-/// The file's current text, if there is one.
-pub fn read_existing(path: &Path) -> Result<Option<String>> {
-    match std::fs::read(path) {
-        // Valid UTF-8 (a file ctx wrote) is taken as is, never copied.
-        Ok(b) => Ok(Some(String::from_utf8(b).unwrap_or_else(|e| {
-            String::from_utf8_lossy(e.as_bytes()).into_owned()
-        }))),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
-        Err(e) => Err(Error::io(path, &e)),
+/// How the file at `path` compares with `text` ([`super::state`]), read line by line:
+/// the existing file is never held whole.
+pub fn existing_state(path: &Path, text: &str, digest: &str) -> Result<State> {
+    let file = match std::fs::File::open(path) {
+        Ok(f) => f,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(State::Missing),
+        Err(e) => return Err(Error::io(path, &e)),
+    };
+    let mut lines = Lines {
+        reader: std::io::BufReader::new(file),
+        failed: None,
+    };
+    let state = super::state_of_lines(&mut lines, text, digest);
+    match lines.failed {
+        Some(e) => Err(Error::io(path, &e)),
+        None => Ok(state),
+    }
+}
+
+/// A reader's lines, each with its `\n` (invalid UTF-8 replaced); a read error ends
+/// them and is kept in `failed`.
+struct Lines<R> {
+    reader: R,
+    failed: Option<std::io::Error>,
+}
+
+impl<R: std::io::BufRead> Iterator for Lines<R> {
+    type Item = String;
+
+    fn next(&mut self) -> Option<String> {
+        let mut line = Vec::new();
+        match self.reader.read_until(b'\n', &mut line) {
+            Ok(0) => None,
+            Ok(_) => Some(
+                String::from_utf8(line)
+                    .unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned()),
+            ),
+            Err(e) => {
+                self.failed = Some(e);
+                None
+            }
+        }
     }
 }
 
@@ -153,15 +186,30 @@ mod tests {
     }
 
     #[test]
-    fn existing_files_are_read_or_absent() {
+    fn existing_files_are_compared_line_by_line_or_absent() {
         let tmp = tempfile::tempdir().unwrap();
         let p = tmp.path().join("AGENTS.md");
-        assert_eq!(read_existing(&p).unwrap(), None);
+        let marker = format!(
+            "{} (agents-md) bundle digest sha256:ab -->\n",
+            super::super::MARKER
+        );
+        let text = format!("{marker}# A\nb\n");
+        let state = |p: &Path| existing_state(p, &text, "sha256:ab").unwrap();
+        assert_eq!(state(&p), State::Missing);
+        std::fs::write(&p, &text).unwrap();
+        assert_eq!(state(&p), State::Current);
+        std::fs::write(&p, format!("{marker}# A\nb")).unwrap();
+        assert_eq!(state(&p), State::Stale(Some("sha256:ab".into())));
+        // Bytes that are not UTF-8 are replaced, never refused (the file is then stale).
+        std::fs::write(&p, [marker.as_bytes(), b"# A\n\xffb\n"].concat()).unwrap();
+        assert_eq!(state(&p), State::Stale(Some("sha256:ab".into())));
         std::fs::write(&p, "x").unwrap();
-        assert_eq!(read_existing(&p).unwrap().as_deref(), Some("x"));
-        // Bytes that are not UTF-8 are replaced, never refused (the file is compared, then
-        // replaced or reported).
-        std::fs::write(&p, b"a\xffb").unwrap();
-        assert_eq!(read_existing(&p).unwrap().as_deref(), Some("a\u{fffd}b"));
+        assert_eq!(state(&p), State::Foreign);
+        // A folder where the file should be is an error naming it, not "missing".
+        let err = existing_state(tmp.path(), &text, "sha256:ab").unwrap_err();
+        assert!(
+            err.to_string().contains(&tmp.path().display().to_string()),
+            "{err}"
+        );
     }
 }
