@@ -42,11 +42,6 @@ impl Target {
     }
 }
 
-/// Does this text come from `ctx export`?
-pub fn is_generated(text: &str) -> bool {
-    text.lines().any(|l| l.starts_with(MARKER))
-}
-
 /// The bundle digest recorded in a generated file's marker.
 pub fn recorded_digest(text: &str) -> Option<&str> {
     let line = text.lines().find(|l| l.starts_with(MARKER))?;
@@ -58,11 +53,7 @@ pub fn recorded_digest(text: &str) -> Option<&str> {
     Some(&rest[..end])
 }
 
-/// The text without its marker line (what `--check` compares besides the digest).
-pub fn body(text: &str) -> String {
-    body_lines(text).collect()
-}
-
+/// The text's lines without the marker line: what `--check` compares besides the digest.
 fn body_lines(text: &str) -> impl Iterator<Item = &str> {
     text.split_inclusive('\n')
         .filter(|l| !l.starts_with(MARKER))
@@ -291,6 +282,16 @@ mod tests {
         assert!(!body(&text).contains(MARKER));
     }
 
+    /// Does this text come from `ctx export`? (The test oracle's reading.)
+    fn is_generated(text: &str) -> bool {
+        text.lines().any(|l| l.starts_with(MARKER))
+    }
+
+    /// The text without its marker line, whole.
+    fn body(text: &str) -> String {
+        body_lines(text).collect()
+    }
+
     /// What `state` meant when it compared whole texts.
     fn whole_text_state(old: Option<&str>, text: &str, digest: &str) -> State {
         match old {
@@ -348,6 +349,7 @@ mod tests {
 
     #[test]
     fn hand_written_files_are_not_ours() {
-        assert!(!is_generated("# AGENTS.md\n\nBe nice.\n"));
+        let hand = "# AGENTS.md\n\nBe nice.\n";
+        assert_eq!(state(Some(hand), hand, "sha256:abc"), State::Foreign);
     }
 }

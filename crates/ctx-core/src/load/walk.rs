@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use crate::diag::{Code, Diagnostic};
 use crate::fs::{confine, RelPath};
 use crate::load::matcher::{CompiledCollection, Local, Source};
-use crate::load::walk_memo::{member_path, Found, Memo, Trail};
+use crate::load::walk_memo::{Found, Memo, Trail};
 use crate::manifest::Manifest;
 
 /// One file to load, and what loaded it.
@@ -131,10 +131,7 @@ pub(crate) fn members_remembered(
         });
     }
     let collections = &m.members.collections;
-    let remembered = memo.and_then(|(path, _)| {
-        let memo = Memo::load(path, m, collections.len())?;
-        recalled(m, memo)
-    });
+    let remembered = memo.and_then(|(path, _)| recalled(m, Memo::load(path, m)?));
     let used = remembered.is_some();
     // Collection members (sorted), and the object files seen under a collection's
     // folder that its source does not match.
@@ -244,7 +241,8 @@ fn remember(
 }
 
 /// The walk a memo remembers, as members again (sorted) and candidates; None if
-/// any path is not one or names no collection.
+/// any path is not one or names no collection. Paths are parsed again, so even a
+/// damaged memo that passed its checksum never yields one outside the repository.
 fn recalled(m: &Manifest, memo: Memo) -> Option<(Vec<Member>, Vec<RelPath>)> {
     use rayon::prelude::*;
     let collections = &m.members.collections;
@@ -255,7 +253,7 @@ fn recalled(m: &Manifest, memo: Memo) -> Option<(Vec<Member>, Vec<RelPath>)> {
     let members = members
         .into_par_iter()
         .map(|(c, rel, base)| {
-            let rel = member_path(&rel)?;
+            let rel = RelPath::parse(&rel).ok()?;
             Some(Member {
                 abs: rel.to_path(&m.root),
                 rel,
@@ -268,7 +266,7 @@ fn recalled(m: &Manifest, memo: Memo) -> Option<(Vec<Member>, Vec<RelPath>)> {
         .collect::<Option<Vec<Member>>>()?;
     let candidates = candidates
         .iter()
-        .map(|r| member_path(r))
+        .map(|r| RelPath::parse(r).ok())
         .collect::<Option<Vec<RelPath>>>()?;
     Some((members, candidates))
 }

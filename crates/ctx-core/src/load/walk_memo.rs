@@ -22,7 +22,6 @@ use serde::{Deserialize, Serialize};
 use xxhash_rust::xxh3::xxh3_128;
 
 use super::cache::Stamp;
-use crate::fs::RelPath;
 use crate::manifest::Manifest;
 
 const MAGIC: &[u8; 16] = b"ctx-walk-memo\0\0\x02";
@@ -34,14 +33,14 @@ const IGNORE_FILES: [&str; 2] = [".gitignore", ".ignore"];
 /// What the collections' walk found: members in their sorted order (the collection's
 /// position in the manifest, relative path, id base), and the object files under a
 /// collection's folder that its globs do not match.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Serialize, Deserialize)]
 pub(crate) struct Found {
     pub members: Vec<(u32, String, String)>,
     pub candidates: Vec<String>,
 }
 
 /// A remembered walk.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Serialize, Deserialize)]
 pub(crate) struct Memo {
     manifest: Stamp,
     dirs: Vec<(String, Stamp)>,
@@ -60,19 +59,14 @@ pub(crate) struct Memo {
 pub(crate) struct Trail {
     /// Folders listed (absolute).
     pub dirs: Vec<PathBuf>,
-    /// The walk met a symbolic link, reported something, or saw a path that is not
-    /// UTF-8: it is not remembered.
+    /// The walk met a symbolic link or an entry of unknown type: it is not remembered
+    /// (nor is a walk with findings, or with a path that is not UTF-8).
     pub unfit: bool,
 }
 
 /// Where the memo of the repository `m` lives (beside its parse cache).
 pub(crate) fn location(m: &Manifest) -> Option<PathBuf> {
-    let cache = super::cache::location(m)?;
-    let name = cache
-        .file_name()?
-        .to_str()?
-        .replace("parse-cache-", "walk-memo-");
-    Some(cache.with_file_name(name))
+    super::cache::location::file_named(m, "walk-memo")
 }
 
 fn stamp_any(p: &Path) -> Option<Stamp> {
@@ -87,9 +81,8 @@ fn ignore_stamp(p: &Path) -> Option<Stamp> {
 }
 
 impl Memo {
-    /// Read the memo at `path` and keep it only if it still describes the walk of `m`
-    /// with `collections` compiled collections.
-    pub fn load(path: &Path, m: &Manifest, collections: usize) -> Option<Memo> {
+    /// Read the memo at `path` and keep it only if it still describes the walk of `m`.
+    pub fn load(path: &Path, m: &Manifest) -> Option<Memo> {
         let bytes = std::fs::read(path).ok()?;
         let body = bytes.strip_prefix(MAGIC.as_slice())?;
         let (salt, body) = body.split_at_checked(32)?;
@@ -100,7 +93,7 @@ impl Memo {
             return None;
         }
         let memo: Memo = postcard::from_bytes(payload).ok()?;
-        let current = memo.collections == collections
+        let current = memo.collections == m.members.collections.len()
             && Stamp::read(&m.path) == Some(memo.manifest)
             && memo
                 .dirs
@@ -200,13 +193,6 @@ impl Memo {
             crate::fs::Existing::Replace,
         );
     }
-}
-
-/// The relative paths of a collection's remembered members, checked again as paths
-/// (a damaged memo that passed its checksum still never yields a path outside the
-/// repository).
-pub(crate) fn member_path(rel: &str) -> Option<RelPath> {
-    RelPath::parse(rel).ok()
 }
 
 #[cfg(test)]

@@ -38,6 +38,12 @@ fn git_dir(dir: &Path) -> Option<(PathBuf, PathBuf)> {
 /// several repositories (manifests in subfolders): each gets its own file, named
 /// after the manifest's path inside the work tree.
 pub fn location(m: &Manifest) -> Option<PathBuf> {
+    file_named(m, "parse-cache")
+}
+
+/// The file called `kind` that the cache folder keeps for the repository `m` (the
+/// parse cache, the walk's memo), named after the manifest's path in the work tree.
+pub(crate) fn file_named(m: &Manifest, kind: &str) -> Option<PathBuf> {
     let root = m.root.canonicalize().unwrap_or_else(|_| m.root.clone());
     let (dir, name_of) = match git_dir(&root) {
         Some((git, top)) => {
@@ -49,7 +55,7 @@ pub fn location(m: &Manifest) -> Option<PathBuf> {
         None => (root.join(".ctx").join("cache"), String::new()),
     };
     let digest = crate::canonical::sha256_hex(format!("{name_of}\0{}", m.file).as_bytes());
-    Some(dir.join(format!("parse-cache-{}", &digest[..16])))
+    Some(dir.join(format!("{kind}-{}", &digest[..16])))
 }
 
 /// Create the cache folder; `.ctx/cache/` gets a `.gitignore` that ignores the
