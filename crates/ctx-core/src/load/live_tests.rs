@@ -42,6 +42,14 @@ fn seen(r: &Repo) -> String {
     format!("{:#?}\n{:#?}\n{}", r.objects, r.diags, r.files)
 }
 
+/// Load options with the parse cache (and the walk's memo) on.
+fn cached() -> LoadOptions {
+    LoadOptions {
+        cache: true,
+        ..LoadOptions::default()
+    }
+}
+
 fn open(dir: &Path) -> LiveRepo {
     LiveRepo::open(Some(dir), dir, LoadOptions::default()).unwrap()
 }
@@ -309,10 +317,7 @@ fn a_broken_manifest_is_an_error_and_never_falls_back_to_the_old_policy() {
 #[test]
 fn with_the_parse_cache_a_second_front_end_starts_warm() {
     let dir = setup(6);
-    let opts = LoadOptions {
-        cache: true,
-        ..LoadOptions::default()
-    };
+    let opts = cached();
     let first = LiveRepo::open(Some(dir.path()), dir.path(), opts.clone()).unwrap();
     assert_eq!(seen(&first.repo()), fresh(dir.path()));
     let (m, diags) = Manifest::discover(Some(dir.path()), dir.path()).unwrap();
@@ -322,4 +327,25 @@ fn with_the_parse_cache_a_second_front_end_starts_warm() {
     let mut second = LiveRepo::open(Some(dir.path()), dir.path(), opts).unwrap();
     assert_eq!(seen(&second.repo()), fresh(dir.path()));
     assert!(second.refresh().unwrap().unchanged);
+}
+
+/// With the cache on, refreshes list members through the walk's memo; a file added
+/// in a new folder, or one removed, is still seen at the next refresh.
+#[test]
+fn refreshes_through_the_walk_memo_see_new_folders() {
+    let dir = setup(4);
+    let opts = cached();
+    let mut live = LiveRepo::open(Some(dir.path()), dir.path(), opts).unwrap();
+    assert!(live.refresh().unwrap().unchanged);
+    let memo = crate::load::walk_memo::location(&live.repo().manifest).unwrap();
+    assert!(memo.is_file(), "the settled walk was remembered");
+    assert!(live.refresh().unwrap().unchanged, "through the memo");
+    write(dir.path(), "notes/2026/n9.md", &note("2026.n9", "new"));
+    assert!(!live.refresh().unwrap().unchanged);
+    assert_eq!(seen(&live.repo()), fresh(dir.path()));
+    settle();
+    live.refresh().unwrap();
+    std::fs::remove_file(dir.path().join("notes/n1.md")).unwrap();
+    assert!(!live.refresh().unwrap().unchanged);
+    assert_eq!(seen(&live.repo()), fresh(dir.path()));
 }

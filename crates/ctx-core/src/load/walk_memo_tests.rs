@@ -54,6 +54,13 @@ impl Fixture {
         (out, used)
     }
 
+    /// Once the last writes have settled, a walk is remembered and the next uses it.
+    fn remembers(&self) {
+        settle();
+        self.walk();
+        assert!(self.walk().1, "remembered once settled");
+    }
+
     fn rels(members: &[Member]) -> Vec<&str> {
         members.iter().map(|m| m.rel.as_str()).collect()
     }
@@ -87,8 +94,7 @@ fn added_and_removed_files_are_seen() {
     let (now, used) = f.walk();
     assert!(!used, "a listed folder changed");
     assert!(Fixture::rels(&now).contains(&"context/notes/deep/c.md"));
-    settle();
-    f.walk();
+    f.remembers();
     std::fs::remove_file(f.root().join("context/notes/a.md")).unwrap();
     let (now, used) = f.walk();
     assert!(!used);
@@ -105,9 +111,7 @@ fn ignore_files_above_and_inside_a_collection_are_watched() {
     let (now, used) = f.walk();
     assert!(!used, "a new ignore file above a collection");
     assert!(!Fixture::rels(&now).contains(&"context/people/acme.yaml"));
-    settle();
-    f.walk();
-    assert!(f.walk().1, "remembered again once settled");
+    f.remembers();
     // An existing ignore file inside a collection, edited in place.
     write(&f.root(), "context/notes/.gitignore", "# nothing\n");
     settle();
@@ -117,9 +121,7 @@ fn ignore_files_above_and_inside_a_collection_are_watched() {
     let (now, used) = f.walk();
     assert!(!used, "an edited ignore file");
     assert!(!Fixture::rels(&now).contains(&"context/notes/deep/b.md"));
-    settle();
-    f.walk();
-    assert!(f.walk().1);
+    f.remembers();
     // A repository boundary above the collections.
     std::fs::create_dir(f.root().join(".git")).unwrap();
     assert!(!f.walk().1, "a new .git above a collection");
@@ -132,9 +134,7 @@ fn racy_folders_and_changed_manifests_are_walked_again() {
     write(&f.root(), "context/notes/new.md", "---\ntitle: New\n---\n");
     f.walk();
     assert!(!f.memo.exists(), "a racy walk is not remembered");
-    settle();
-    f.walk();
-    assert!(f.walk().1);
+    f.remembers();
     let manifest = f.root().join("opencontext.yaml");
     let text = MANIFEST.replace("./context/people/**", "./context/people/*.yaml");
     std::fs::write(&manifest, text).unwrap();
