@@ -285,7 +285,6 @@ pub(crate) fn fill(
     opts: &LoadOptions,
     produce: impl Fn(&Member) -> (parse::Parsed, bool) + Sync,
 ) -> Slots {
-    let keep = opts.keep();
     let n = members.len();
     let mut slots = Slots {
         objects: (0..n).map(|_| None).collect(),
@@ -318,12 +317,10 @@ pub(crate) fn fill(
             slots.hit[i] = true;
         }
         let sink = std::sync::Mutex::new((&mut slots.objects, &mut slots.diags));
-        let failed = c.fetch(&wanted, keep, &|o| opts.keeps_doc(o), &|i, f| {
+        // Fetched results come trimmed as `opts` says.
+        let failed = c.fetch(&wanted, opts, &|i, f| {
             let mut s = sink.lock().unwrap_or_else(|e| e.into_inner());
-            s.0[i] = f.object.map(|mut o| {
-                opts.trim(&mut o);
-                o
-            });
+            s.0[i] = f.object;
             s.1[i] = f.diags;
         });
         for i in failed {

@@ -35,7 +35,7 @@ use sha2::{Digest, Sha256};
 
 use crate::diag::Diagnostic;
 use crate::load::walk::{Member, MemberSource};
-use crate::load::Keep;
+use crate::load::{Keep, LoadOptions};
 use crate::manifest::Manifest;
 use crate::object::ContextObject;
 
@@ -435,18 +435,21 @@ impl ParseCache {
     }
 
     /// Decode the results of `wanted` (ticket, slot) pairs, in parallel, one segment
-    /// at a time, handing each to `put(slot, result)`, with the documents `docs`
-    /// accepts and those checks read ([`ContextObject::elide_doc`]), the content `keep` says
-    /// (without content the content regions are not even read; prose is never
-    /// decoded unless kept). Returns the slots whose results could not be read back
-    /// (damage found late): parse those afresh.
+    /// at a time, handing each to `put(slot, result)` trimmed as `load` says
+    /// ([`LoadOptions::trim`]) without decoding what it drops: the documents a load
+    /// keeps and those checks read ([`ContextObject::elide_doc`]); the content of the
+    /// objects it keeps content for, as much as [`LoadOptions::keep`] says (without
+    /// content the content regions are not even read; prose is never decoded unless
+    /// kept, nor anything of an object whose content the load drops). Returns the
+    /// slots whose results could not be read back (damage found late): parse those
+    /// afresh.
     pub(crate) fn fetch(
         &self,
         wanted: &[(Ticket, usize)],
-        keep: Keep,
-        docs: &(dyn Fn(&ContextObject) -> bool + Sync),
+        load: &LoadOptions,
         put: &(dyn Fn(usize, Fetched) + Sync),
     ) -> Vec<usize> {
+        let keep = load.keep();
         let Some(f) = &self.file else {
             return wanted.iter().map(|(_, slot)| *slot).collect();
         };
@@ -483,13 +486,17 @@ impl ParseCache {
                             .collect::<Option<Vec<_>>>()?;
                         let mut object = m.object;
                         if let Some(o) = object.as_mut() {
-                            if m.checked || docs(o) {
+                            // Asked once: a resolution's filter authorizes the object.
+                            let kept = load.content_for.as_ref().is_none_or(|f| f.keeps(o));
+                            if m.checked || (load.docs && kept) {
                                 o.doc = Box::from(m.doc);
                             }
                             let region = if h.prose { &prose } else { &structured };
                             let c = read_blob(region, h.content)?;
                             o.content = match (keep, c) {
                                 (Keep::Nothing, _) => None,
+                                // Content this load drops: never decoded.
+                                _ if !kept => None,
                                 // Prose the load does not keep: what it is, not what it says.
                                 (Keep::Kind, None) if h.prose => Some(Value::String(String::new())),
                                 (_, Some(c)) => codec::decode_content(c)?,

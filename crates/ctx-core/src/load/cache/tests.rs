@@ -5,7 +5,7 @@
 use std::path::Path;
 
 use super::*;
-use crate::load::{load_counted, LoadOptions, Repo};
+use crate::load::{load_counted, ContentFilter, LoadOptions, Repo};
 use crate::testutil::{settle, write_file as write};
 
 const MANIFEST: &str = "opencontext: \"1.0\"\nid: t\ndefaults:\n  owner: team\ncontext:\n  mission: ./mission.md\ncollections:\n  notes: ./notes/**\n";
@@ -144,15 +144,29 @@ fn racy_results_are_read_again() {
         .find("notes/a.md", &source, &Key::Blob("0".repeat(40)))
         .is_none());
     let t = c.find("notes/a.md", &source, &Key::Stat(s)).unwrap();
-    for keep in [Keep::All, Keep::Kind, Keep::Nothing] {
+    // Every load shape: content whole, its kind, none; every document or checked
+    // ones; content for every object or for none (a consumer who may read nothing).
+    let mut shapes = Vec::new();
+    for (content, prose) in [(true, true), (true, false), (false, false)] {
+        for docs in [true, false] {
+            for filter in [None, Some(ContentFilter::new(|_| false))] {
+                shapes.push(LoadOptions {
+                    content,
+                    prose,
+                    docs,
+                    content_for: filter,
+                    ..LoadOptions::default()
+                });
+            }
+        }
+    }
+    for opts in shapes {
         let got = std::sync::Mutex::new(None);
-        let failed = c.fetch(&[(t, 0)], keep, &|_| true, &|_, f| {
-            *got.lock().unwrap() = Some(f)
-        });
+        let failed = c.fetch(&[(t, 0)], &opts, &|_, f| *got.lock().unwrap() = Some(f));
         assert!(failed.is_empty());
         let back = got.into_inner().unwrap().unwrap();
         let mut want = parsed.object.clone().unwrap();
-        keep.trim(&mut want);
+        opts.trim(&mut want);
         assert_eq!(format!("{:?}", back.object), format!("{:?}", Some(want)));
         assert_eq!(format!("{:?}", back.diags), format!("{:?}", parsed.diags));
     }
