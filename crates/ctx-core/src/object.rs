@@ -180,6 +180,9 @@ impl Faults {
 /// Typed governance metadata, parsed once. Defaults follow the spec:
 /// authority `reference`, classification `internal`, trust `trusted`.
 /// Serde derives feed the parse cache (a binary encoding; see `load::cache`).
+/// The fields most objects never declare are in [`Rare`], boxed only when one is
+/// set, and read through `Deref` (`meta.supersedes`): every loaded object carries
+/// a `Meta`, and those fields inline were ~40% of its size.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Meta {
     pub authority: Authority,
@@ -191,30 +194,16 @@ pub struct Meta {
     pub created: Option<Instant>,
     #[serde(with = "crate::load::cache::codec::instant_opt")]
     pub updated: Option<Instant>,
-    #[serde(with = "crate::load::cache::codec::instant_opt")]
-    pub valid_from: Option<Instant>,
     pub expires: Expires,
-    #[serde(with = "crate::load::cache::codec::duration_opt")]
-    pub ttl: Option<Duration>,
-    pub supersedes: Vec<ObjectRef>,
-    pub superseded_by: Option<ObjectRef>,
-    pub conflicts_with: Vec<ObjectRef>,
     pub references: Vec<ObjectRef>,
-    pub depends_on: Vec<ObjectRef>,
     pub confidence: Option<f64>,
     pub canonical_source: bool,
-    pub read: Option<Vec<String>>,
-    pub write: Vec<String>,
-    pub deny: Vec<String>,
     pub kind: String,
     pub layer: Option<String>,
     pub title: Option<String>,
     pub summary: Option<String>,
     pub tags: Vec<String>,
     pub applies_to: Vec<String>,
-    pub content_uri: Option<String>,
-    /// Remote sources (`http(s)://`) declared without a digest: (position, uri).
-    pub undigested_remote_sources: Vec<(usize, String)>,
     /// The author declared at least one source (loader defaults never count).
     pub declares_sources: bool,
     /// The author declared `canonical_source: true`.
@@ -222,14 +211,86 @@ pub struct Meta {
     /// A declared source says the material was observed, overheard or inferred
     /// (`type: observation | conversation | inference`) or is untrusted.
     pub observed_origin: bool,
+    /// Governance fields present but invalid: such an object is never served.
+    pub faults: Faults,
+    /// None when every field of [`Rare`] is empty (see [`Meta::rare_mut`]).
+    rare: Option<Box<Rare>>,
+}
+
+/// The fields of [`Meta`] few objects set: lifecycle links, permissions, a
+/// `content_uri`, sealed private members.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct Rare {
+    #[serde(with = "crate::load::cache::codec::instant_opt")]
+    pub valid_from: Option<Instant>,
+    #[serde(with = "crate::load::cache::codec::duration_opt")]
+    pub ttl: Option<Duration>,
+    pub supersedes: Vec<ObjectRef>,
+    pub superseded_by: Option<ObjectRef>,
+    pub conflicts_with: Vec<ObjectRef>,
+    pub depends_on: Vec<ObjectRef>,
+    pub read: Option<Vec<String>>,
+    pub write: Vec<String>,
+    pub deny: Vec<String>,
+    pub content_uri: Option<String>,
+    /// Remote sources (`http(s)://`) declared without a digest: (position, uri).
+    pub undigested_remote_sources: Vec<(usize, String)>,
     /// A default authority that was refused because it would have made untrusted or
     /// observed material canonical or approved (the object then resolves as observed).
     pub default_refused: Option<Authority>,
     /// For an age-encrypted member of a private collection: its armored ciphertext.
     /// The fields above then come from the clear header only, and `content` is None.
     pub sealed: Option<Box<str>>,
-    /// Governance fields present but invalid: such an object is never served.
-    pub faults: Faults,
+}
+
+/// What [`Meta`] reads when no rare field is set.
+static NO_RARE: Rare = Rare {
+    valid_from: None,
+    ttl: None,
+    supersedes: Vec::new(),
+    superseded_by: None,
+    conflicts_with: Vec::new(),
+    depends_on: Vec::new(),
+    read: None,
+    write: Vec::new(),
+    deny: Vec::new(),
+    content_uri: None,
+    undigested_remote_sources: Vec::new(),
+    default_refused: None,
+    sealed: None,
+};
+
+impl Rare {
+    fn is_empty(&self) -> bool {
+        self.valid_from.is_none()
+            && self.ttl.is_none()
+            && self.supersedes.is_empty()
+            && self.superseded_by.is_none()
+            && self.conflicts_with.is_empty()
+            && self.depends_on.is_empty()
+            && self.read.is_none()
+            && self.write.is_empty()
+            && self.deny.is_empty()
+            && self.content_uri.is_none()
+            && self.undigested_remote_sources.is_empty()
+            && self.default_refused.is_none()
+            && self.sealed.is_none()
+    }
+}
+
+impl std::ops::Deref for Meta {
+    type Target = Rare;
+
+    fn deref(&self) -> &Rare {
+        self.rare.as_deref().unwrap_or(&NO_RARE)
+    }
+}
+
+impl Meta {
+    /// The rare fields, to set one (boxed on first use).
+    pub fn rare_mut(&mut self) -> &mut Rare {
+        self.rare.get_or_insert_with(Box::default)
+    }
 }
 
 /// What validate, doctor and the pre-commit hook look for in an object's document
@@ -302,39 +363,13 @@ impl Meta {
     pub fn from_fields(f: &Map<String, Value>) -> Meta {
         let s = |k: &str| f.get(k).and_then(Value::as_str);
         let ts = |k: &str| s(k).and_then(time::parse_timestamp);
-        Meta {
-            authority: s("authority")
-                .and_then(Authority::parse)
-                .unwrap_or(Authority::Reference),
-            classification: s("classification")
-                .and_then(Classification::parse)
-                .unwrap_or(Classification::Internal),
-            trust: s("trust").and_then(Trust::parse).unwrap_or(Trust::Trusted),
-            status: s("status").and_then(Status::parse),
-            owner: s("owner").map(str::to_string),
-            created: ts("created"),
-            updated: ts("updated"),
+        let rare = Rare {
             valid_from: ts("valid_from"),
-            expires: match f.get("expires") {
-                None => Expires::Omitted,
-                Some(Value::Null) => Expires::Never,
-                Some(Value::String(t)) => match time::parse_timestamp(t) {
-                    Some(at) => Expires::At(at),
-                    None => Expires::Omitted,
-                },
-                Some(_) => Expires::Omitted,
-            },
             ttl: s("ttl").and_then(time::parse_duration),
             supersedes: refs(f.get("supersedes")),
             superseded_by: s("superseded_by").map(ObjectRef::parse),
             conflicts_with: refs(f.get("conflicts_with")),
-            references: refs(f.get("references")),
             depends_on: refs(f.get("depends_on")),
-            confidence: f.get("confidence").and_then(Value::as_f64),
-            canonical_source: f
-                .get("canonical_source")
-                .and_then(Value::as_bool)
-                .unwrap_or(false),
             read: f.get("permissions").and_then(|p| strings(p.get("read"))),
             write: f
                 .get("permissions")
@@ -344,12 +379,6 @@ impl Meta {
                 .get("permissions")
                 .and_then(|p| strings(p.get("deny")))
                 .unwrap_or_default(),
-            kind: s("type").unwrap_or_default().to_string(),
-            layer: s("layer").map(str::to_string),
-            title: s("title").map(str::to_string),
-            summary: s("summary").map(str::to_string),
-            tags: strings(f.get("tags")).unwrap_or_default(),
-            applies_to: strings(f.get("applies_to")).unwrap_or_default(),
             content_uri: s("content_uri").map(str::to_string),
             undigested_remote_sources: f
                 .get("sources")
@@ -365,6 +394,42 @@ impl Meta {
                         .collect()
                 })
                 .unwrap_or_default(),
+            default_refused: None,
+            sealed: None,
+        };
+        Meta {
+            authority: s("authority")
+                .and_then(Authority::parse)
+                .unwrap_or(Authority::Reference),
+            classification: s("classification")
+                .and_then(Classification::parse)
+                .unwrap_or(Classification::Internal),
+            trust: s("trust").and_then(Trust::parse).unwrap_or(Trust::Trusted),
+            status: s("status").and_then(Status::parse),
+            owner: s("owner").map(str::to_string),
+            created: ts("created"),
+            updated: ts("updated"),
+            expires: match f.get("expires") {
+                None => Expires::Omitted,
+                Some(Value::Null) => Expires::Never,
+                Some(Value::String(t)) => match time::parse_timestamp(t) {
+                    Some(at) => Expires::At(at),
+                    None => Expires::Omitted,
+                },
+                Some(_) => Expires::Omitted,
+            },
+            references: refs(f.get("references")),
+            confidence: f.get("confidence").and_then(Value::as_f64),
+            canonical_source: f
+                .get("canonical_source")
+                .and_then(Value::as_bool)
+                .unwrap_or(false),
+            kind: s("type").unwrap_or_default().to_string(),
+            layer: s("layer").map(str::to_string),
+            title: s("title").map(str::to_string),
+            summary: s("summary").map(str::to_string),
+            tags: strings(f.get("tags")).unwrap_or_default(),
+            applies_to: strings(f.get("applies_to")).unwrap_or_default(),
             declares_sources: f
                 .get("sources")
                 .and_then(Value::as_array)
@@ -381,9 +446,8 @@ impl Meta {
                     ) || src.get("trust").and_then(Value::as_str) == Some("untrusted")
                 })
             }),
-            default_refused: None,
-            sealed: None,
             faults: governance_faults(f),
+            rare: (!rare.is_empty()).then(|| Box::new(rare)),
         }
     }
 }
@@ -558,3 +622,7 @@ impl ContextObject {
         self.supplied.contains(&key)
     }
 }
+
+#[cfg(test)]
+#[path = "object_tests.rs"]
+mod tests;

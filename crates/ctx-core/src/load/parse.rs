@@ -370,7 +370,9 @@ pub fn parse(member: &Member, bytes: &[u8], defaults: &Defaults<'_>) -> Parsed {
         out.diags.push(d);
     }
     meta.faults = meta.faults.union(schema_faults);
-    meta.sealed = sealed.map(String::into_boxed_str);
+    if let Some(sealed) = sealed {
+        meta.rare_mut().sealed = Some(sealed.into_boxed_str());
+    }
     // Provenance is judged on what the author declared, never on loader defaults.
     meta.declares_sources &= !supplied.contains(&"sources");
     meta.declares_canonical_source &= !supplied.contains(&"canonical_source");

@@ -43,7 +43,7 @@ pub fn refuse_default(
     }
     let refused = meta.authority;
     meta.authority = Authority::Observed;
-    meta.default_refused = Some(refused);
+    meta.rare_mut().default_refused = Some(refused);
     fields.insert(
         "authority".into(),
         Value::from(Authority::Observed.as_str()),

@@ -251,7 +251,7 @@ mod tests {
 
     fn object(id: &str, version: u64, supersedes: Vec<ObjectRef>) -> ContextObject {
         let mut meta = Meta::from_fields(&serde_json::Map::new());
-        meta.supersedes = supersedes;
+        meta.rare_mut().supersedes = supersedes;
         meta.expires = Expires::Omitted;
         meta.faults = Faults::default();
         ContextObject {
@@ -310,7 +310,7 @@ mod tests {
                 version: Some(1),
             }],
         );
-        v2.meta.valid_from = Some(from);
+        v2.meta.rare_mut().valid_from = Some(from);
         let objects = vec![object("c.doc", 1, Vec::new()), v2];
         let s = analyse(&Index::new(&objects));
         assert!(s.superseded.contains(&0), "declared, timeless");

@@ -1,7 +1,7 @@
 //! The cache file: a header, then self-checking segments.
 //!
 //! ```text
-//! header    "ctx-parse-cache" 0x07 (16 bytes) · salt (32 bytes)
+//! header    "ctx-parse-cache" 0x08 (16 bytes) · salt (32 bytes)
 //! segment   "SEG\0" · count u32 · index, meta, structured and prose lengths u32
 //!           · snapshot i64 (ns) · XXH3-128 of each of the four regions (salted)
 //!           · index · meta region · structured region · prose region
@@ -27,7 +27,7 @@ use std::path::Path;
 
 use xxhash_rust::xxh3::Xxh3;
 
-const MAGIC: &[u8; 16] = b"ctx-parse-cache\x07";
+const MAGIC: &[u8; 16] = b"ctx-parse-cache\x08";
 const HEADER: u64 = 16 + 32;
 const SEGMENT_MAGIC: &[u8; 4] = b"SEG\0";
 const REGIONS: usize = 4;
