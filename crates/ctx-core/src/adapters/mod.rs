@@ -327,7 +327,7 @@ fn same_uri(a: &str, b: &str) -> bool {
 /// the `sources` entry naming that same URI.
 pub fn declared_digest(o: &ContextObject) -> Option<String> {
     let uri = o.meta.content_uri.as_deref()?;
-    if o.supplied.contains(&"sources") {
+    if o.supplied("sources") {
         return None; // loader-supplied provenance is not a declaration
     }
     match o.field("sources")? {

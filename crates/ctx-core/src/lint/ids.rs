@@ -118,7 +118,7 @@ pub fn check(repo: &Repo, out: &mut Vec<Diagnostic>) {
     let mismatched: Vec<(&ContextObject, String)> = repo
         .objects
         .par_iter()
-        .filter(|o| !o.supplied.contains(&"id"))
+        .filter(|o| !o.supplied("id"))
         .filter_map(|o| {
             let expected = expected_id(repo, o)?;
             (expected != o.id && !versioned_name(&expected, o)).then(|| (o, expected.into_owned()))

@@ -37,8 +37,8 @@ impl<'a> Defaults<'a> {
     }
 }
 
-/// Fields a default may supply (the static names double as the `supplied` markers).
-const DEFAULTABLE: [&str; 8] = [
+/// Fields a default may supply (each one a [`crate::object::Supplied`] key).
+pub(crate) const DEFAULTABLE: [&str; 8] = [
     "type",
     "layer",
     "authority",
@@ -191,7 +191,7 @@ pub fn parse(member: &Member, bytes: &[u8], defaults: &Defaults<'_>) -> Parsed {
             return out;
         }
     };
-    let mut supplied: Vec<&'static str> = Vec::new();
+    let mut supplied = crate::object::Supplied::default();
     // An age-encrypted member: metadata from the clear header, no content (see crate::private).
     let sealed = match crate::private::format::take_sealed(format, &mut fields, body, text) {
         Ok(s) => s,
@@ -249,7 +249,7 @@ pub fn parse(member: &Member, bytes: &[u8], defaults: &Defaults<'_>) -> Parsed {
     };
     if !fields.contains_key("id") {
         fields.insert("id".into(), Value::String(default_id));
-        supplied.push("id");
+        supplied.insert("id");
     } else if let Some(p) = path_id.as_mut() {
         *p = Some(default_id);
     }
@@ -263,12 +263,12 @@ pub fn parse(member: &Member, bytes: &[u8], defaults: &Defaults<'_>) -> Parsed {
             .or_else(|| defaults.manifest.get(key));
         if let Some(v) = v {
             fields.insert(key.into(), v.clone());
-            supplied.push(key);
+            supplied.insert(key);
         }
     }
     if !fields.contains_key("type") && no_front_matter {
         fields.insert("type".into(), Value::String("document".into()));
-        supplied.push("type");
+        supplied.insert("type");
     }
     let doc_value = Value::Object(fields);
     let kind = if doc_value.get("type").and_then(Value::as_str) == Some("decision") {
@@ -303,7 +303,7 @@ pub fn parse(member: &Member, bytes: &[u8], defaults: &Defaults<'_>) -> Parsed {
             .id(id.clone());
         let locate_path: Vec<PathItem> = if supplied
             .iter()
-            .any(|s| v.path.first() == Some(&PathItem::Key((*s).into())))
+            .any(|s| v.path.first() == Some(&PathItem::Key(s.into())))
         {
             Vec::new()
         } else {
@@ -358,7 +358,7 @@ pub fn parse(member: &Member, bytes: &[u8], defaults: &Defaults<'_>) -> Parsed {
         }
         let path = [PathItem::Key(top.to_string())];
         match doc {
-            Some(text) if !supplied.contains(&top) => {
+            Some(text) if !supplied.contains(top) => {
                 if let Some((l, c)) =
                     crate::manifest::locate_in(text, format == Format::Json, &path)
                 {
@@ -374,10 +374,10 @@ pub fn parse(member: &Member, bytes: &[u8], defaults: &Defaults<'_>) -> Parsed {
         meta.rare_mut().sealed = Some(sealed.into_boxed_str());
     }
     // Provenance is judged on what the author declared, never on loader defaults.
-    meta.declares_sources &= !supplied.contains(&"sources");
-    meta.declares_canonical_source &= !supplied.contains(&"canonical_source");
+    meta.declares_sources &= !supplied.contains("sources");
+    meta.declares_canonical_source &= !supplied.contains("canonical_source");
     // Authority is never laundered by a default (validate/authority.rs).
-    if supplied.contains(&"authority") {
+    if supplied.contains("authority") {
         out.diags.extend(crate::validate::authority::refuse_default(
             &mut meta,
             &mut fields,

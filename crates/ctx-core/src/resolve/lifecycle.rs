@@ -135,7 +135,7 @@ mod tests {
             version: None,
             doc: serde_json::to_string(&fields).unwrap().into_boxed_str(),
             content: None,
-            supplied: Vec::new(),
+            supplied: Default::default(),
             origin: Origin {
                 file: "p.md".into(),
                 format: Format::Markdown,

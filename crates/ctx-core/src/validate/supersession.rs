@@ -259,7 +259,7 @@ mod tests {
             version: Some(version),
             doc: "{}".into(),
             content: None,
-            supplied: Vec::new(),
+            supplied: Default::default(),
             origin: Origin {
                 file: format!("{id}.v{version}.yaml"),
                 format: Format::Yaml,

@@ -1,8 +1,8 @@
 //! Serde adapters that let parse results go through a compact binary encoding
 //! (postcard), which — unlike JSON — needs every type to say exactly what it is:
-//! JSON values as a tagged tree, instants and durations as integers, the loader's
-//! static "supplied" markers as indexes. Used through `#[serde(with = ...)]` on the
-//! object types, so a field added to them is cached without touching this module.
+//! JSON values as a tagged tree, instants and durations as integers. Used through
+//! `#[serde(with = ...)]` on the object types, so a field added to them is cached
+//! without touching this module.
 
 use chrono::{DateTime, Duration, Utc};
 use serde::de::Error as _;
@@ -203,53 +203,6 @@ pub mod duration_opt {
                     .ok_or_else(|| D::Error::custom("duration out of range"))
             })
             .transpose()
-    }
-}
-
-/// Keys the loader may record as supplied rather than written by the author. A
-/// cached object needs its `&'static str`s back; a key missing here makes the
-/// entry fail to encode, so it is parsed afresh each time instead of cached wrong.
-const SUPPLIABLE: [&str; 12] = [
-    "id",
-    "type",
-    "layer",
-    "authority",
-    "classification",
-    "durability",
-    "trust",
-    "owner",
-    "ttl",
-    "sources",
-    "canonical_source",
-    "content",
-];
-
-/// `Vec<&'static str>` of supplied keys, as indexes into [`SUPPLIABLE`].
-pub mod supplied {
-    use super::*;
-
-    pub fn serialize<S: Serializer>(keys: &[&'static str], s: S) -> Result<S::Ok, S::Error> {
-        let mut seq = s.serialize_seq(Some(keys.len()))?;
-        for k in keys {
-            let at = SUPPLIABLE
-                .iter()
-                .position(|x| x == k)
-                .ok_or_else(|| S::Error::custom(format!("unknown supplied key {k}")))?;
-            seq.serialize_element(&(at as u8))?;
-        }
-        seq.end()
-    }
-
-    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<&'static str>, D::Error> {
-        Vec::<u8>::deserialize(d)?
-            .into_iter()
-            .map(|i| {
-                SUPPLIABLE
-                    .get(usize::from(i))
-                    .copied()
-                    .ok_or_else(|| D::Error::custom("unknown supplied key"))
-            })
-            .collect()
     }
 }
 

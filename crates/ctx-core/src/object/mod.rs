@@ -7,6 +7,9 @@ use serde_json::{Map, Value};
 use crate::model::{Authority, Classification, ObjectRef, Status, Trust};
 use crate::time::{self, Instant};
 
+mod supplied;
+pub use supplied::Supplied;
+
 /// How a file was written.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 pub enum Format {
@@ -329,8 +332,7 @@ pub struct ContextObject {
     #[serde(skip)]
     pub content: Option<Value>,
     /// Keys the loader supplied rather than the author (derived or defaulted).
-    #[serde(with = "crate::load::cache::codec::supplied")]
-    pub supplied: Vec<&'static str>,
+    pub supplied: Supplied,
     pub origin: Origin,
     pub meta: Meta,
 }
@@ -619,10 +621,9 @@ impl ContextObject {
 
     /// Was this field supplied by the loader (derived or defaulted) rather than the author?
     pub fn supplied(&self, key: &str) -> bool {
-        self.supplied.contains(&key)
+        self.supplied.contains(key)
     }
 }
 
 #[cfg(test)]
-#[path = "object_tests.rs"]
 mod tests;
