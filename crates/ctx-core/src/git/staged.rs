@@ -236,7 +236,7 @@ pub fn load(
                 )));
             }
             MemberSource::Collection { name, .. } => {
-                let e = per_collection.entry(name.as_str()).or_default();
+                let e = per_collection.entry(&**name).or_default();
                 e.0 += 1;
                 e.1 += usize::from(tracked);
             }

@@ -26,7 +26,7 @@ impl<'a> Defaults<'a> {
             MemberSource::Collection { name, .. } => manifest
                 .collections
                 .iter()
-                .find(|c| &c.name == name)
+                .find(|c| c.name.as_str() == &**name)
                 .map(|c| &c.defaults),
             MemberSource::Entry { .. } => None,
         };
@@ -240,7 +240,7 @@ pub fn parse(member: &Member, bytes: &[u8], defaults: &Defaults<'_>) -> Parsed {
     }
     let (collection, default_id) = match &member.source {
         MemberSource::Entry { key } => (key.clone(), key.clone()),
-        MemberSource::Collection { name, base } => (name.clone(), derive_id(name, base, file)),
+        MemberSource::Collection { name, base } => (name.to_string(), derive_id(name, base, file)),
     };
     // A collection member's path id, kept when the declared id may differ from it.
     let mut path_id = match member.source {

@@ -5,6 +5,7 @@
 //! in silence.
 
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use crate::diag::{Code, Diagnostic};
 use crate::fs::{confine, RelPath};
@@ -26,7 +27,8 @@ pub enum MemberSource {
     /// A `context:` entry; its key is the default id.
     Entry { key: String },
     /// A collection member; `base` is the collection's folder (relative, `/`-separated).
-    Collection { name: String, base: String },
+    /// Shared by every member of the collection: a large one has ~100k members.
+    Collection { name: Arc<str>, base: Arc<str> },
 }
 
 fn traversal(m: &Manifest, field: String, target: &str) -> Diagnostic {
@@ -219,20 +221,28 @@ fn remember(
         })
         .collect();
     let index = |name: &str| m.members.collections.iter().position(|c| c.name == name);
-    let members = collected
-        .iter()
-        .map(|x| match &x.source {
-            MemberSource::Collection { name, base } => {
-                Some((index(name)? as u32, x.rel.to_string(), base.clone()))
+    // Id bases are few (one per collection folder): stored once, named by position.
+    let mut id_bases: Vec<&str> = Vec::new();
+    let mut members = Vec::with_capacity(collected.len());
+    for x in collected {
+        let MemberSource::Collection { name, base } = &x.source else {
+            return;
+        };
+        let Some(c) = index(name) else {
+            return;
+        };
+        let b = match id_bases.iter().position(|b| *b == &**base) {
+            Some(b) => b,
+            None => {
+                id_bases.push(base);
+                id_bases.len() - 1
             }
-            MemberSource::Entry { .. } => None,
-        })
-        .collect::<Option<Vec<_>>>();
-    let Some(members) = members else {
-        return;
-    };
+        };
+        members.push((c as u32, b as u32, x.rel.to_string()));
+    }
     let found = Found {
         members,
+        id_bases: id_bases.iter().map(ToString::to_string).collect(),
         candidates: candidates.iter().map(ToString::to_string).collect(),
     };
     if let Some(memo) = Memo::remember(m, &bases, trails, found, snapshot_ns) {
@@ -248,18 +258,21 @@ fn recalled(m: &Manifest, memo: Memo) -> Option<(Vec<Member>, Vec<RelPath>)> {
     let collections = &m.members.collections;
     let Found {
         members,
+        id_bases,
         candidates,
     } = memo.found;
+    let names: Vec<Arc<str>> = collections.iter().map(|c| c.name.as_str().into()).collect();
+    let id_bases: Vec<Arc<str>> = id_bases.into_iter().map(Arc::from).collect();
     let members = members
         .into_par_iter()
-        .map(|(c, rel, base)| {
+        .map(|(c, base, rel)| {
             let rel = RelPath::parse(&rel).ok()?;
             Some(Member {
                 abs: rel.to_path(&m.root),
                 rel,
                 source: MemberSource::Collection {
-                    name: collections.get(c as usize)?.name.clone(),
-                    base,
+                    name: names.get(c as usize)?.clone(),
+                    base: id_bases.get(base as usize)?.clone(),
                 },
             })
         })
@@ -340,6 +353,9 @@ fn error_path(e: &ignore::Error) -> Option<&Path> {
 }
 
 fn collect(m: &Manifest, name: &str, local: &Local, field: &str, written: &str, w: &mut Walked) {
+    // Every member of the collection shares these.
+    let shared_name: Arc<str> = name.into();
+    let shared_base: Arc<str> = local.base.as_str().into();
     let Walked {
         members: out,
         diags,
@@ -463,12 +479,17 @@ fn collect(m: &Manifest, name: &str, local: &Local, field: &str, written: &str, 
             diags.push(not_regular(&rel, kind));
             continue;
         }
-        let base = local.id_base(&rel).to_string();
+        let base = local.id_base(&rel);
+        let base = if base == local.base {
+            shared_base.clone()
+        } else {
+            base.as_str().into()
+        };
         out.push(Member {
             rel,
             abs: abs.to_path_buf(),
             source: MemberSource::Collection {
-                name: name.to_string(),
+                name: shared_name.clone(),
                 base,
             },
         });

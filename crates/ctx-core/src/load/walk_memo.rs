@@ -24,18 +24,19 @@ use xxhash_rust::xxh3::xxh3_128;
 use super::cache::Stamp;
 use crate::manifest::Manifest;
 
-const MAGIC: &[u8; 16] = b"ctx-walk-memo\0\0\x02";
+const MAGIC: &[u8; 16] = b"ctx-walk-memo\0\0\x03";
 
 /// The ignore files the walk honours in each folder (`.gitignore` and `.ignore`;
 /// git's global and info excludes are off).
 const IGNORE_FILES: [&str; 2] = [".gitignore", ".ignore"];
 
 /// What the collections' walk found: members in their sorted order (the collection's
-/// position in the manifest, relative path, id base), and the object files under a
-/// collection's folder that its globs do not match.
+/// position in the manifest, the position of its id base in `id_bases`, relative
+/// path), and the object files under a collection's folder that its globs do not match.
 #[derive(Debug, Serialize, Deserialize)]
 pub(crate) struct Found {
-    pub members: Vec<(u32, String, String)>,
+    pub members: Vec<(u32, u32, String)>,
+    pub id_bases: Vec<String>,
     pub candidates: Vec<String>,
 }
 

@@ -386,8 +386,8 @@ fn parse_object(m: &Manifest, rel: &RelPath, text: &str) -> Result<ContextObject
         rel: rel.clone(),
         abs: rel.to_path(&m.root),
         source: MemberSource::Collection {
-            name: name.to_string(),
-            base: base.as_str().to_string(),
+            name: name.into(),
+            base: base.as_str().into(),
         },
     };
     let parsed = parse::parse(&member, text.as_bytes(), &Defaults::for_member(m, &member));

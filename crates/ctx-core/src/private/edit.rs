@@ -139,7 +139,7 @@ impl Session<'_> {
                 .m
                 .collections
                 .iter()
-                .find(|c| &c.name == name)
+                .find(|c| c.name.as_str() == &**name)
                 .map(|c| &c.defaults),
             MemberSource::Entry { .. } => None,
         };

@@ -130,8 +130,8 @@ impl Scope {
                     abs: path.to_path(&self.m.root),
                     rel: path.clone(),
                     source: MemberSource::Collection {
-                        name: name.to_string(),
-                        base: base.into(),
+                        name: (*name).into(),
+                        base: base.as_str().into(),
                     },
                 };
                 return Ok((member, keys));

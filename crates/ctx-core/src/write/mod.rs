@@ -50,8 +50,8 @@ pub fn member_source(m: &Manifest, rel: &str) -> Option<MemberSource> {
     let rel = RelPath::parse(rel).ok()?;
     let (name, base) = m.members.collection_of(&rel)?;
     Some(MemberSource::Collection {
-        name: name.to_string(),
-        base: base.into(),
+        name: (*name).into(),
+        base: base.as_str().into(),
     })
 }
 

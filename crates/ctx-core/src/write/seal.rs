@@ -38,7 +38,7 @@ pub fn seal_if_private(
     let sealed =
         ops::seal(format, text, keys, None, None, false).map_err(|source| WriteError::Seal {
             rel: rel.to_string(),
-            collection: name.clone(),
+            collection: name.to_string(),
             source,
         })?;
     Ok(Some(sealed.text.into_bytes()))
