@@ -5,7 +5,7 @@ use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 /// Keys the loader may supply (derived from the path, or a collection's or the
 /// manifest's default). The order is the bit order the parse cache stores.
-const SUPPLIABLE: [&str; 12] = [
+pub const SUPPLIABLE: [&str; 12] = [
     "id",
     "type",
     "layer",
