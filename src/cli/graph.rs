@@ -39,7 +39,13 @@ pub struct GraphArgs {
 }
 
 pub fn run(g: &Global, p: &Printer, a: &GraphArgs) -> Result<Exit> {
-    let repo = super::validate::load_repo(g, ctx_core::load::DEFAULT_MAX_FILE_SIZE)?;
+    // A graph shows links, never content; documents only for `--sources` (their uris).
+    let load = ctx_core::load::LoadOptions {
+        content: false,
+        docs: a.sources,
+        ..g.load_options(ctx_core::load::DEFAULT_MAX_FILE_SIZE)
+    };
+    let repo = ctx_core::load::open(g.dir.as_deref(), &g.cwd, &load)?;
     let v = View::open(&repo, &a.who.who(), g.clock.at(a.at))?;
     let opts = Options {
         owners: a.owners,
@@ -56,7 +62,7 @@ pub fn run(g: &Global, p: &Printer, a: &GraphArgs) -> Result<Exit> {
         gr = gr.around(&roots, a.depth);
     }
     let text = match a.format {
-        GraphFormat::Json => ctx_core::bundle::render::json(&gr.json()),
+        GraphFormat::Json => gr.json(),
         GraphFormat::Dot => gr.dot(),
         GraphFormat::Human => gr.text(),
     };

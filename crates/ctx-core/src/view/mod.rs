@@ -59,6 +59,9 @@ pub struct View<'r> {
     sup: Arc<supersession::Supersession>,
     /// The redaction key, read on first use (only a hash rule needs it).
     key: OnceLock<std::result::Result<HashKey, output::KeyFileError>>,
+    /// Objects by id, built on the first [`View::find`] and kept: a graph asks once per
+    /// link, and building it each time was quadratic in the repository.
+    index: OnceLock<Index<'r>>,
 }
 
 /// What a view shows of one object: its effective fields with the content redacted.
@@ -105,6 +108,7 @@ impl<'r> View<'r> {
             at,
             sup: Arc::new(supersession::analyse(&Index::new(&repo.objects))),
             key: OnceLock::new(),
+            index: OnceLock::new(),
         })
     }
 
@@ -290,7 +294,7 @@ impl View<'_> {
     /// precedence); when none is live, the newest that is not superseded, else the
     /// newest. `not` is skipped for a bare id with several versions.
     pub fn find(&self, r: &ObjectRef, not: Option<usize>) -> Option<usize> {
-        let idx = Index::new(&self.repo.objects);
+        let idx = self.index.get_or_init(|| Index::new(&self.repo.objects));
         let mut hits: Vec<usize> = idx
             .resolve(r)
             .into_iter()
@@ -323,7 +327,7 @@ impl View<'_> {
             || crate::error::Error::NotFound(format!("no object `{r}` is visible here"));
         let Some(i) = self.find(r, None) else {
             if self.consumer.is_none() {
-                let idx = Index::new(&self.repo.objects);
+                let idx = self.index.get_or_init(|| Index::new(&self.repo.objects));
                 if let Some(d) = idx
                     .resolve(r)
                     .into_iter()
