@@ -222,7 +222,7 @@ pub struct Meta {
 
 /// The fields of [`Meta`] few objects set: lifecycle links, permissions, a
 /// `content_uri`, sealed private members.
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Rare {
     #[serde(with = "crate::load::cache::codec::instant_opt")]
     pub valid_from: Option<Instant>,
@@ -246,7 +246,7 @@ pub struct Rare {
     pub sealed: Option<Box<str>>,
 }
 
-/// What [`Meta`] reads when no rare field is set.
+/// What [`Meta`] reads when no rare field is set (and how it tells none is).
 static NO_RARE: Rare = Rare {
     valid_from: None,
     ttl: None,
@@ -262,24 +262,6 @@ static NO_RARE: Rare = Rare {
     default_refused: None,
     sealed: None,
 };
-
-impl Rare {
-    fn is_empty(&self) -> bool {
-        self.valid_from.is_none()
-            && self.ttl.is_none()
-            && self.supersedes.is_empty()
-            && self.superseded_by.is_none()
-            && self.conflicts_with.is_empty()
-            && self.depends_on.is_empty()
-            && self.read.is_none()
-            && self.write.is_empty()
-            && self.deny.is_empty()
-            && self.content_uri.is_none()
-            && self.undigested_remote_sources.is_empty()
-            && self.default_refused.is_none()
-            && self.sealed.is_none()
-    }
-}
 
 impl std::ops::Deref for Meta {
     type Target = Rare;
@@ -449,7 +431,7 @@ impl Meta {
                 })
             }),
             faults: governance_faults(f),
-            rare: (!rare.is_empty()).then(|| Box::new(rare)),
+            rare: (rare != NO_RARE).then(|| Box::new(rare)),
         }
     }
 }
