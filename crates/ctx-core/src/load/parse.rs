@@ -37,18 +37,6 @@ impl<'a> Defaults<'a> {
     }
 }
 
-/// Fields a default may supply (each one a [`crate::object::Supplied`] key).
-pub(crate) const DEFAULTABLE: [&str; 8] = [
-    "type",
-    "layer",
-    "authority",
-    "classification",
-    "durability",
-    "trust",
-    "owner",
-    "ttl",
-];
-
 /// What parsing one file produced.
 #[derive(Debug, Default)]
 pub struct Parsed {
@@ -253,7 +241,7 @@ pub fn parse(member: &Member, bytes: &[u8], defaults: &Defaults<'_>) -> Parsed {
     } else if let Some(p) = path_id.as_mut() {
         *p = Some(default_id);
     }
-    for key in DEFAULTABLE {
+    for &key in crate::object::DEFAULTABLE {
         if fields.contains_key(key) {
             continue;
         }

@@ -8,7 +8,7 @@ use crate::model::{Authority, Classification, ObjectRef, Status, Trust};
 use crate::time::{self, Instant};
 
 mod supplied;
-pub use supplied::{Supplied, SUPPLIABLE};
+pub use supplied::{Supplied, DEFAULTABLE, SUPPLIABLE};
 
 /// How a file was written.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
