@@ -79,13 +79,13 @@ impl Local {
         set.is_match(inner)
     }
 
-    /// The folder member ids are derived from: the base, or the parent of a
-    /// collection that names a single file.
-    pub fn id_base(&self, rel: &RelPath) -> RelPath {
+    /// The folder member ids are derived from: the base (borrowed, so a walk's
+    /// members can share it), or the parent of a collection that names a single file.
+    pub fn id_base(&self, rel: &RelPath) -> std::borrow::Cow<'_, RelPath> {
         if self.glob.is_none() && rel.as_str() == self.text {
-            rel.parent()
+            std::borrow::Cow::Owned(rel.parent())
         } else {
-            self.base.clone()
+            std::borrow::Cow::Borrowed(&self.base)
         }
     }
 }
@@ -141,7 +141,9 @@ impl MemberMatcher {
     pub fn collection_of(&self, rel: &RelPath) -> Option<(&str, RelPath)> {
         Format::from_path(rel.as_str())?;
         self.collections.iter().find_map(|c| match &c.source {
-            Source::Local(l) if l.matches(rel) => Some((c.name.as_str(), l.id_base(rel))),
+            Source::Local(l) if l.matches(rel) => {
+                Some((c.name.as_str(), l.id_base(rel).into_owned()))
+            }
             _ => None,
         })
     }

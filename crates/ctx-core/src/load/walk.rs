@@ -479,11 +479,9 @@ fn collect(m: &Manifest, name: &str, local: &Local, field: &str, written: &str, 
             diags.push(not_regular(&rel, kind));
             continue;
         }
-        let base = local.id_base(&rel);
-        let base = if base == local.base {
-            shared_base.clone()
-        } else {
-            base.as_str().into()
+        let base = match local.id_base(&rel) {
+            std::borrow::Cow::Borrowed(_) => shared_base.clone(),
+            std::borrow::Cow::Owned(parent) => parent.as_str().into(),
         };
         out.push(Member {
             rel,
