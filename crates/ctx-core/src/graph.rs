@@ -7,7 +7,6 @@ use std::fmt::Write as _;
 use serde_json::Value;
 
 use crate::model::ObjectRef;
-use crate::validate::Index;
 use crate::view::View;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -113,7 +112,7 @@ pub fn build(view: &View<'_>, opts: Options) -> Graph {
         .map(|i| view.authorize(i).is_ok())
         .collect();
     let keep = |i: usize| visible[i];
-    let idx = Index::new(&repo.objects);
+    let idx = view.index();
     let mut g = Graph::default();
     for (i, o) in repo.objects.iter().enumerate() {
         if keep(i) {
@@ -321,8 +320,9 @@ impl Graph {
         out
     }
 
-    /// The graph as pretty-printed JSON (`nodes`, then `edges`), serialized from the
-    /// graph itself: a `Value` tree of a 100k-object graph cost ~200 MiB more.
+    /// The graph as pretty-printed JSON (`nodes`, then `edges`), serialized from
+    /// borrowed views of the graph: a `Value` tree of a 100k-object graph cost
+    /// ~200 MiB more.
     pub fn json(&self) -> String {
         #[derive(serde::Serialize)]
         struct NodeOut<'a> {
@@ -337,40 +337,31 @@ impl Graph {
             to: &'a str,
             kind: &'static str,
         }
-        /// A sequence serialized from the items a closure lists, never collected.
-        struct Seq<F>(F);
-        impl<F: Fn() -> I, I: Iterator<Item = T>, T: serde::Serialize> serde::Serialize for Seq<F> {
-            fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-                s.collect_seq((self.0)())
-            }
-        }
         #[derive(serde::Serialize)]
-        struct GraphOut<N, E> {
-            nodes: N,
-            edges: E,
+        struct GraphOut<'a> {
+            nodes: Vec<NodeOut<'a>>,
+            edges: Vec<EdgeOut<'a>>,
         }
-        let nodes = || {
-            self.nodes.iter().map(|(k, n)| NodeOut {
-                id: k,
-                kind: n.kind.as_str(),
-                label: &n.label,
-                file: &n.file,
-            })
+        let out = GraphOut {
+            nodes: (self.nodes.iter())
+                .map(|(k, n)| NodeOut {
+                    id: k,
+                    kind: n.kind.as_str(),
+                    label: &n.label,
+                    file: &n.file,
+                })
+                .collect(),
+            edges: (self.edges.iter())
+                .map(|e| EdgeOut {
+                    from: &e.from,
+                    to: &e.to,
+                    kind: e.kind.as_str(),
+                })
+                .collect(),
         };
-        let edges = || {
-            self.edges.iter().map(|e| EdgeOut {
-                from: &e.from,
-                to: &e.to,
-                kind: e.kind.as_str(),
-            })
-        };
-        let mut out = serde_json::to_string_pretty(&GraphOut {
-            nodes: Seq(nodes),
-            edges: Seq(edges),
-        })
-        .expect("a graph serializes");
-        out.push('\n');
-        out
+        let mut text = serde_json::to_string_pretty(&out).expect("a graph serializes");
+        text.push('\n');
+        text
     }
 
     /// Graphviz DOT.

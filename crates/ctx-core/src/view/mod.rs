@@ -59,8 +59,8 @@ pub struct View<'r> {
     sup: Arc<supersession::Supersession>,
     /// The redaction key, read on first use (only a hash rule needs it).
     key: OnceLock<std::result::Result<HashKey, output::KeyFileError>>,
-    /// Objects by id, built on the first [`View::find`] and kept: a graph asks once per
-    /// link, and building it each time was quadratic in the repository.
+    /// Objects by id ([`View::index`]), built on first use and kept: a graph asks once
+    /// per link, and building it each time was quadratic in the repository.
     index: OnceLock<Index<'r>>,
 }
 
@@ -114,6 +114,11 @@ impl<'r> View<'r> {
 
     pub fn repo(&self) -> &'r Repo {
         self.repo
+    }
+
+    /// The repository's objects by id (every object, visible or not).
+    pub fn index(&self) -> &Index<'r> {
+        self.index.get_or_init(|| Index::new(&self.repo.objects))
     }
 
     pub fn consumer(&self) -> Option<&Consumer> {
@@ -294,7 +299,7 @@ impl View<'_> {
     /// precedence); when none is live, the newest that is not superseded, else the
     /// newest. `not` is skipped for a bare id with several versions.
     pub fn find(&self, r: &ObjectRef, not: Option<usize>) -> Option<usize> {
-        let idx = self.index.get_or_init(|| Index::new(&self.repo.objects));
+        let idx = self.index();
         let mut hits: Vec<usize> = idx
             .resolve(r)
             .into_iter()
@@ -327,7 +332,7 @@ impl View<'_> {
             || crate::error::Error::NotFound(format!("no object `{r}` is visible here"));
         let Some(i) = self.find(r, None) else {
             if self.consumer.is_none() {
-                let idx = self.index.get_or_init(|| Index::new(&self.repo.objects));
+                let idx = self.index();
                 if let Some(d) = idx
                     .resolve(r)
                     .into_iter()
