@@ -83,19 +83,27 @@ impl LoadOptions {
     /// Drop from a loaded object the content this load does not keep.
     pub(crate) fn trim(&self, o: &mut ContextObject) {
         self.keep().trim(o);
-        if !self.keeps_doc(o) {
+        let kept = self.keeps_content_of(o);
+        if !self.keeps_doc(kept) {
             o.elide_doc();
         }
-        if self.content_for.as_ref().is_some_and(|f| !f.keeps(o)) {
+        if !kept {
             o.content = None;
         }
     }
 
-    /// Does this load keep `o`'s whole document? Not in a checks-only load, nor for an
-    /// object whose content it drops ([`Self::content_for`]): a resolution's consumer
-    /// never sees that object, so only what checks read of its document is kept.
-    pub(crate) fn keeps_doc(&self, o: &ContextObject) -> bool {
-        self.docs && self.content_for.as_ref().is_none_or(|f| f.keeps(o))
+    /// Does this load keep `o`'s content ([`Self::content_for`])? Asked once per
+    /// object: a resolution's filter authorizes it.
+    pub(crate) fn keeps_content_of(&self, o: &ContextObject) -> bool {
+        self.content_for.as_ref().is_none_or(|f| f.keeps(o))
+    }
+
+    /// Does this load keep the whole document of an object whose content it keeps
+    /// (`kept`, [`Self::keeps_content_of`])? Not in a checks-only load, nor for an
+    /// object whose content it drops: a resolution's consumer never sees that object,
+    /// so only what checks read of its document is kept.
+    pub(crate) fn keeps_doc(&self, kept: bool) -> bool {
+        self.docs && kept
     }
 
     /// How much content a load keeps.

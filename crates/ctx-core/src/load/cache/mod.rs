@@ -486,9 +486,8 @@ impl ParseCache {
                             .collect::<Option<Vec<_>>>()?;
                         let mut object = m.object;
                         if let Some(o) = object.as_mut() {
-                            // Asked once: a resolution's filter authorizes the object.
-                            let kept = load.content_for.as_ref().is_none_or(|f| f.keeps(o));
-                            if m.checked || (load.docs && kept) {
+                            let kept = load.keeps_content_of(o);
+                            if m.checked || load.keeps_doc(kept) {
                                 o.doc = Box::from(m.doc);
                             }
                             let region = if h.prose { &prose } else { &structured };
