@@ -30,7 +30,7 @@ impl From<TargetArg> for Target {
     }
 }
 
-use ctx_core::resolve;
+use ctx_core::disclose;
 use ctx_core::view::output;
 
 use super::args::ResolveScopeArgs;
@@ -79,20 +79,22 @@ fn command_line(a: &ExportArgs) -> String {
 }
 
 pub fn run(g: &Global, p: &Printer, a: &ExportArgs) -> Result<Exit> {
-    let opts = super::resolve::scope_options(g, &a.scope);
+    // `--check` hands nothing out, so findings do not stop it.
+    let ask = super::resolve::scope_ask(g, &a.scope, a.allow_findings || a.check);
     // Content is kept only for objects this consumer may read.
     let load = g.load_options(ctx_core::load::DEFAULT_MAX_FILE_SIZE);
-    let mut repo = resolve::open(g.dir.as_deref(), &g.cwd, &load, &opts)?;
+    let mut repo = disclose::open(g.dir.as_deref(), &g.cwd, &load, &ask)?;
     if a.scope.who.is_empty() {
         return Err(Error::Usage(
             "export needs a consumer: pass --role ROLE or --agent AGENT".into(),
         ));
     }
-    let (resolution, bundle) =
-        resolve::bundle_releasing_content(&mut repo, &opts, &g.clock.stamp())?;
+    let mut disclosure = disclose::resolve(&repo, &ask)?;
     if !a.check {
-        super::gate::check(p, &repo, &resolution, a.allow_findings)?;
+        super::gate::note(p, &disclosure.let_through)?;
     }
+    let bundle = disclosure.compile_releasing(&mut repo, &g.clock.stamp());
+    let resolution = disclosure.resolution;
     // Only the manifest is read from here on: the objects are released before the
     // file is rendered and compared, which for a whole bundle are tens of MiB each.
     let ctx_core::load::Repo {

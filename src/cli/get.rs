@@ -5,14 +5,10 @@ use clap::Args;
 use serde_json::Value;
 
 use ctx_core::bundle::render;
+use ctx_core::disclose::{self, Findings, Private};
 use ctx_core::error::{Exit, Result};
-use ctx_core::evidence::Record;
 use ctx_core::model::ObjectRef;
-use ctx_core::private::Keyring;
 use ctx_core::time::Instant;
-use ctx_core::view::Opening;
-
-use ctx_core::view::View;
 
 use super::args::{parse_at, ConsumerArgs, DocumentFormat};
 use super::{Global, Printer};
@@ -37,26 +33,34 @@ pub struct GetArgs {
     /// Write the output to this file (atomically) instead of stdout.
     #[arg(long, short = 'o', value_name = "FILE")]
     pub output: Option<std::path::PathBuf>,
+    /// Show the object even when error-level findings (a detected secret, an id that
+    /// slips past an exclude) concern it; they are listed on stderr.
+    #[arg(long)]
+    pub allow_findings: bool,
 }
 
 pub fn run(g: &Global, p: &Printer, a: &GetArgs) -> Result<Exit> {
     let repo = super::validate::load_repo(g, ctx_core::load::DEFAULT_MAX_FILE_SIZE)?;
-    let v = View::open(&repo, &a.who.who(), g.clock.at(a.at))?;
-    let d = v.get(&ObjectRef::parse(&a.id))?;
-    // A private object is decrypted only now: found, authorized, in memory.
-    let d = if repo.objects[d.index].meta.sealed.is_some() {
-        let ring = Keyring::discover(&a.identity)?;
-        let (d, opening) = v.document_opened(d.index, ring.as_ref())?;
-        if let Opening::Unavailable(why) = opening {
-            super::io_result(p.err(&format!(
-                "note: `{}` is private and its encrypted fields are not shown: {why}\n",
-                a.id
-            )))?;
-        }
-        d
-    } else {
-        d
+    let findings = match a.allow_findings {
+        true => Findings::Allow,
+        false => Findings::Refuse,
     };
+    let shown = disclose::document(
+        &repo,
+        &a.who.who(),
+        g.clock.at(a.at),
+        &ObjectRef::parse(&a.id),
+        &Private::Identities(a.identity.clone()),
+        findings,
+    )?;
+    super::gate::note(p, &shown.let_through)?;
+    if let Some(why) = &shown.unavailable {
+        super::io_result(p.err(&format!(
+            "note: `{}` is private and its encrypted fields are not shown: {why}\n",
+            a.id
+        )))?;
+    }
+    let d = shown.document;
     let mut fields = d.fields;
     fields.insert("lifecycle".into(), Value::from(d.lifecycle.as_str()));
     fields.insert(
@@ -68,16 +72,7 @@ pub fn run(g: &Global, p: &Printer, a: &GetArgs) -> Result<Exit> {
         DocumentFormat::Json => render::json(&doc),
         DocumentFormat::Yaml => render::yaml(&doc),
     };
-    ctx_core::evidence::record(
-        &repo.manifest,
-        Record::read(
-            a.who.agent.as_deref(),
-            &a.who.role,
-            [repo.objects[d.index].id.clone()],
-        ),
-    )?;
     super::io_result(p.product(&text, a.output.as_deref()))?;
-    drop(v);
     super::leave_to_exit(repo);
     Ok(Exit::Ok)
 }

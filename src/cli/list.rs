@@ -6,11 +6,10 @@ use serde_json::{json, Value};
 
 use ctx_core::bundle::render;
 use ctx_core::diag::render::terminal_safe;
+use ctx_core::disclose;
 use ctx_core::error::{Exit, Result};
-use ctx_core::evidence::Record;
-
+use ctx_core::object::ContextObject;
 use ctx_core::time::Instant;
-use ctx_core::view::View;
 
 use super::args::{parse_at, ConsumerArgs, TableFormat};
 use super::{Global, Printer};
@@ -45,40 +44,55 @@ pub struct ListArgs {
 
 pub fn run(g: &Global, p: &Printer, a: &ListArgs) -> Result<Exit> {
     let repo = super::validate::load_repo(g, ctx_core::load::DEFAULT_MAX_FILE_SIZE)?;
-    let v = View::open(&repo, &a.who.who(), g.clock.at(a.at))?;
-    let rows: Vec<Value> = v
-        .visible(a.include_historical)
-        .into_iter()
-        .filter_map(|(i, state)| {
-            let o = &repo.objects[i];
-            let keep = a.kind.as_deref().is_none_or(|t| o.kind() == t)
-                && a.layer.as_deref().is_none_or(|l| o.meta.layer.as_deref() == Some(l))
-                && a.authority.as_deref().is_none_or(|x| o.meta.authority.as_str() == x)
-                && a.owner.as_deref().is_none_or(|x| o.meta.owner.as_deref() == Some(x))
-                && a.tag.as_deref().is_none_or(|t| o.meta.tags.iter().any(|x| x == t));
-            keep.then(|| {
-                json!({
-                    "id": o.id, "version": o.version, "type": o.kind(), "layer": o.meta.layer,
-                    "authority": o.meta.authority.as_str(), "owner": o.meta.owner, "lifecycle": state.as_str(),
-                    "title": o.title(), "file": o.origin.file,
-                })
+    let keep = |o: &ContextObject| {
+        a.kind.as_deref().is_none_or(|t| o.kind() == t)
+            && a.layer
+                .as_deref()
+                .is_none_or(|l| o.meta.layer.as_deref() == Some(l))
+            && a.authority
+                .as_deref()
+                .is_none_or(|x| o.meta.authority.as_str() == x)
+            && a.owner
+                .as_deref()
+                .is_none_or(|x| o.meta.owner.as_deref() == Some(x))
+            && a.tag
+                .as_deref()
+                .is_none_or(|t| o.meta.tags.iter().any(|x| x == t))
+    };
+    let listing = disclose::list(
+        &repo,
+        &a.who.who(),
+        g.clock.at(a.at),
+        a.include_historical,
+        &keep,
+    )?;
+    let rows: Vec<Value> = listing
+        .shown
+        .iter()
+        .map(|(i, state)| {
+            let o = &repo.objects[*i];
+            json!({
+                "id": o.id, "version": o.version, "type": o.kind(), "layer": o.meta.layer,
+                "authority": o.meta.authority.as_str(), "owner": o.meta.owner, "lifecycle": state.as_str(),
+                "title": o.title(), "file": o.origin.file,
             })
         })
         .collect();
-    ctx_core::evidence::record(
-        &repo.manifest,
-        Record::read(
-            a.who.agent.as_deref(),
-            &a.who.role,
-            rows.iter()
-                .filter_map(|r| r["id"].as_str().map(str::to_string)),
-        ),
-    )?;
+    withheld_note(p, listing.withheld)?;
     let cols = ["id", "type", "layer", "authority", "owner", "lifecycle"];
     super::io_result(p.product(&rows_text(rows, a.format, &cols), a.output.as_deref()))?;
-    drop(v);
     super::leave_to_exit(repo);
     Ok(Exit::Ok)
+}
+
+/// Say on stderr that objects were left out for error-level findings.
+pub fn withheld_note(p: &Printer, n: usize) -> Result<()> {
+    if n > 0 {
+        super::io_result(p.err(&format!(
+            "note: {n} object(s) left out: error-level findings concern them (`ctx validate` shows them)\n"
+        )))?;
+    }
+    Ok(())
 }
 
 /// Rows in a table format: people get an aligned table of `cols`.

@@ -5,8 +5,8 @@ use std::path::PathBuf;
 use clap::{Args, ValueEnum};
 
 use ctx_core::bundle::{explain, render};
+use ctx_core::disclose::{self, Ask, Findings, Private};
 use ctx_core::error::{Exit, Result};
-use ctx_core::resolve::{self, ResolveOptions};
 
 use super::args::ResolveScopeArgs;
 use super::sign::Product;
@@ -62,58 +62,61 @@ pub struct ResolveArgs {
     pub sign: super::sign::SignArgs,
 }
 
-/// The library's plain resolve options from the shared scope flags.
-pub fn scope_options(g: &Global, s: &ResolveScopeArgs) -> ResolveOptions {
-    let mut o = ResolveOptions::new(s.who.who(), g.clock.at(s.at));
-    o.task = s.task.clone();
-    o.include = s.include.clone();
-    o.offline = g.offline;
-    o.identities = s.identity.clone();
-    o
+/// The disclosure asked for by the shared scope flags (a person at the command line:
+/// findings refuse unless `allow_findings`).
+pub fn scope_ask(g: &Global, s: &ResolveScopeArgs, allow_findings: bool) -> Ask {
+    let mut ask = Ask::person(s.who.who(), g.clock.at(s.at));
+    ask.task = s.task.clone();
+    ask.include = s.include.clone();
+    ask.offline = g.offline;
+    ask.private = Private::Identities(s.identity.clone());
+    if allow_findings {
+        ask.findings = Findings::Allow;
+    }
+    ask
 }
 
-/// The library's plain resolve options from the flags.
-pub fn options(g: &Global, a: &ResolveArgs) -> ResolveOptions {
-    let mut o = scope_options(g, &a.scope);
-    o.include_historical = a.include_historical;
-    o.limit = a.limit;
-    o.min_relevance = a.min_relevance;
-    o.max_tokens = a.max_tokens.map(|n| n as usize);
-    o
+/// The disclosure the flags ask for.
+pub fn ask(g: &Global, a: &ResolveArgs) -> Ask {
+    let mut ask = scope_ask(g, &a.scope, a.allow_findings);
+    ask.include_historical = a.include_historical;
+    ask.limit = a.limit;
+    ask.min_relevance = a.min_relevance;
+    ask.max_tokens = a.max_tokens.map(|n| n as usize);
+    ask
 }
 
 pub fn run(g: &Global, p: &Printer, a: &ResolveArgs, always_bundle: bool) -> Result<Exit> {
     let started_at = ctx_core::time::format(&g.clock.now());
-    let opts = options(g, a);
+    let ask = ask(g, a);
     // Content is kept only for objects this consumer may read.
     let load = g.load_options(ctx_core::load::DEFAULT_MAX_FILE_SIZE);
-    let mut repo = resolve::open(g.dir.as_deref(), &g.cwd, &load, &opts)?;
-    let (resolution, bundle) =
-        resolve::bundle_releasing_content(&mut repo, &opts, &g.clock.stamp())?;
-    super::gate::check(p, &repo, &resolution, a.allow_findings)?;
+    let mut repo = disclose::open(g.dir.as_deref(), &g.cwd, &load, &ask)?;
+    let mut disclosure = disclose::resolve(&repo, &ask)?;
+    super::gate::note(p, &disclosure.let_through)?;
     let out = super::printer::output_file(a.output.as_deref());
     // Decrypted private content stays out of the work tree unless explicitly allowed.
-    if let (Some(o), true) = (out, resolution.holds_private()) {
-        ctx_core::view::output::check_private_output(
-            &repo.manifest,
-            &g.cwd.join(o),
-            a.allow_private_output,
-            true,
-        )?;
-    }
+    disclose::check_private_output(
+        &repo,
+        &disclosure,
+        out.map(|o| g.cwd.join(o)).as_deref(),
+        a.allow_private_output,
+    )?;
+    let bundle = disclosure.compile_releasing(&mut repo, &g.clock.stamp());
+    let resolution = &disclosure.resolution;
     let xo = explain::ExplainOptions {
         show_out_of_scope: a.show_out_of_scope,
     };
     let data;
     let product = match (a.explain && !always_bundle, a.format) {
-        (true, None) => Product::Text(explain::text(&repo, &resolution, &bundle, &xo)),
+        (true, None) => Product::Text(explain::text(&repo, resolution, &bundle, &xo)),
         (true, Some(BundleFormat::Json)) => {
-            data = explain::data(&repo, &resolution, &bundle, &xo);
+            data = explain::data(&repo, resolution, &bundle, &xo);
             Product::Json(&data)
         }
         (true, Some(BundleFormat::Yaml)) => Product::Text(render::yaml(&explain::data(
             &repo,
-            &resolution,
+            resolution,
             &bundle,
             &xo,
         ))),
@@ -128,7 +131,16 @@ pub fn run(g: &Global, p: &Printer, a: &ResolveArgs, always_bundle: bool) -> Res
         other => other,
     };
     // The product and its evidence (audit events, receipt) appear together or not at all.
-    super::sign::emit(p, &repo, a, &bundle, &product, always_bundle, &started_at)?;
+    super::sign::emit(
+        p,
+        &repo,
+        a,
+        &disclosure,
+        &bundle,
+        &product,
+        always_bundle,
+        &started_at,
+    )?;
     if let Some(b) = &resolution.budget {
         let _ = p.err(&format!(
             "max-tokens {}: kept {} object(s), about {} tokens; trimmed {} (listed as excluded). Estimate: {}\n",
@@ -147,6 +159,6 @@ pub fn run(g: &Global, p: &Printer, a: &ResolveArgs, always_bundle: bool) -> Res
         ));
     }
     // All three are plain data (nothing zeroized: the HMAC key lives in the View).
-    super::leave_to_exit((resolution, bundle, repo));
+    super::leave_to_exit((disclosure, bundle, repo));
     Ok(Exit::Ok)
 }

@@ -4,10 +4,8 @@
 use clap::Args;
 use serde_json::{json, Value};
 
+use ctx_core::disclose::{self, Release};
 use ctx_core::error::{Exit, Result};
-use ctx_core::evidence::Record;
-
-use ctx_core::view::View;
 
 use super::args::{ConsumerArgs, TableFormat};
 use super::{Global, Printer};
@@ -34,32 +32,31 @@ pub struct SearchArgs {
 
 pub fn run(g: &Global, p: &Printer, a: &SearchArgs) -> Result<Exit> {
     let repo = super::validate::load_repo(g, ctx_core::load::DEFAULT_MAX_FILE_SIZE)?;
-    let v = View::open(&repo, &a.who.who(), g.clock.at(a.at))?;
     let kind = a.kind.as_deref();
-    let hits = v.search(&a.query, &|o| kind.is_none_or(|t| o.kind() == t), a.limit);
-    let rows: Vec<Value> = hits
+    let found = disclose::search(
+        &repo,
+        &a.who.who(),
+        g.clock.at(a.at),
+        &a.query,
+        &|o| kind.is_none_or(|t| o.kind() == t),
+        a.limit,
+        &Release::All,
+    )?;
+    let rows: Vec<Value> = found
+        .hits
         .iter()
-        .map(|h| {
+        .map(|(h, state)| {
             let o = &repo.objects[h.index];
-            json!({"id": o.id, "version": o.version, "score": h.score, "type": o.kind(), "title": o.title(), "lifecycle": v.lifecycle(h.index).as_str()})
+            json!({"id": o.id, "version": o.version, "score": h.score, "type": o.kind(), "title": o.title(), "lifecycle": state.as_str()})
         })
         .collect();
-    ctx_core::evidence::record(
-        &repo.manifest,
-        Record::search(
-            a.who.agent.as_deref(),
-            &a.who.role,
-            hits.iter().map(|h| repo.objects[h.index].id.clone()),
-        ),
-    )?;
     let text = super::list::rows_text(rows, a.format, &["id", "score", "type", "title"]);
     super::io_result(p.product(&text, a.output.as_deref()))?;
-    let exit = if hits.is_empty() {
+    let exit = if found.hits.is_empty() {
         Exit::Invalid
     } else {
         Exit::Ok
     };
-    drop((hits, v));
     super::leave_to_exit(repo);
     Ok(exit)
 }

@@ -9,8 +9,9 @@ use std::path::{Path, PathBuf};
 use clap::Args;
 use serde_json::Value;
 
+use ctx_core::disclose::{deliver, Delivery, Disclosure, Sink};
 use ctx_core::error::Result;
-use ctx_core::evidence::bundle::{self, Emission, RequestEcho, SignOptions};
+use ctx_core::evidence::bundle::SignOptions;
 use ctx_core::evidence::BundleEvent;
 use ctx_core::load::Repo;
 
@@ -53,14 +54,16 @@ pub enum Product<'a> {
 
 /// Will this run write a receipt (`--sign`, or the manifest's policy)?
 pub fn receipt_wanted(repo: &Repo, a: &ResolveArgs) -> bool {
-    bundle::receipt_due(&repo.manifest, &a.sign.options())
+    deliver::receipt_due(&repo.manifest, &a.sign.options())
 }
 
 /// Emit `product` to `--output` or stdout together with its evidence.
+#[allow(clippy::too_many_arguments)]
 pub fn emit(
     p: &Printer,
     repo: &Repo,
     a: &ResolveArgs,
+    disclosure: &Disclosure,
     compiled: &Value,
     product: &Product<'_>,
     always_bundle: bool,
@@ -73,49 +76,42 @@ pub fn emit(
         (false, Some(BundleFormat::Markdown)) => "markdown",
         (false, _) => "json",
     };
-    let emission = Emission {
+    let delivery = Delivery {
         event: if always_bundle {
             BundleEvent::Bundle
         } else {
             BundleEvent::Resolve
         },
-        bundle: compiled,
-        request: RequestEcho {
-            include_historical: a.include_historical,
-            limit: a.limit,
-            min_relevance: a.min_relevance,
-            include: &a.scope.include,
-            max_tokens: a.max_tokens.map(|n| n as usize),
-        },
         format,
         started_at,
+        sign: a.sign.options(),
     };
     let bytes = match product {
         Product::Text(t) => Some(t.as_bytes()),
         Product::Json(_) => None,
     };
-    let prepared = bundle::prepare(&repo.manifest, &a.sign.options(), &emission, bytes)?;
-    let written = match a.output.as_deref().filter(|o| *o != Path::new("-")) {
-        None => {
-            // A stream cannot be staged: record first, then print.
-            let w = prepared.commit()?;
+    let sink = match a.output.as_deref().filter(|o| *o != Path::new("-")) {
+        None => Sink::Stream(Box::new(|| {
             super::io_result(match product {
                 Product::Text(t) => p.product(t, None),
                 Product::Json(v) => p.product_json(v, None),
-            })?;
-            w
-        }
+            })
+        })),
         // Staged beside the destination; committed before the rename.
-        Some(path) => prepared.commit_with_file(path, |f| match product {
-            Product::Text(t) => f.write_all(t.as_bytes()),
-            Product::Json(v) => {
-                let mut buf = std::io::BufWriter::with_capacity(1 << 16, f);
-                serde_json::to_writer_pretty(&mut buf, v).map_err(std::io::Error::from)?;
-                buf.write_all(b"\n")?;
-                buf.flush()
-            }
-        })?,
+        Some(path) => Sink::File {
+            path,
+            fill: Box::new(|f| match product {
+                Product::Text(t) => f.write_all(t.as_bytes()),
+                Product::Json(v) => {
+                    let mut buf = std::io::BufWriter::with_capacity(1 << 16, f);
+                    serde_json::to_writer_pretty(&mut buf, v).map_err(std::io::Error::from)?;
+                    buf.write_all(b"\n")?;
+                    buf.flush()
+                }
+            }),
+        },
     };
+    let written = disclosure.deliver(&repo.manifest, compiled, &delivery, bytes, sink)?;
     if let Some(w) = written {
         let shown = w.path.strip_prefix(&repo.manifest.root).unwrap_or(&w.path);
         let mut note = format!(

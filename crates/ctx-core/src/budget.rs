@@ -269,6 +269,7 @@ mod tests {
             max_tokens: None,
             adapters: Default::default(),
             identities: None,
+            withhold: Default::default(),
         }
     }
 

@@ -21,6 +21,7 @@ pub mod changes;
 pub mod ci;
 pub mod conformance;
 pub mod diag;
+pub mod disclose;
 pub mod doctor;
 pub mod error;
 pub mod evidence;

@@ -150,6 +150,7 @@ fn request(repo: &Repo, r: &Value) -> Result<Request, ScenarioError> {
             ..AdapterOptions::default()
         },
         identities: None,
+        withhold: Default::default(),
     })
 }
 

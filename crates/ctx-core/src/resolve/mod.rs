@@ -153,6 +153,11 @@ pub struct Request {
     pub adapters: AdapterOptions,
     /// The age identity that opens private objects (loaded on first use); None: not available.
     pub identities: Option<std::sync::Arc<crate::private::Keyring>>,
+    /// Objects the consumer may read that this answer must not carry (by index, with
+    /// the detail their exclusion record gives): taken out right after authorization,
+    /// so they never influence a rank, a budget or a count. Set only by
+    /// [`crate::disclose`] (approval withheld, error-level findings on an agent's door).
+    pub(crate) withhold: std::collections::BTreeMap<usize, String>,
 }
 
 impl Request {
@@ -188,6 +193,7 @@ impl Request {
                 ..AdapterOptions::default()
             },
             identities: crate::private::Keyring::discover(&o.identities)?.map(std::sync::Arc::new),
+            withhold: Default::default(),
         })
     }
 }
@@ -382,6 +388,10 @@ pub fn resolve(repo: &Repo, req: Request) -> Result<Resolution> {
             Ok(()) => {
                 if !req.include.is_empty() && !req.include.iter().any(|p| p.covers(&o.id)) {
                     not_in_scope += 1;
+                    continue;
+                }
+                if let Some(why) = req.withhold.get(&i) {
+                    excluded.push(excl(o, "permission-denied", Some(why.clone()), None));
                     continue;
                 }
                 let matched = scope

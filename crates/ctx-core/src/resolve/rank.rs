@@ -190,7 +190,13 @@ fn each_token<'t>(text: &'t str, mut f: impl FnMut(&'t str)) {
 }
 
 /// Weighted term frequencies of one object for the query terms, and its weighted length.
-fn profile(o: &ContextObject, content: Option<&Value>, query: &Query<'_>) -> (Vec<f64>, f64) {
+/// `listed_only`: only what a listing shows of the object (id and title) is indexed.
+fn profile(
+    o: &ContextObject,
+    content: Option<&Value>,
+    listed_only: bool,
+    query: &Query<'_>,
+) -> (Vec<f64>, f64) {
     let mut tf = vec![0.0; query.terms.len()];
     let mut len = 0.0;
     let mut add = |text: &str, w: f64| {
@@ -210,6 +216,9 @@ fn profile(o: &ContextObject, content: Option<&Value>, query: &Query<'_>) -> (Ve
     add(&o.id, W_ID);
     if let Some(t) = o.title() {
         add(t, W_TITLE);
+    }
+    if listed_only {
+        return (tf, len);
     }
     for t in o.meta.tags.iter().chain(&o.meta.applies_to) {
         add(t, W_TAGS);
@@ -234,6 +243,19 @@ pub fn scores(
     contents: &[Option<&Value>],
     task: Option<&str>,
 ) -> Vec<f64> {
+    scores_where(objects, candidates, contents, &|_| false, task)
+}
+
+/// [`scores`], where candidates `listed_only` names (by object index) are indexed by
+/// what a listing shows of them only (id and title): their content, summary and tags
+/// need an approval not yet given.
+pub fn scores_where(
+    objects: &[ContextObject],
+    candidates: &[usize],
+    contents: &[Option<&Value>],
+    listed_only: &(dyn Fn(usize) -> bool + Sync),
+    task: Option<&str>,
+) -> Vec<f64> {
     debug_assert_eq!(candidates.len(), contents.len());
     let q = task.map(query_terms).unwrap_or_default();
     if q.is_empty() || candidates.is_empty() {
@@ -243,7 +265,7 @@ pub fn scores(
     let profiles: Vec<(Vec<f64>, f64)> = candidates
         .par_iter()
         .zip(contents.par_iter())
-        .map(|(&i, c)| profile(&objects[i], *c, &query))
+        .map(|(&i, c)| profile(&objects[i], *c, listed_only(i), &query))
         .collect();
     let n = profiles.len() as f64;
     let avg_len = (profiles.iter().map(|p| p.1).sum::<f64>() / n).max(1.0);

@@ -23,11 +23,31 @@ impl View<'_> {
         keep: &dyn Fn(&ContextObject) -> bool,
         limit: usize,
     ) -> Vec<Hit> {
+        self.search_where(query, keep, &|_| true, &|_| false, limit)
+    }
+
+    /// [`View::search`] over the visible objects at indexes `shown_at` accepts; for
+    /// those `metadata_only` names, only what a listing shows (id and title) is scored:
+    /// content, summary and tags that need approval are not indexed before it is given. Objects outside the
+    /// corpus never reach the statistics, so they cannot move another object's score.
+    pub fn search_where(
+        &self,
+        query: &str,
+        keep: &dyn Fn(&ContextObject) -> bool,
+        shown_at: &dyn Fn(usize) -> bool,
+        metadata_only: &(dyn Fn(&ContextObject) -> bool + Sync),
+        limit: usize,
+    ) -> Vec<Hit> {
         let objects = &self.repo().objects;
         let mut order = Vec::new();
         let mut shown = Vec::new();
         for (i, _) in self.visible(false) {
-            if !keep(&objects[i]) {
+            if !keep(&objects[i]) || !shown_at(i) {
+                continue;
+            }
+            if metadata_only(&objects[i]) {
+                order.push(i);
+                shown.push(super::Shown::default());
                 continue;
             }
             if let Ok(s) = self.inline_content(i) {
@@ -36,7 +56,8 @@ impl View<'_> {
             }
         }
         let texts: Vec<_> = shown.iter().map(|s| s.content.as_deref()).collect();
-        let scores = rank::scores(objects, &order, &texts, Some(query));
+        let listed_only = |i: usize| metadata_only(&objects[i]);
+        let scores = rank::scores_where(objects, &order, &texts, &listed_only, Some(query));
         let mut hits: Vec<Hit> = order
             .into_iter()
             .zip(scores)
