@@ -93,8 +93,8 @@ pub fn run(g: &Global, p: &Printer, a: &ExportArgs) -> Result<Exit> {
     if !a.check {
         super::gate::note(p, &disclosure.let_through)?;
     }
+    let started_at = ctx_core::time::format(&g.clock.now());
     let bundle = disclosure.compile_releasing(&mut repo, &g.clock.stamp());
-    let resolution = disclosure.resolution;
     // Only the manifest is read from here on: the objects are released before the
     // file is rendered and compared, which for a whole bundle are tens of MiB each.
     let ctx_core::load::Repo {
@@ -112,7 +112,7 @@ pub fn run(g: &Global, p: &Printer, a: &ExportArgs) -> Result<Exit> {
         .unwrap_or_else(|| target.default_path().into());
     // Decrypted private content never goes into the work tree unless explicitly allowed,
     // and never into a file git tracks; `--check` holds the file to the same rule.
-    if resolution.holds_private() {
+    if disclosure.holds_private() {
         output::check_private_output(&manifest, &path, a.allow_private_output, !a.check)?;
     }
     let text = export::render(target, &bundle, &command_line(a));
@@ -155,7 +155,27 @@ pub fn run(g: &Global, p: &Printer, a: &ExportArgs) -> Result<Exit> {
         super::io_result(p.err(&format!("✗ {failed}\n  fix: run `{}`\n", command_line(a))))?;
         return Ok(Exit::Invalid);
     }
-    plan::write(&manifest, &path, &text, &bundle)?;
+    // The file and its evidence (audit event, receipt when the policy asks) together.
+    if let Some(parent) = path.parent() {
+        std::fs::create_dir_all(parent).map_err(|e| Error::io(parent, &e))?;
+    }
+    let delivery = disclose::Delivery {
+        event: ctx_core::evidence::BundleEvent::Bundle,
+        format: "markdown",
+        started_at: &started_at,
+        sign: Default::default(),
+    };
+    let fill = |f: &mut dyn std::io::Write| f.write_all(text.as_bytes());
+    disclosure.deliver(
+        &manifest,
+        &bundle,
+        &delivery,
+        Some(text.as_bytes()),
+        disclose::Sink::File {
+            path: &path,
+            fill: Box::new(fill),
+        },
+    )?;
     let n = bundle["objects"].as_array().map_or(0, Vec::len);
     super::io_result(p.out(&format!("wrote {shown} ({n} objects, {digest})\n")))?;
     Ok(Exit::Ok)

@@ -115,10 +115,7 @@ pub fn run(g: &Global, p: &Printer, a: &ResolveArgs, always_bundle: bool) -> Res
             Product::Json(&data)
         }
         (true, Some(BundleFormat::Yaml)) => Product::Text(render::yaml(&explain::data(
-            &repo,
-            resolution,
-            &bundle,
-            &xo,
+            &repo, resolution, &bundle, &xo,
         ))),
         (_, Some(BundleFormat::Markdown)) => Product::Text(render::markdown(&bundle)),
         (false, Some(BundleFormat::Yaml)) => Product::Text(render::yaml(&bundle)),

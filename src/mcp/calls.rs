@@ -118,7 +118,6 @@ async fn list(s: &CtxServer, args: &JsonObject) -> Result<CallToolResponse, Erro
     let r = s
         .blocking(move |svc| {
             let listed = svc.list(a.collection.as_deref())?;
-            super::evidence::shown(svc, &listed, false)?;
             Ok(listed.rows)
         })
         .await;
@@ -139,7 +138,6 @@ async fn search(s: &CtxServer, args: &JsonObject) -> Result<CallToolResponse, Er
     let r = s
         .blocking(move |svc| {
             let hits = svc.search(&a.query, limit)?;
-            super::evidence::shown(svc, &hits, true)?;
             Ok(hits.rows)
         })
         .await;

@@ -20,7 +20,8 @@ use serde_json::{json, Value};
 use ctx_core::error::{Error, Result};
 
 use super::evidence;
-use super::service::{Disclosure, Query, Release, Service};
+use super::service::{Disclosure, Query, Service};
+use ctx_core::disclose::Release;
 use ctx_core::personal::Tier;
 
 /// A scoped request: what the requester asks for, and why.
@@ -120,7 +121,8 @@ impl Exchange for LocalExchange {
         started_at: &str,
     ) -> Result<String> {
         let text = disclosure.markdown();
-        evidence::disclosure(disclosure, query, &text, started_at)?;
+        let _ = query;
+        evidence::disclosure(disclosure, &text, started_at)?;
         Ok(text)
     }
 

@@ -106,13 +106,7 @@ pub async fn read(
     let Some(id) = id else {
         let c = collection.clone();
         let rows = s
-            .blocking(move |svc| {
-                let listed = svc.list(Some(&c))?;
-                if !listed.rows.is_empty() {
-                    super::evidence::shown(svc, &listed, false)?;
-                }
-                Ok(listed.rows)
-            })
+            .blocking(move |svc| Ok(svc.list(Some(&c))?.rows))
             .await
             .map_err(|e| ErrorData::internal_error(e.to_string(), None))?;
         if rows.is_empty() {

@@ -2,15 +2,15 @@
 //!
 //! Every tool, resource and prompt calls an operation here; nothing in the
 //! server decides what a consumer may see, and nothing here calls into the
-//! CLI. Metadata (status, list) and search come from the library's one
-//! authorized view ([`ctx_core::view::View`]); anything that carries values
-//! comes from the resolver ([`ResolveOptions`] → [`Request::build`] →
-//! [`resolve::resolve`] → [`bundle::compile`]: [`resolve::bundle`], what
-//! `ctx resolve` runs, with one MCP step between resolving and compiling —
-//! withholding what the user refused to approve), so an
-//! MCP client never sees more than `ctx resolve` gives the same consumer.
-//! Every load passes the policy gate ([`roles::require_sound`]): a broken role
-//! set refuses, it never widens.
+//! CLI. Every answer comes from the library's one disclosure operation
+//! ([`ctx_core::disclose`]): listings and search through
+//! [`disclose::list`] / [`disclose::search`], anything that carries values
+//! through [`disclose::resolve`] (what `ctx resolve` runs, for an agent's door:
+//! objects that error-level findings concern are withheld, and what the user
+//! declined to approve is withheld before ranking), delivered with its evidence
+//! by [`disclose::Disclosure::deliver`]. So an MCP client never sees more than
+//! `ctx resolve` gives the same consumer. Every load passes the policy gate
+//! ([`roles::require_sound`]): a broken role set refuses, it never widens.
 //!
 //! The repository is kept in memory ([`LiveRepo`]) and brought up to date at
 //! the start of every call by a stat sweep: unchanged files keep their parsed
@@ -26,13 +26,14 @@ use std::sync::{Arc, Mutex};
 use serde_json::{json, Value};
 
 use ctx_core::budget;
-use ctx_core::bundle::{self, render};
+use ctx_core::bundle::render;
+use ctx_core::disclose::{self, Ask, Release};
 use ctx_core::error::Result;
 use ctx_core::load::live::LiveRepo;
 use ctx_core::load::{self, LoadOptions, Repo};
 use ctx_core::manifest::{roles, Manifest};
 use ctx_core::personal::Tier;
-use ctx_core::resolve::{self, Consumer, Exclusion, Request, Resolution, ResolveOptions};
+use ctx_core::resolve::Consumer;
 use ctx_core::view::{View, Who};
 
 use super::approval::Item;
@@ -82,11 +83,6 @@ impl Identity {
             who,
         }
     }
-
-    /// The audit actor these flags name (as the CLI's `--agent`/`--role` would).
-    pub fn actor(&self) -> ctx_core::audit::Actor {
-        ctx_core::audit::Actor::from_flags(self.who.agent.as_deref(), &self.who.roles)
-    }
 }
 
 /// The facade. Cheap to share (`Arc`); every operation takes a fresh snapshot.
@@ -100,35 +96,16 @@ pub struct Service {
     live: Mutex<Option<LiveRepo>>,
 }
 
-/// Whether approval-gated objects may leave in this answer.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Release {
-    /// Everything the consumer may see (no approval was needed, or it was given).
-    All,
-    /// Withhold sensitive and critical objects, recording why (approval refused).
-    WithholdSensitive(String),
-}
-
-/// Metadata rows (no values) and the snapshot they were read from, so the
-/// record of what was shown goes to that snapshot's audit policy without a
-/// second refresh.
+/// Metadata rows (no values), already recorded as shown.
 pub struct Rows {
-    pub repo: Arc<Repo>,
     pub rows: Vec<Value>,
-}
-
-impl Rows {
-    pub fn ids(&self) -> Vec<String> {
-        self.rows
-            .iter()
-            .filter_map(|r| r["id"].as_str().map(str::to_string))
-            .collect()
-    }
 }
 
 /// A bundle ready to hand out, and what handing it out needs.
 pub struct Disclosure {
     pub repo: Arc<Repo>,
+    /// The library's disclosure: what delivering it records.
+    pub decided: disclose::Disclosure,
     pub bundle: Value,
     /// Included objects that need the user's approval.
     pub sensitive: Vec<Item>,
@@ -248,60 +225,66 @@ impl Service {
     }
 
     /// Metadata of every current object the consumer may see (no content, no
-    /// summary), as the authorized view shows it. `collection` narrows to one.
+    /// summary), recorded as read. `collection` narrows to one.
     pub fn list(&self, collection: Option<&str>) -> Result<Rows> {
         let (repo, _) = self.load()?;
-        let v = View::open(&repo, &self.who.who, now())?;
-        let rows = v
-            .visible(false)
+        let in_collection = |o: &ctx_core::object::ContextObject| {
+            collection.is_none_or(|c| o.origin.collection.as_deref().unwrap_or("context") == c)
+        };
+        let listing = disclose::list(&repo, &self.who.who, now(), false, &in_collection)?;
+        let rows = listing
+            .shown
             .into_iter()
-            .filter(|(i, _)| collection.is_none_or(|c| collection_of(&repo, *i) == c))
             .map(|(i, state)| meta_row(&repo, i, Some(state.as_str()), &self.who.id))
             .collect();
-        Ok(Rows { repo, rows })
+        Ok(Rows { rows })
     }
 
-    /// Lexical search over what the consumer may read (the view's search, over
-    /// redacted content): ids, titles and scores only.
+    /// Lexical search over what the consumer may read (redacted; approval-gated
+    /// objects by what a listing shows of them only): ids, titles and scores,
+    /// recorded as a search.
     pub fn search(&self, query: &str, limit: usize) -> Result<Rows> {
         let (repo, _) = self.load()?;
-        let v = View::open(&repo, &self.who.who, now())?;
-        let rows = v
-            .search(query, &|_| true, limit)
+        let release = Release::WithoutApproval("needs the user's approval".into());
+        let found = disclose::search(
+            &repo,
+            &self.who.who,
+            now(),
+            query,
+            &|_| true,
+            limit,
+            &release,
+        )?;
+        let rows = found
+            .hits
             .into_iter()
-            .map(|h| {
+            .map(|(h, _)| {
                 let mut row = meta_row(&repo, h.index, None, &self.who.id);
                 row["score"] = json!(h.score);
                 row
             })
             .collect();
-        Ok(Rows { repo, rows })
+        Ok(Rows { rows })
     }
 
-    /// The library's plain resolve options for `q`, as `ctx resolve --agent/--role
-    /// --task --limit --include` would build them.
-    pub fn options(&self, q: &Query) -> ResolveOptions {
-        let mut o = ResolveOptions::new(self.who.who.clone(), now());
-        o.task = q.task.clone();
-        o.limit = q.limit;
-        o.include = q.include.clone();
-        o.max_tokens = q.max_tokens;
-        o.offline = self.cfg.offline;
-        o
+    /// What this consumer asks for with `q`, as an agent's door asks it.
+    pub fn ask(&self, q: &Query, release: &Release) -> Ask {
+        let mut a = Ask::agent(self.who.who.clone(), now());
+        a.task = q.task.clone();
+        a.limit = q.limit;
+        a.include = q.include.clone();
+        a.max_tokens = q.max_tokens;
+        a.offline = self.cfg.offline;
+        a.release = release.clone();
+        a
     }
 
-    /// The resolver's answer for this consumer: the same pipeline and bundle as
-    /// `ctx resolve`, then the token budget, then (if asked) withholding.
+    /// The library's disclosure for this consumer: the same pipeline and bundle
+    /// as `ctx resolve`, with the token budget and (if asked) approval withholding.
     pub fn resolve(&self, q: &Query, release: &Release) -> Result<Disclosure> {
         let (repo, _) = self.load()?;
-        let req = Request::build(&repo.manifest, &self.options(q))?;
-        let mut r = resolve::resolve(&repo, req)?;
-        let report = r.budget.clone();
-        let withheld = match release {
-            Release::All => Vec::new(),
-            Release::WithholdSensitive(why) => withhold(&repo, &mut r, why),
-        };
-        Ok(self.compile(repo, r, report, withheld))
+        let decided = disclose::resolve(&repo, &self.ask(q, release))?;
+        Ok(self.compile(repo, decided))
     }
 
     /// One object, through the resolver restricted to its id.
@@ -327,17 +310,11 @@ impl Service {
         )
     }
 
-    fn compile(
-        &self,
-        repo: Arc<Repo>,
-        mut r: Resolution,
-        budget: Option<budget::Report>,
-        withheld: Vec<String>,
-    ) -> Disclosure {
+    fn compile(&self, repo: Arc<Repo>, mut decided: disclose::Disclosure) -> Disclosure {
         let mut sensitive = Vec::new();
         let mut foreign_writes = Vec::new();
         let mut collections: BTreeMap<String, Vec<String>> = BTreeMap::new();
-        for s in &r.included {
+        for s in &decided.resolution.included {
             let o = &repo.objects[s.index];
             let tier = Tier::of(o.meta.classification);
             if tier.needs_approval() {
@@ -356,9 +333,12 @@ impl Service {
                 .or_default()
                 .push(o.id.clone());
         }
-        let bundle = bundle::compile(&repo, &mut r, &generated_at());
+        let budget = decided.resolution.budget.clone();
+        let withheld = decided.withheld_for_approval.clone();
+        let bundle = decided.compile(&repo, &generated_at());
         Disclosure {
             repo,
+            decided,
             bundle,
             sensitive,
             foreign_writes,
@@ -367,28 +347,6 @@ impl Service {
             collections,
         }
     }
-}
-
-/// Move sensitive and critical objects out of the selection, reporting each as
-/// withheld (`permission-denied`, with the reason in its detail).
-fn withhold(repo: &Repo, r: &mut Resolution, why: &str) -> Vec<String> {
-    let mut withheld = Vec::new();
-    r.included.retain(|s| {
-        let o = &repo.objects[s.index];
-        if !Tier::of(o.meta.classification).needs_approval() {
-            return true;
-        }
-        withheld.push(o.id.clone());
-        r.excluded.push(Exclusion {
-            id: o.id.clone(),
-            reason: "permission-denied",
-            detail: Some(format!("withheld: {why}")),
-            outranked_by: None,
-        });
-        false
-    });
-    r.excluded.sort();
-    withheld
 }
 
 /// `extensions.ctx.memory.written_by` of an object, if an agent wrote it.

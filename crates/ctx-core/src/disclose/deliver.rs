@@ -37,10 +37,7 @@ pub enum Sink<'a> {
     Stream(Box<dyn FnOnce() -> Result<()> + 'a>),
     /// A file: `fill` writes a staged copy beside `path`, the evidence is
     /// committed, then the copy is renamed into place.
-    File {
-        path: &'a Path,
-        fill: Fill<'a>,
-    },
+    File { path: &'a Path, fill: Fill<'a> },
 }
 
 /// Will delivering carry a signed receipt? Then the caller renders the product to

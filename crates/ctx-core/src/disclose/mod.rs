@@ -143,11 +143,6 @@ impl Ask {
     }
 }
 
-/// The detail of an object withheld for findings (ids and codes only: the file it
-/// came from may be what its consumer must not learn).
-pub const WITHHELD_FOR_FINDINGS: &str =
-    "withheld: error-level findings concern it; the repository owner runs `ctx validate`";
-
 /// What one consumer is given for one [`Ask`], before it is compiled.
 #[derive(Debug, Clone)]
 pub struct Disclosure {
@@ -155,7 +150,9 @@ pub struct Disclosure {
     pub resolution: Resolution,
     /// Findings handed out anyway ([`Findings::Allow`]); the door names them.
     pub let_through: Vec<Diagnostic>,
-    /// Ids withheld for findings ([`Findings::Withhold`]).
+    /// Ids withheld for findings ([`Findings::Withhold`]): for the door's operator
+    /// (a server's log), never for the consumer, to whom they look like objects
+    /// outside its scope.
     pub withheld_for_findings: Vec<String>,
     /// Ids withheld because approval was not given ([`Release::WithoutApproval`]).
     pub withheld_for_approval: Vec<String>,
@@ -221,10 +218,13 @@ enum Withheld {
 }
 
 impl Withheld {
-    fn detail(self, release: &Release) -> String {
+    /// The detail of its exclusion record; None: counted as out of scope instead,
+    /// since the object's existence (its id may have slipped past an exclude) is
+    /// not the consumer's to learn.
+    fn detail(self, release: &Release) -> Option<String> {
         match (self, release) {
-            (Withheld::Findings, _) => WITHHELD_FOR_FINDINGS.to_string(),
-            (Withheld::Approval, Release::WithoutApproval(why)) => format!("withheld: {why}"),
+            (Withheld::Findings, _) => None,
+            (Withheld::Approval, Release::WithoutApproval(why)) => Some(format!("withheld: {why}")),
             (Withheld::Approval, Release::All) => unreachable!("nothing is withheld"),
         }
     }

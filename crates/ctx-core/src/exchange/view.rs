@@ -1,9 +1,9 @@
 //! The resolver adapter: the ONE place the exchange asks what a consumer may
-//! obtain. [`authorized_view`] builds the same request `ctx resolve` builds
-//! ([`crate::resolve::ResolveOptions`] → [`crate::resolve::Request::build`],
-//! which passes the policy gate [`crate::manifest::roles::require_sound`] and
-//! names the consumer) and runs the resolver, whose every judgement is the
-//! library's authorized view ([`crate::view::View`]). [`View::disclose`] then
+//! obtain. [`authorized_view`] asks the library's one disclosure operation
+//! ([`crate::disclose::resolve`], which passes the policy gate
+//! [`crate::manifest::roles::require_sound`], names the consumer and withholds
+//! what error-level findings concern), whose every judgement is the library's
+//! authorized view ([`crate::view::View`]). [`View::disclose`] then
 //! compiles the disclosed part exactly as `ctx bundle` would. So a Context
 //! Layer bundle never holds more than `ctx resolve` gives the same consumer:
 //! authorized, in scope, current, redacted.
@@ -18,9 +18,10 @@ use sha2::{Digest, Sha256};
 
 use super::canon;
 use super::error::{ClError, ClResult};
+use crate::disclose::{Ask, Private};
 use crate::load::Repo;
 use crate::model::{Classification, Lifecycle};
-use crate::resolve::{self, Consumer, ConsumerKind, Request, Resolution, ResolveOptions};
+use crate::resolve::{self, Consumer, ConsumerKind, Resolution};
 use crate::time::Instant;
 use crate::view::Who;
 
@@ -89,19 +90,15 @@ pub fn who_for(requester: &str) -> Who {
     }
 }
 
-/// The request `ctx resolve --agent A` (or `--role R`) would build at `at`,
-/// through the policy gate; private collections stay closed (see above).
-pub fn request_for(
-    repo: &Repo,
-    requester: &str,
-    at: Instant,
-    opts: &ViewOptions,
-) -> ClResult<Request> {
-    let mut o = ResolveOptions::new(who_for(requester), at);
-    o.offline = opts.offline;
-    let mut req = Request::build(&repo.manifest, &o).map_err(requester_error)?;
-    req.identities = None;
-    Ok(req)
+/// What the exchange asks the library's disclosure operation for `requester` at
+/// `at`: what `ctx resolve --agent A` (or `--role R`) would be given at an agent's
+/// door (objects that error-level findings concern are withheld); private
+/// collections stay closed (see above).
+pub fn ask_for(requester: &str, at: Instant, opts: &ViewOptions) -> Ask {
+    let mut ask = Ask::agent(who_for(requester), at);
+    ask.offline = opts.offline;
+    ask.private = Private::Closed;
+    ask
 }
 
 /// A library error on the way to a consumer's view, with the profile's code.
@@ -120,9 +117,10 @@ pub fn authorized_view(
     at: Instant,
     opts: &ViewOptions,
 ) -> ClResult<View> {
-    let req = request_for(repo, requester, at, opts)?;
-    let consumer = req.consumer.clone();
-    let resolution = resolve::resolve(repo, req).map_err(requester_error)?;
+    let resolution = crate::disclose::resolve(repo, &ask_for(requester, at, opts))
+        .map_err(requester_error)?
+        .resolution;
+    let consumer = resolution.request.consumer.clone();
     let mut h = Sha256::new();
     h.update(b"ctx-exchange-view/1\0");
     h.update(consumer.kind.as_str().as_bytes());

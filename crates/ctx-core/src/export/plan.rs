@@ -4,13 +4,8 @@
 
 use std::path::Path;
 
-use serde_json::Value;
-
 use super::{State, Target};
 use crate::error::{Error, Result};
-use crate::evidence::{BundleEvent, Record};
-use crate::fs::{Existing, Mode};
-use crate::manifest::Manifest;
 
 /// How export was asked for, as recorded in the file's marker so that running
 /// that command line regenerates the file.
@@ -122,21 +117,6 @@ impl<R: std::io::BufRead> Iterator for Lines<R> {
             }
         }
     }
-}
-
-/// Write the file atomically, recording the bundle it was rendered from first.
-pub fn write(manifest: &Manifest, path: &Path, text: &str, bundle: &Value) -> Result<()> {
-    if let Some(parent) = path.parent() {
-        std::fs::create_dir_all(parent).map_err(|e| Error::io(parent, &e))?;
-    }
-    crate::evidence::record_after(
-        manifest,
-        Some(Record::bundle(BundleEvent::Bundle, bundle)),
-        || {
-            crate::fs::write_atomic(path, text.as_bytes(), Mode::Preserve, Existing::Replace)
-                .map_err(|e| Error::io(path, &e))
-        },
-    )
 }
 
 #[cfg(test)]

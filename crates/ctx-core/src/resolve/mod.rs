@@ -153,11 +153,13 @@ pub struct Request {
     pub adapters: AdapterOptions,
     /// The age identity that opens private objects (loaded on first use); None: not available.
     pub identities: Option<std::sync::Arc<crate::private::Keyring>>,
-    /// Objects the consumer may read that this answer must not carry (by index, with
-    /// the detail their exclusion record gives): taken out right after authorization,
-    /// so they never influence a rank, a budget or a count. Set only by
-    /// [`crate::disclose`] (approval withheld, error-level findings on an agent's door).
-    pub(crate) withhold: std::collections::BTreeMap<usize, String>,
+    /// Objects the consumer may read that this answer must not carry (by index):
+    /// taken out right after authorization, so they never influence a rank or a
+    /// budget. With a detail they are excluded as `permission-denied` (approval not
+    /// given); without one they are counted as out of scope, like an object the
+    /// consumer may not see (error-level findings on an agent's door). Set only by
+    /// [`crate::disclose`].
+    pub(crate) withhold: std::collections::BTreeMap<usize, Option<String>>,
 }
 
 impl Request {
@@ -390,9 +392,16 @@ pub fn resolve(repo: &Repo, req: Request) -> Result<Resolution> {
                     not_in_scope += 1;
                     continue;
                 }
-                if let Some(why) = req.withhold.get(&i) {
-                    excluded.push(excl(o, "permission-denied", Some(why.clone()), None));
-                    continue;
+                match req.withhold.get(&i) {
+                    Some(Some(why)) => {
+                        excluded.push(excl(o, "permission-denied", Some(why.clone()), None));
+                        continue;
+                    }
+                    Some(None) => {
+                        not_in_scope += 1;
+                        continue;
+                    }
+                    None => {}
                 }
                 let matched = scope
                     .include

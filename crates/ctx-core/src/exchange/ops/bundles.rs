@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use serde_json::{json, Value};
 
 use super::{meta, principal_arg, Exchange, Prepared};
-use crate::evidence::{BundleEvent, Record, Recorder};
+use crate::evidence::BundleEvent;
 use crate::exchange::bundle::{self, IssueInput};
 use crate::exchange::canon;
 use crate::exchange::config::KeyPurpose;
@@ -166,10 +166,12 @@ pub fn issue_prepared(
     // The repository's audit log records the disclosure like any bundle
     // (ids and digest only), under the manifest's `audit` block: prepared
     // now, so nothing is issued that could not be recorded.
-    let audit = Record::bundle(BundleEvent::Bundle, &disclosure.bundle);
-    let audit = Recorder::open(&ex.repo.manifest)
-        .and_then(|r| r.begin(&audit, &crate::evidence::now()))
-        .map_err(|e| ClError::new("AUDIT_UNAVAILABLE", e.to_string()))?;
+    let audit = crate::disclose::deliver::stage_bundle(
+        &ex.repo.manifest,
+        BundleEvent::Bundle,
+        &disclosure.bundle,
+    )
+    .map_err(|e| ClError::new("AUDIT_UNAVAILABLE", e.to_string()))?;
     let _lock = ex.state.lock()?;
     ex.record(
         log.as_ref(),
