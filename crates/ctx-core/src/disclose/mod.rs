@@ -14,6 +14,7 @@
 
 pub mod deliver;
 mod reads;
+mod target;
 #[cfg(test)]
 mod tests;
 
@@ -32,6 +33,7 @@ use crate::view::Who;
 
 pub use deliver::{Delivery, Sink};
 pub use reads::{document, list, record_decision, search, Decision, Listing, Searched, Shown};
+pub use target::{target, Target};
 
 /// What to do when error-level findings (a committed secret, an invalid object, an
 /// id that slips past an exclude) concern objects the answer would carry.
