@@ -77,6 +77,8 @@ mod manual;
 mod mcp;
 mod mcp_approval;
 mod mcp_canary;
+mod mcp_install;
+mod mcp_install_safety;
 mod mcp_live;
 mod mcp_personal;
 mod mcp_personal_args;
