@@ -66,7 +66,9 @@ pub fn identity(cfg: &Config, flags: &Who) -> Result<(Who, Consumer, String)> {
 
 /// The consumer a personal vault's server answers for: `--agent NAME`, else the
 /// manifest's `ctx.mcp: {agent: NAME}`. A vault's consumers are named agents: a
-/// role names no one the audit log could record.
+/// role names no one the audit log could record. Any well-formed consumer name is
+/// one (seed 004: a manifest agent of that name, else the vault's `consumer_role`),
+/// so `ctx mcp` and `ctx mcp install` accept the same names.
 pub fn personal_consumer(m: &Manifest, flags: &Who) -> Result<String> {
     let who = if flags.is_author() {
         default_consumer(m)?
@@ -74,7 +76,11 @@ pub fn personal_consumer(m: &Manifest, flags: &Who) -> Result<String> {
         flags.clone()
     };
     match (who.agent, who.roles.is_empty()) {
-        (Some(a), true) => Ok(a),
+        (Some(a), true) if ctx_core::personal::tokens::valid_consumer_name(&a) => Ok(a),
+        (Some(a), true) => Err(Error::Usage(format!(
+            "--agent {}: a vault's consumer is named with lowercase letters, digits, `-`, `_` and `.`, at most 64, not `user`",
+            inert::quoted(&a)
+        ))),
         _ => Err(Error::Usage(
             "a personal vault serves one named consumer: give --agent NAME (not --role)".into(),
         )),

@@ -134,12 +134,16 @@ pub(super) fn files(path: &[&str]) -> Vec<File> {
         ["mcp", "install"] => vec![
             MANIFEST,
             (
-                ".mcp.json, .cursor/mcp.json",
-                "The Claude Code and Cursor project configurations --write merges into (beside the manifest).",
+                ".mcp.json, .cursor/mcp.json, .vscode/mcp.json, .codex/config.toml, .zed/settings.json, .gemini/settings.json, .github/mcp.json",
+                "The project files --write merges into (beside the manifest; shared through git, so they name no path of this machine).",
             ),
             (
-                "~/.config/Claude/claude_desktop_config.json",
-                "Claude Desktop's configuration (~/Library/Application Support/Claude on macOS).",
+                "~/.claude.json, ~/.cursor/mcp.json, ~/.codex/config.toml, ~/.codeium/windsurf/mcp_config.json, ~/.gemini/settings.json, ~/.copilot/mcp-config.json",
+                "User files (--scope user), one ctx-<manifest id> entry per repository.",
+            ),
+            (
+                "~/.config/Claude/claude_desktop_config.json, ~/.config/Code/User/mcp.json, ~/.config/zed/settings.json",
+                "Claude Desktop's, VS Code's and Zed's user files on Linux (macOS: ~/Library/Application Support/Claude and …/Code/User; Windows: %APPDATA%).",
             ),
         ],
         ["completions"] => COMPLETION_FILES.to_vec(),

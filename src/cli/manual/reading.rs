@@ -33,8 +33,10 @@ pub(super) fn examples(path: &[&str]) -> Option<&'static [Example]> {
             ("ctx mcp -C vault --agent visa-agent --password-file ~/.ctx-pw --scope 'identity.*,addresses.current'", "Serve a personal vault to one consumer, within a scope; sensitive fields wait for the user's approval in the client."),
         ],
         ["mcp", "install"] => &[
-            ("ctx mcp install --client claude-code --agent support-agent", "Print the .mcp.json entry that starts ctx mcp for Claude Code."),
-            ("ctx mcp install --client cursor --agent support-agent --write", "Merge the entry into .cursor/mcp.json, keeping every other server."),
+            ("ctx mcp install --host claude-code --agent support-agent", "Print the .mcp.json entry that starts ctx mcp for Claude Code."),
+            ("ctx mcp install --host vscode --agent support-agent --dry-run", "Show, as a unified diff, what merging it into .vscode/mcp.json would change."),
+            ("ctx mcp install --host cursor --agent support-agent --write", "Merge the entry into .cursor/mcp.json, keeping every other byte of the file."),
+            ("ctx mcp install --host claude-desktop --agent support-agent --write", "Add this repository's entry (ctx-<id>) to the user-wide Claude Desktop file."),
         ],
         ["bundle"] => &[
             ("ctx bundle --role support --output bundle.json", "Write the bundle document for a role."),

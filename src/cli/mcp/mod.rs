@@ -2,9 +2,10 @@
 //! Protocol (stdio), and `ctx mcp install`: configure an MCP client to do so.
 //!
 //! - `vault.rs`: the flags of a personal vault's server, gathered into its options;
-//! - `install.rs`: `ctx mcp install`.
+//! - `install.rs`: `ctx mcp install` (`install_who.rs`: the consumer its entry serves).
 
 mod install;
+mod install_who;
 mod vault;
 
 use clap::{Args, Subcommand};
@@ -52,7 +53,7 @@ pub struct McpArgs {
 
 #[derive(Debug, Subcommand)]
 pub enum McpAction {
-    /// Print (or with --write, merge into the client's file) the configuration that starts `ctx mcp`.
+    /// Configure an MCP host to start `ctx mcp`: print the entry, show the change (--dry-run), or merge it (--write).
     Install(InstallArgs),
 }
 
