@@ -19,6 +19,7 @@
 use serde_json::{json, Map, Value};
 
 use ctx_core::diag::{Diagnostic, Severity};
+use ctx_core::disclose::{self, Target};
 use ctx_core::error::{Error, Result};
 use ctx_core::load::Repo;
 use ctx_core::object::{ContextObject, Format};
@@ -47,13 +48,29 @@ pub enum Plan {
     Write { rel: String, tier: Tier },
     /// A proposal for review; `reason` says why it is not a write.
     Propose { tier: Option<Tier>, reason: String },
+    /// Refused: the id is outside what the consumer may read. The same answer
+    /// whether an object has it or not.
+    Forbidden,
+}
+
+/// The one answer to a write of an id the consumer may not read, whether an
+/// object has it (hidden from the consumer) or not.
+pub fn forbidden(id: &str, shown: &str) -> String {
+    format!(
+        "not written: `{id}` is not an id {shown} may read or write, so nothing was written or proposed. \
+         context_list shows what you may read."
+    )
 }
 
 /// Decide, without writing anything.
 pub fn plan(svc: &Service, id: &str, value: &str, tier: Option<Tier>) -> Result<Plan> {
     let (repo, consumer) = svc.load()?;
+    let target = disclose::target(&repo, &svc.who.who, super::service::now(), id)?;
+    if target == Target::Forbidden {
+        return Ok(Plan::Forbidden);
+    }
     Ok(
-        match planned_write(svc, &repo, &consumer, id, value, tier)? {
+        match planned_write(svc, &repo, &consumer, target, id, value, tier)? {
             Ok((rel, _, tier)) => Plan::Write { rel, tier },
             Err(why) => Plan::Propose {
                 tier,
@@ -71,7 +88,11 @@ pub fn commit(svc: &Service, id: &str, value: &str, tier: Option<Tier>) -> Resul
     let root = svc.cfg.manifest()?.root;
     let _lock = ctx_core::fs::RepoLock::acquire(&root).map_err(|e| Error::io(&root, &e))?;
     let (repo, consumer) = svc.load()?;
-    let (rel, bytes, _) = planned_write(svc, &repo, &consumer, id, value, tier)?
+    let target = disclose::target(&repo, &svc.who.who, super::service::now(), id)?;
+    if target == Target::Forbidden {
+        return Err(Error::Invalid(forbidden(id, &svc.who.shown)));
+    }
+    let (rel, bytes, _) = planned_write(svc, &repo, &consumer, target, id, value, tier)?
         .map_err(|why| Error::Invalid(format!("refusing to write: {why} (nothing was written)")))?;
     write::apply(
         &repo.manifest.root,
@@ -98,9 +119,11 @@ pub enum Unwritable {
     NotObjectFile(String),
     #[error("the value would not form a valid object ({0})")]
     NotAnObject(ObjectFault),
-    /// The manifest grants this consumer no write of it.
-    #[error(transparent)]
-    Refused(write::WriteError),
+    /// No write grant lets this consumer create it. One reason for every cause (no
+    /// grant, a deny, an object by that id the consumer may not read), so the
+    /// answer says nothing about objects it cannot see.
+    #[error("no write grant lets {0} create `{1}`; a person reviews the value first")]
+    NotGranted(String, String),
 }
 
 /// Why the planned file would hold no valid object (codes and paths; the
@@ -122,14 +145,20 @@ fn planned_write(
     svc: &Service,
     repo: &Repo,
     consumer: &Consumer,
+    target: Target,
     id: &str,
     value: &str,
     tier: Option<Tier>,
 ) -> Result<std::result::Result<(String, Vec<u8>, Tier), Unwritable>> {
     let m = &repo.manifest;
-    if repo.objects.iter().any(|o| o.id == id) {
+    let not_granted = || Unwritable::NotGranted(svc.who.shown.clone(), id.to_string());
+    if let Target::Visible(_) = target {
         return Ok(Err(Unwritable::Exists(id.to_string())));
     }
+    // An object the consumer may not read has this id: answered as a missing id
+    // without a grant (a write would collide with what it cannot see), after the
+    // same planning and checks, so neither the answer nor its cost tells them apart.
+    let collides = repo.objects.iter().any(|o| o.id == id);
     let Some(rel) = write::default_path(m, id) else {
         return Ok(Err(Unwritable::NoCollection(id.to_string())));
     };
@@ -164,12 +193,13 @@ fn planned_write(
         Ok(o) => o,
         Err(e) => return Ok(Err(Unwritable::NotAnObject(e))),
     };
-    if let Err(why) = write::authorize_write(m, consumer, &obj, None) {
-        return Ok(Err(Unwritable::Refused(why)));
-    }
+    let granted = write::authorize_write(m, consumer, &obj, None).is_ok();
     let tier = Tier::of(obj.meta.classification);
     let planned = write::planned_repo(repo, &[], vec![obj]);
-    check_repository(repo, &planned)?;
+    check_repository(repo, &planned, collides.then_some(id))?;
+    if collides || !granted {
+        return Ok(Err(not_granted()));
+    }
     Ok(Ok((rel, bytes, tier)))
 }
 
@@ -194,14 +224,19 @@ fn planned_object(
 
 /// Refuse if the planned repository has errors the current one does not
 /// (messages name codes and ids; the agent's own value is the only content).
-fn check_repository(repo: &Repo, planned: &Repo) -> Result<()> {
+/// `hidden`: an id an object the consumer may not read already has; what the
+/// planned copy's collision with it finds is not the consumer's to learn.
+fn check_repository(repo: &Repo, planned: &Repo, hidden: Option<&str>) -> Result<()> {
     let opts = || ValidateOptions {
         strict: false,
         at: None,
     };
     let before = validate::validate(repo, opts());
     let after = validate::validate(planned, opts());
-    let new: Vec<Diagnostic> = write::new_errors(&before, &after);
+    let mut new: Vec<Diagnostic> = write::new_errors(&before, &after);
+    if let Some(id) = hidden {
+        new.retain(|d| d.id.as_deref() != Some(id) && !d.ids.iter().any(|x| x == id));
+    }
     match new.first() {
         None => Ok(()),
         Some(d) => Err(Error::Invalid(format!(
@@ -241,6 +276,33 @@ pub async fn tool(
     };
     let client = client_name(ctx);
     match plan {
+        Plan::Forbidden => {
+            let id = a.id.clone();
+            let r = s
+                .blocking(move |svc| {
+                    let (repo, _) = svc.load()?;
+                    super::evidence::event(
+                        svc,
+                        &repo,
+                        Note {
+                            access: ctx_core::evidence::Access::Write,
+                            objects: std::slice::from_ref(&id),
+                            outcome: "denied",
+                            reason: Some("outside the consumer's read scope".into()),
+                            mcp: json!({"action": "context_set"}),
+                        },
+                    )
+                })
+                .await;
+            Ok(match r {
+                Ok(()) => CallToolResult::error(vec![ContentBlock::text(forbidden(
+                    &a.id,
+                    &s.svc.who.shown,
+                ))])
+                .into(),
+                Err(e) => tool_error(&e).into(),
+            })
+        }
         Plan::Propose { tier, reason } => {
             let draft = ProposalDraft {
                 target: a.id.clone(),

@@ -88,6 +88,7 @@ mod mcp_python;
 mod mcp_registry;
 mod mcp_wire;
 mod not_found_exits;
+mod one_door;
 mod personal;
 mod piped_output;
 mod plugins;

@@ -32,7 +32,13 @@ pub fn target(repo: &Repo, who: &Who, at: Instant, id: &str) -> Result<Target> {
         },
         None,
     ) {
-        return Ok(Target::Visible(i));
+        // An object error-level findings concern is withheld from the consumer's
+        // reads, so a write sees it as a read does: not there.
+        let blocked =
+            v.consumer().is_some() && !crate::lint::gate::blocked_objects(repo, [i]).is_empty();
+        if !blocked {
+            return Ok(Target::Visible(i));
+        }
     }
     let Some(scope) = v.scope() else {
         // The repository's author: every id is theirs to write.
