@@ -268,3 +268,75 @@ async fn context_set_answers_alike_for_hidden_and_missing_ids() {
         s.cancel().await.ok();
     }
 }
+
+/// A memory proposal may name only ids its submitter may read: a bundle about
+/// the refund rules cannot carry a claim about the board's merger talks.
+#[test]
+fn a_memory_proposal_cannot_target_what_its_author_may_not_read() {
+    use super::exchange::{at, ClRepo};
+    let r = ClRepo::init();
+    let env = r.bundle("m", &["--action", "memory.propose"]);
+    assert_eq!(r.open(&env, "support-agent", 3).code, 0);
+    let b = r.envelope(&env)["bundle"].clone();
+    let handle = b["context"][0]["provenance_handles"][0]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let propose = |name: &str, predicate: &str| {
+        let cand = json!({"operation": "add_or_contradict", "proposed_claims": [{"predicate": predicate,
+            "object": {"value": "the agent's text", "datatype": "text"}, "confidence": 0.7}],
+            "provenance_handles": [handle], "rationale": "r"});
+        std::fs::write(r.file(name), cand.to_string()).unwrap();
+        let envp = r.file(&env);
+        r.run(&[
+            "propose",
+            name,
+            "--bundle",
+            envp.to_str().unwrap(),
+            "--as",
+            "support-agent",
+            "--at",
+            &at(4),
+        ])
+    };
+    // Outside the support role's scope: refused alike whether or not it exists.
+    let manifest = std::fs::read_to_string(r.file("opencontext.yaml")).unwrap();
+    std::fs::write(
+        r.file("opencontext.yaml"),
+        manifest.replacen(
+            "collections:\n",
+            "collections:\n  board: ./context/board/**\n",
+            1,
+        ),
+    )
+    .unwrap();
+    std::fs::create_dir_all(r.file("context/board")).unwrap();
+    std::fs::write(
+        r.file("context/board/merger-talks.md"),
+        "---\nid: board.merger-talks\ntype: note\nowner: board\n---\n\nTalks.\n",
+    )
+    .unwrap();
+    let hidden = propose("hidden.json", "board.merger-talks");
+    let missing = propose("missing.json", "board.nothing-here");
+    assert_eq!(hidden.code, 1, "{}", hidden.stderr);
+    assert_eq!(missing.code, 1, "{}", missing.stderr);
+    assert!(
+        hidden.stderr.contains("PROPOSAL_TARGET_NOT_PERMITTED"),
+        "{}",
+        hidden.stderr
+    );
+    assert_eq!(
+        hidden.stderr.replace("board.merger-talks", "X"),
+        missing.stderr.replace("board.nothing-here", "X")
+    );
+    assert!(
+        !r.file(".ctx/exchange/proposals").exists()
+            || std::fs::read_dir(r.file(".ctx/exchange/proposals"))
+                .unwrap()
+                .count()
+                == 0
+    );
+    // Inside it, a proposal is taken for review.
+    let fine = propose("fine.json", "policies.refunds");
+    assert_eq!(fine.code, 0, "{}", fine.stderr);
+}

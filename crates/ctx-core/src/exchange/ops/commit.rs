@@ -135,6 +135,7 @@ pub fn commit(ex: &Exchange<'_>, o: &CommitOptions) -> ClResult<Committed> {
         );
     }
     let p = wire::to_core(&reviewed.proposal)?;
+    super::proposals::check_commit_authority(ex, &p, o.at)?;
     let pid = p["id"].as_str().unwrap_or_default().to_string();
     let refs: Vec<&str> = p["provenance_refs"]
         .as_array()

@@ -33,6 +33,7 @@ pub fn submit(
                 "an earlier action on this bundle has an indeterminate outcome; run `ctx receipts retry` first",
             );
         }
+        check_authority(ex, &session.principal, candidate, o.at)?;
         proposal::propose(&session, log, candidate, o.at, c.revocation)
     })?;
     let _lock = ex.state.lock()?;
@@ -42,6 +43,71 @@ pub fn submit(
         &p,
     )?;
     Ok((p, path))
+}
+
+/// Seed 000 §8.4 step 2, the submitter's authority: every claim must target an
+/// id its submitter may read, or one that would be in its read scope. An id
+/// outside that scope is refused with one answer, whether an object has it or
+/// not. Checked at submission and again at commit (the policy may change
+/// between the two).
+pub fn check_authority(
+    ex: &Exchange<'_>,
+    principal: &str,
+    proposal: &Value,
+    at: Instant,
+) -> ClResult<()> {
+    let claims = proposal
+        .get("proposed_claims")
+        .and_then(Value::as_array)
+        .cloned()
+        .unwrap_or_default();
+    let who = ex
+        .config
+        .requester_for(principal)
+        .map(|r| crate::exchange::view::who_for(&r.name));
+    for claim in &claims {
+        let id = claim["predicate"].as_str().unwrap_or("");
+        let allowed = match &who {
+            Some(w) => !matches!(
+                crate::disclose::target(ex.repo, w, at, id),
+                Ok(crate::disclose::Target::Forbidden) | Err(_)
+            ),
+            None => false,
+        };
+        if !allowed {
+            return fail(
+                "PROPOSAL_TARGET_NOT_PERMITTED",
+                format!("{principal} may not read or write `{id}`, so it cannot propose a change to it; nothing was recorded"),
+            );
+        }
+    }
+    Ok(())
+}
+
+/// [`check_authority`] at commit, for the reviewer: the submitter must still be
+/// allowed to name every target, and an existing target must be one it may read
+/// now (a proposal never writes what its author could not see).
+pub fn check_commit_authority(ex: &Exchange<'_>, core: &Value, at: Instant) -> ClResult<()> {
+    let principal = core["submitted_by"].as_str().unwrap_or("");
+    check_authority(ex, principal, core, at)?;
+    let Some(r) = ex.config.requester_for(principal) else {
+        return Ok(());
+    };
+    let who = crate::exchange::view::who_for(&r.name);
+    for claim in core["proposed_claims"].as_array().into_iter().flatten() {
+        let id = claim["predicate"].as_str().unwrap_or("");
+        let unseen = matches!(
+            crate::disclose::target(ex.repo, &who, at, id),
+            Ok(crate::disclose::Target::Unseen)
+        );
+        if unseen && ex.repo.objects.iter().any(|o| o.id == id) {
+            return fail(
+                "PROPOSAL_TARGET_NOT_PERMITTED",
+                format!("`{id}` exists, and its proposer {principal} may not read it: a proposal never changes what its author cannot see; reject it"),
+            );
+        }
+    }
+    Ok(())
 }
 
 /// A proposal with its current status and history.
