@@ -340,3 +340,30 @@ fn a_memory_proposal_cannot_target_what_its_author_may_not_read() {
     let fine = propose("fine.json", "policies.refunds");
     assert_eq!(fine.code, 0, "{}", fine.stderr);
 }
+
+/// The audit log records what the README says it records: ids, digests, counts
+/// and a bundle's task; never content, never a search query.
+#[test]
+fn audit_events_carry_the_task_but_no_content_and_no_query() {
+    let r = repo();
+    let manifest = std::fs::read_to_string(r.path().join("opencontext.yaml")).unwrap();
+    r.write(
+        "opencontext.yaml",
+        &format!("{manifest}audit:\n  context_reads: true\n"),
+    );
+    r.write(
+        "context/notes/creds.md",
+        "---\nid: notes.creds\ntype: note\nowner: s\ntitle: Deploy\n---\n\nno secret now\n",
+    );
+    std::fs::remove_file(r.path().join("context/policies/internal/leak.md")).unwrap();
+    let task = "the refund task 7001";
+    let run = r.ctx(&["resolve", "--role", "support", "--task", task]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let query = "QUERY-WORD-3303";
+    r.ctx(&["search", query, "--role", "support"]);
+    let log = std::fs::read_to_string(r.path().join(".ctx/audit.jsonl")).unwrap();
+    assert!(log.contains(task), "the task is recorded: {log}");
+    for absent in [query, "Refunds within 30 days", "no secret now"] {
+        assert!(!log.contains(absent), "{absent} in {log}");
+    }
+}
