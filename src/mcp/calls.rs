@@ -11,10 +11,10 @@ use rmcp::model::{
 use rmcp::service::{RequestContext, RoleServer};
 use serde_json::{json, Value};
 
+use super::answer::{self, DEFAULT_ANSWER_TOKENS, NOTES_RESERVE};
 use super::evidence::Note;
-use super::exchange::ScopedRequest;
 use super::server::{parse, tool_error, CtxServer, Gated};
-use super::service::{Query, DEFAULT_CONTEXT_TOKENS};
+use super::service::{Disclosure, Query, Service};
 use super::tools::{self, IDENTITY_KEYS, MAX_ARGUMENTS_BYTES};
 
 pub async fn call(
@@ -115,18 +115,32 @@ async fn list(s: &CtxServer, args: &JsonObject) -> Result<CallToolResponse, Erro
     if let Some(c) = &a.collection {
         tools::check_len("collection", c, 1, 100).map_err(arg_error)?;
     }
+    let limit = tools::check_range("limit", a.limit, 1, 500)
+        .map_err(arg_error)?
+        .unwrap_or(answer::DEFAULT_PAGE);
+    let cursor = a.cursor.clone();
     let r = s
-        .blocking(move |svc| {
-            let listed = svc.list(a.collection.as_deref())?;
-            Ok(listed.rows)
-        })
+        .blocking(move |svc| Ok(svc.list(a.collection.as_deref())?.rows))
         .await;
-    Ok(match r {
-        Ok(rows) => {
-            CallToolResult::structured(json!({ "objects": rows, "count": rows.len() })).into()
+    let all = match r {
+        Ok(rows) => rows,
+        Err(e) => return Ok(tool_error(&e).into()),
+    };
+    // A page is `limit` rows at most, and fewer when they would not fit the answer.
+    let total = all.len();
+    let start = match answer::offset(cursor.as_deref(), total) {
+        Ok(o) => o,
+        Err(e) => return Ok(tool_error(&ctx_core::error::Error::Usage(e)).into()),
+    };
+    let rows = &all[start..(start + limit).min(total)];
+    Ok(answer::fitted(rows, |n| {
+        let mut v = json!({ "objects": rows[..n], "count": n, "total": total });
+        if let Some(c) = answer::cursor_at(start + n, total) {
+            v["nextCursor"] = json!(c);
         }
-        Err(e) => tool_error(&e).into(),
+        CallToolResult::structured(v)
     })
+    .into())
 }
 
 async fn search(s: &CtxServer, args: &JsonObject) -> Result<CallToolResponse, ErrorData> {
@@ -142,7 +156,17 @@ async fn search(s: &CtxServer, args: &JsonObject) -> Result<CallToolResponse, Er
         })
         .await;
     Ok(match r {
-        Ok(hits) => CallToolResult::structured(json!({ "hits": hits, "count": hits.len() })).into(),
+        Ok(hits) => answer::fitted(&hits, |n| {
+            let mut v = json!({ "hits": hits[..n], "count": n });
+            if n < hits.len() {
+                v["more"] = json!(format!(
+                    "{} more hit(s) did not fit this answer; narrow the query",
+                    hits.len() - n
+                ));
+            }
+            CallToolResult::structured(v)
+        })
+        .into(),
         Err(e) => tool_error(&e).into(),
     })
 }
@@ -156,6 +180,9 @@ async fn get(
 ) -> Result<CallToolResponse, ErrorData> {
     let a: tools::GetArgs = parse(args)?;
     tools::check_id(&a.id).map_err(arg_error)?;
+    let budget = tools::check_range("max_tokens", a.max_tokens, 500, 1_000_000)
+        .map_err(arg_error)?
+        .unwrap_or(DEFAULT_ANSWER_TOKENS);
     let id = a.id.clone();
     let gated = s
         .gated(
@@ -171,11 +198,12 @@ async fn get(
                     include: vec![id.clone()],
                     ..Query::default()
                 };
-                Ok((svc.get(&id, rel)?, q))
+                let shape = Shape::Single(id.clone());
+                Ok((fit(svc, &q, rel, budget, &shape)?, q))
             },
         )
         .await;
-    finish(s, gated, Shape::Single(a.id)).await
+    finish(s, gated, Shape::Single(a.id), budget).await
 }
 
 async fn context(
@@ -186,9 +214,9 @@ async fn context(
     responses: Option<&rmcp::model::InputResponses>,
 ) -> Result<CallToolResponse, ErrorData> {
     let a: tools::ContextArgs = parse(args)?;
-    let max = tools::check_range("max_tokens", a.max_tokens, 100, 1_000_000)
+    let max = tools::check_range("max_tokens", a.max_tokens, 500, 1_000_000)
         .map_err(arg_error)?
-        .unwrap_or(DEFAULT_CONTEXT_TOKENS);
+        .unwrap_or(DEFAULT_ANSWER_TOKENS);
     let gated = s
         .gated(
             ctx,
@@ -199,15 +227,12 @@ async fn context(
             state,
             responses,
             move |svc, rel| {
-                let q = Query {
-                    max_tokens: Some(max),
-                    ..Query::default()
-                };
-                Ok((svc.context(max, rel)?, q))
+                let q = Query::default();
+                Ok((fit(svc, &q, rel, max, &Shape::Grouped)?, q))
             },
         )
         .await;
-    finish(s, gated, Shape::Grouped).await
+    finish(s, gated, Shape::Grouped, max).await
 }
 
 async fn resolve(
@@ -221,7 +246,7 @@ async fn resolve(
     tools::check_len("task", &a.task, 1, 1000).map_err(arg_error)?;
     let limit = tools::check_range("limit", a.limit, 1, 10_000).map_err(arg_error)?;
     let max_tokens =
-        tools::check_range("max_tokens", a.max_tokens, 100, 1_000_000).map_err(arg_error)?;
+        tools::check_range("max_tokens", a.max_tokens, 500, 1_000_000).map_err(arg_error)?;
     let include = a.include.unwrap_or_default();
     if include.len() > 32 {
         return Err(arg_error("`include` takes at most 32 patterns"));
@@ -231,10 +256,11 @@ async fn resolve(
         ctx_core::pattern::Pattern::parse(p)
             .map_err(|e| arg_error(format!("include `{}`: {}", inert(&e.pattern), e.reason)))?;
     }
+    let budget = max_tokens.unwrap_or(DEFAULT_ANSWER_TOKENS);
     let q = Query {
         task: Some(a.task.clone()),
         limit,
-        max_tokens,
+        max_tokens: None,
         include,
     };
     let gated = s
@@ -246,10 +272,10 @@ async fn resolve(
             false,
             state,
             responses,
-            move |svc, rel| Ok((svc.resolve(&q, rel)?, q.clone())),
+            move |svc, rel| Ok((fit(svc, &q, rel, budget, &Shape::Bundle)?, q.clone())),
         )
         .await;
-    finish(s, gated, Shape::Bundle).await
+    finish(s, gated, Shape::Bundle, budget).await
 }
 
 async fn request_context(
@@ -269,13 +295,15 @@ async fn request_context(
         ctx_core::pattern::Pattern::parse(p)
             .map_err(|e| arg_error(format!("scope `{}`: {}", inert(&e.pattern), e.reason)))?;
     }
-    let req = ScopedRequest {
-        scope: a.scope,
-        purpose: a.purpose.clone(),
+    let budget = tools::check_range("max_tokens", a.max_tokens, 500, 1_000_000)
+        .map_err(arg_error)?
+        .unwrap_or(DEFAULT_ANSWER_TOKENS);
+    let scope = a.scope.clone();
+    let q = Query {
+        task: Some(a.purpose.clone()),
+        include: a.scope.clone(),
+        ..Query::default()
     };
-    let exchange = s.exchange.clone();
-    let decided = std::sync::Arc::new(std::sync::Mutex::new(None));
-    let keep = decided.clone();
     let gated = s
         .gated(
             ctx,
@@ -286,16 +314,56 @@ async fn request_context(
             state,
             responses,
             move |svc, rel| {
-                let d = exchange.decide(svc, &req, rel)?;
-                let q = d.query.clone();
-                *keep.lock().unwrap_or_else(|p| p.into_inner()) =
-                    Some((d.granted.clone(), d.not_granted.clone()));
-                Ok((d.disclosure, q))
+                let shape = Shape::Request(Default::default());
+                Ok((fit(svc, &q, rel, budget, &shape)?, q.clone()))
             },
         )
         .await;
-    let selectors = decided.lock().unwrap_or_else(|p| p.into_inner()).clone();
-    finish(s, gated, Shape::Request(selectors.unwrap_or_default())).await
+    let selectors = match &gated {
+        Ok(Gated::Out { disclosure, .. }) => granted(&scope, disclosure),
+        _ => Default::default(),
+    };
+    finish(s, gated, Shape::Request(selectors), budget).await
+}
+
+/// Which selectors matched something the requester may see (released or withheld
+/// for approval), and which matched nothing: absent and not permitted are not
+/// told apart.
+fn granted(scope: &[String], d: &Disclosure) -> (Vec<String>, Vec<String>) {
+    let released = d.object_ids();
+    scope.iter().cloned().partition(|sel| {
+        ctx_core::pattern::Pattern::parse(sel).is_ok_and(|p| {
+            released
+                .iter()
+                .chain(d.withheld.iter())
+                .any(|id| p.covers(id))
+        })
+    })
+}
+
+/// Resolve `q` so that the whole answer — text blocks and structured content, as
+/// [`shaped`] builds it, plus a reserve for notes — fits `budget` estimated tokens.
+/// The library's budget covers object bodies; the framing is measured and taken
+/// off it, a few times at most (deterministic: same inputs, same answer).
+fn fit(
+    svc: &Service,
+    q: &Query,
+    rel: &ctx_core::disclose::Release,
+    budget: usize,
+    shape: &Shape,
+) -> Result<Disclosure, ctx_core::error::Error> {
+    let mut objects = budget.saturating_sub(NOTES_RESERVE).max(1);
+    let mut d = svc.resolve(&q.with_budget(objects), rel)?;
+    for _ in 0..4 {
+        let used =
+            answer::tokens(&shaped(&d, d.markdown(), shape, budget, Vec::new())) + NOTES_RESERVE;
+        if used <= budget || objects == 1 {
+            break;
+        }
+        objects = objects.saturating_sub(used - budget).max(1);
+        d = svc.resolve(&q.with_budget(objects), rel)?;
+    }
+    Ok(d)
 }
 
 /// How a released bundle is presented.
@@ -311,6 +379,7 @@ async fn finish(
     s: &CtxServer,
     gated: Result<Gated, ctx_core::error::Error>,
     shape: Shape,
+    budget: usize,
 ) -> Result<CallToolResponse, ErrorData> {
     let gated = match gated {
         Ok(g) => g,
@@ -334,12 +403,22 @@ async fn finish(
     };
     if let Shape::Single(id) = &shape {
         if disclosure.object_ids().is_empty() {
-            return Ok(CallToolResult::error(vec![ContentBlock::text(format!(
-                "no object `{id}` is visible to {}: it does not exist, is not current, or you may not read it. \
-                 context_list shows what you may read.",
-                s.svc.who.shown
-            ))])
-            .into());
+            let trimmed = disclosure
+                .budget
+                .as_ref()
+                .and_then(|b| b.trimmed.iter().find(|t| t.id == *id).map(|t| t.tokens));
+            let text = match trimmed {
+                Some(tokens) => format!(
+                    "`{id}` needs about {tokens} tokens, more than this answer's budget of {budget}; \
+                     call context_get again with a larger max_tokens"
+                ),
+                None => format!(
+                    "no object `{id}` is visible to {}: it does not exist, is not current, or you may not read it. \
+                     context_list shows what you may read.",
+                    s.svc.who.shown
+                ),
+            };
+            return Ok(CallToolResult::error(vec![ContentBlock::text(text)]).into());
         }
     }
     let issued = match &shape {
@@ -355,64 +434,81 @@ async fn finish(
         notes.push(format!(
             "Withheld {} confidential or restricted object(s) ({}): {}. The rest is below.",
             d.withheld.len(),
-            d.withheld.join(", "),
+            answer::first_ids(d.withheld.iter().map(String::as_str)),
             r.explain()
         ));
     }
     if approval.is_some() {
         notes.push("The user approved releasing the confidential or restricted objects below, for this answer only.".into());
     }
-    for (id, writer) in &d.foreign_writes {
+    if !d.foreign_writes.is_empty() {
+        let mut each: Vec<String> = d
+            .foreign_writes
+            .iter()
+            .take(answer::LISTED)
+            .map(|(id, w)| format!("`{id}` was written by agent `{w}`, not by a person"))
+            .collect();
+        if d.foreign_writes.len() > answer::LISTED {
+            each.push(format!(
+                "and {} more",
+                d.foreign_writes.len() - answer::LISTED
+            ));
+        }
         notes.push(format!(
-            "Warning: `{id}` was written by agent `{writer}`, not by a person; verify it before relying on it."
+            "Warning: {}; verify before relying on them.",
+            each.join("; ")
         ));
     }
+    let mut result = shaped(&d, markdown, &shape, budget, notes);
+    if let Some(st) = result.structured_content.as_mut() {
+        st["approval"] = json!(approval
+            .as_ref()
+            .map(|a| json!({"via": a.via, "request": a.binding})));
+    }
+    // A partial answer is a success that says what was withheld.
+    Ok(result.into())
+}
+
+/// The answer a released bundle becomes: `notes`, then the Markdown, with the
+/// structured summary beside them. Everything that can grow is bounded.
+fn shaped(
+    d: &Disclosure,
+    markdown: String,
+    shape: &Shape,
+    budget: usize,
+    mut notes: Vec<String>,
+) -> CallToolResult {
     if let Some(b) = &d.budget {
         notes.push(format!(
-            "Token budget {}: kept {} object(s) using about {} tokens; trimmed {}{}. Estimate: {}.",
-            b.max_tokens,
+            "Answer budget {budget} tokens (the whole answer): kept {} object(s), trimmed {} (listed under \"Not included\"; a larger max_tokens brings more). Estimate: {}.",
             b.kept,
-            b.used_tokens,
             b.trimmed.len(),
-            if b.trimmed.is_empty() {
-                String::new()
-            } else {
-                format!(
-                    " ({})",
-                    b.trimmed
-                        .iter()
-                        .map(|t| t.id.as_str())
-                        .collect::<Vec<_>>()
-                        .join(", ")
-                )
-            },
-            b.tokenizer
+            answer::ESTIMATE
         ));
     }
     let mut structured = json!({
         "digest": d.digest(),
         "bundle_id": d.bundle["bundle_id"],
         "objects": d.object_ids(),
-        "excluded": d.bundle["excluded"],
-        "withheld": d.withheld,
-        "approval": approval.as_ref().map(|a| json!({"via": a.via, "request": a.binding})),
+        "excluded": answer::excluded(&d.bundle),
+        "withheld": answer::first_ids(d.withheld.iter().map(String::as_str)),
     });
     if let Some(b) = &d.budget {
-        structured["budget"] = json!({
-            "max_tokens": b.max_tokens, "used_tokens": b.used_tokens, "kept": b.kept,
-            "trimmed": b.trimmed.iter().map(|t| json!({"id": t.id, "rank": t.rank, "tokens": t.tokens})).collect::<Vec<_>>(),
-            "tokenizer": b.tokenizer,
-        });
+        structured["budget"] = answer::budget_report(b, budget);
     }
-    let body = match &shape {
+    let body = match shape {
         Shape::Grouped => {
-            structured["collections"] = json!(d.collections);
             let mut index = String::from("Collections:\n");
             for (c, ids) in &d.collections {
-                index.push_str(&format!("- {c}: {}\n", ids.join(", ")));
+                index.push_str(&format!(
+                    "- {c}: {}\n",
+                    answer::first_ids(ids.iter().map(String::as_str))
+                ));
             }
+            // The included objects' ids: bounded by the budget like the objects.
+            structured["collections"] = json!(d.collections);
             notes.insert(0, index);
-            grouped_markdown(&d)
+            grouped_markdown(d)
         }
         Shape::Request((granted, not_granted)) => {
             structured["granted"] = json!(granted);
@@ -420,7 +516,7 @@ async fn finish(
             if !not_granted.is_empty() {
                 notes.push(format!(
                     "Not granted (nothing you may see matches): {}",
-                    not_granted.join(", ")
+                    answer::first_ids(not_granted.iter().map(String::as_str))
                 ));
             }
             markdown
@@ -432,13 +528,9 @@ async fn finish(
         content.push(ContentBlock::text(notes.join("\n")));
     }
     content.push(ContentBlock::text(body));
-    let mut result = if refusal.is_some() {
-        CallToolResult::error(content)
-    } else {
-        CallToolResult::success(content)
-    };
+    let mut result = CallToolResult::success(content);
     result.structured_content = Some(structured);
-    Ok(result.into())
+    result
 }
 
 /// The bundle's Markdown with objects ordered by collection (relevance order
@@ -455,5 +547,5 @@ fn grouped_markdown(d: &super::service::Disclosure) -> String {
                 .unwrap_or(usize::MAX)
         });
     }
-    ctx_core::bundle::render::markdown(&view)
+    ctx_core::bundle::render::markdown_bounded(&view, answer::LISTED)
 }

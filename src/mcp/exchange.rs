@@ -21,27 +21,7 @@ use ctx_core::error::{Error, Result};
 
 use super::evidence;
 use super::service::{Disclosure, Query, Service};
-use ctx_core::disclose::Release;
 use ctx_core::personal::Tier;
-
-/// A scoped request: what the requester asks for, and why.
-#[derive(Debug, Clone)]
-pub struct ScopedRequest {
-    /// Id patterns (`customers.acme`, `policies.*`): selectors narrow, never widen.
-    pub scope: Vec<String>,
-    pub purpose: String,
-}
-
-/// The decision: what would be released, and which selectors got nothing.
-pub struct Decision {
-    pub disclosure: Disclosure,
-    /// Selectors that matched at least one object the requester may see.
-    pub granted: Vec<String>,
-    /// Selectors that matched nothing the requester may see (absent or not permitted:
-    /// the two are not told apart).
-    pub not_granted: Vec<String>,
-    pub query: Query,
-}
 
 /// An agent-written value waiting for review.
 #[derive(Debug, Clone)]
@@ -66,8 +46,6 @@ pub struct ProposalRecord {
 pub trait Exchange: Send + Sync {
     /// Which implementation answers (reported by `context_status`).
     fn name(&self) -> &'static str;
-    /// Decide a scoped request. No side effects: it runs again after approval.
-    fn decide(&self, svc: &Service, req: &ScopedRequest, release: &Release) -> Result<Decision>;
     /// Record the disclosure and render what leaves. Called only after approval
     /// (when one was needed); a required record that fails means nothing leaves.
     fn issue(
@@ -87,30 +65,6 @@ pub struct LocalExchange;
 impl Exchange for LocalExchange {
     fn name(&self) -> &'static str {
         "ctx-local-interim (resolver-backed; proposals pending under .ctx/proposals/)"
-    }
-
-    fn decide(&self, svc: &Service, req: &ScopedRequest, release: &Release) -> Result<Decision> {
-        let query = Query {
-            task: Some(req.purpose.clone()),
-            include: req.scope.clone(),
-            ..Query::default()
-        };
-        let disclosure = svc.resolve(&query, release)?;
-        let released = disclosure.object_ids();
-        let (granted, not_granted) = req.scope.iter().cloned().partition(|sel| {
-            ctx_core::pattern::Pattern::parse(sel).is_ok_and(|p| {
-                released
-                    .iter()
-                    .chain(disclosure.withheld.iter())
-                    .any(|id| p.covers(id))
-            })
-        });
-        Ok(Decision {
-            disclosure,
-            granted,
-            not_granted,
-            query,
-        })
     }
 
     fn issue(

@@ -13,6 +13,7 @@
 //! - `install.rs`: client configuration snippets.
 //! - `personal/`: the same server shape over a personal vault (seed 004 §9).
 
+mod answer;
 mod approval;
 mod calls;
 mod evidence;

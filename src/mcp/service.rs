@@ -40,8 +40,6 @@ use super::approval::Item;
 
 /// The object extension recording who wrote a value (seed 004 §5 `written_by`).
 pub const MEMORY_EXTENSION: &str = "ctx.memory";
-/// Default size budget of `context_context`, in estimated tokens.
-pub const DEFAULT_CONTEXT_TOKENS: usize = 8_000;
 
 /// Where the repository is and how to reach content: plain values the
 /// command line collects (`-C`, the working directory, `--offline`).
@@ -123,8 +121,9 @@ impl Disclosure {
         self.bundle["digest"].as_str().unwrap_or("")
     }
 
+    /// The Markdown an MCP answer carries (exclusions bounded: a prompt is small).
     pub fn markdown(&self) -> String {
-        render::markdown(&self.bundle)
+        render::markdown_bounded(&self.bundle, super::answer::LISTED)
     }
 
     pub fn object_ids(&self) -> Vec<String> {
@@ -144,6 +143,16 @@ pub struct Query {
     pub limit: Option<usize>,
     pub max_tokens: Option<usize>,
     pub include: Vec<String>,
+}
+
+impl Query {
+    /// The same query with the library's object budget set to `tokens`.
+    pub fn with_budget(&self, tokens: usize) -> Query {
+        Query {
+            max_tokens: Some(tokens),
+            ..self.clone()
+        }
+    }
 }
 
 impl Service {
@@ -297,17 +306,6 @@ impl Service {
             release,
         )?;
         Ok(d)
-    }
-
-    /// Everything the consumer may see, ranked, within `max_tokens`.
-    pub fn context(&self, max_tokens: usize, release: &Release) -> Result<Disclosure> {
-        self.resolve(
-            &Query {
-                max_tokens: Some(max_tokens),
-                ..Query::default()
-            },
-            release,
-        )
     }
 
     fn compile(&self, repo: Arc<Repo>, mut decided: disclose::Disclosure) -> Disclosure {

@@ -40,6 +40,12 @@ pub struct ListArgs {
     /// Only this collection (see `context_status` for the names).
     #[schemars(length(min = 1, max = 100))]
     pub collection: Option<String>,
+    /// At most this many rows (default 100); `nextCursor` fetches the next page.
+    #[schemars(range(min = 1, max = 500))]
+    pub limit: Option<u64>,
+    /// The `nextCursor` of the previous page.
+    #[schemars(length(min = 1, max = 40))]
+    pub cursor: Option<String>,
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -51,14 +57,17 @@ pub struct GetArgs {
         regex(pattern = r"^[a-z0-9][a-z0-9_-]*(\.[a-z0-9][a-z0-9_-]*)*$")
     )]
     pub id: String,
+    /// Size budget of the whole answer in estimated tokens (default 8000).
+    #[schemars(range(min = 500, max = 1000000))]
+    pub max_tokens: Option<u64>,
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ContextArgs {
-    /// Size budget in estimated tokens (default 8000); the least relevant objects
-    /// that do not fit are reported as trimmed.
-    #[schemars(range(min = 100, max = 1000000))]
+    /// Size budget of the whole answer in estimated tokens (default 8000); the least
+    /// relevant objects that do not fit are reported as trimmed.
+    #[schemars(range(min = 500, max = 1000000))]
     pub max_tokens: Option<u64>,
 }
 
@@ -108,6 +117,9 @@ pub struct RequestArgs {
     /// Why you need it, in one sentence; shown verbatim to the user when approval is needed.
     #[schemars(length(min = 1, max = 500))]
     pub purpose: String,
+    /// Size budget of the whole answer in estimated tokens (default 8000).
+    #[schemars(range(min = 500, max = 1000000))]
+    pub max_tokens: Option<u64>,
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -119,8 +131,9 @@ pub struct ResolveArgs {
     /// Keep at most this many objects (the rest are reported as excluded).
     #[schemars(range(min = 1, max = 10000))]
     pub limit: Option<u64>,
-    /// Token budget: keep the most relevant objects that fit (estimate stated in the result).
-    #[schemars(range(min = 100, max = 1000000))]
+    /// Size budget of the whole answer in estimated tokens (default 8000): the most
+    /// relevant objects that fit are kept (the estimate is stated in the result).
+    #[schemars(range(min = 500, max = 1000000))]
     pub max_tokens: Option<u64>,
     /// Narrow to these id patterns (never widens what you may see).
     #[schemars(length(max = 32), inner(length(min = 1, max = 200)))]

@@ -76,6 +76,7 @@ mod list_get;
 mod manual;
 mod mcp;
 mod mcp_approval;
+mod mcp_budget;
 mod mcp_canary;
 mod mcp_install;
 mod mcp_install_docs;

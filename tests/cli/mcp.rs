@@ -386,15 +386,37 @@ async fn resolve_context_and_request_context_respect_budgets_and_scope() {
         json!(["policies.refunds", "policies.hours"]),
         "{v}"
     );
-    let budget = call(&s, "resolve", json!({"task": "refund", "max_tokens": 100})).await;
-    let b = budget.structured_content.clone().expect("structured");
-    assert_eq!(b["objects"], json!(["policies.refunds"]), "{b}");
-    assert_eq!(b["budget"]["trimmed"][0]["id"], "policies.hours");
-    assert!(text(&budget).contains("ctx-estimate-v1"));
-    let excl = b["excluded"].as_array().expect("excluded");
-    assert!(excl
-        .iter()
-        .any(|e| e["id"] == "policies.hours" && e["reason"] == "not-relevant"));
+    // The budget covers the whole answer: every answer fits it, keeps the most
+    // relevant objects first, and some budget keeps exactly the first one.
+    let mut kept_one = None;
+    for max in (500..=3000).step_by(50) {
+        let r = call(&s, "resolve", json!({"task": "refund", "max_tokens": max})).await;
+        let whole = serde_json::to_string(&r)
+            .unwrap()
+            .chars()
+            .count()
+            .div_ceil(4);
+        assert!(whole <= max, "{max}: the answer is about {whole} tokens");
+        let b = r.structured_content.clone().expect("structured");
+        let objects = b["objects"].as_array().cloned().unwrap_or_default();
+        let ranked = json!(["policies.refunds", "policies.hours"]);
+        assert_eq!(
+            &ranked.as_array().unwrap()[..objects.len()],
+            &objects[..],
+            "{b}"
+        );
+        if objects.len() == 1 && kept_one.is_none() {
+            kept_one = Some(max);
+            assert_eq!(b["budget"]["trimmed"][0]["id"], "policies.hours", "{b}");
+            assert!(text(&r).contains("ctx-estimate-v1"));
+            assert_eq!(b["excluded"]["by_reason"]["not-relevant"], 1, "{b}");
+            assert_eq!(b["excluded"]["first"][0]["id"], "policies.hours", "{b}");
+        }
+    }
+    assert!(
+        kept_one.is_some(),
+        "some budget keeps only the most relevant object"
+    );
 
     let ctx = call(&s, "context_context", json!({})).await;
     let c = ctx.structured_content.clone().expect("structured");

@@ -175,6 +175,16 @@ pub(crate) fn write_provenance(out: &mut String, o: &Value, canonical: &HashSet<
 /// Markdown for prompts. Every object's content is fenced; untrusted content is
 /// labelled as such. A header states that the bundle is data, not instruction.
 pub fn markdown(bundle: &Value) -> String {
+    markdown_listing(bundle, None)
+}
+
+/// [`markdown`] for a prompt with a size budget: at most `listed` excluded objects
+/// are named, the rest are counted by reason (the JSON bundle keeps every one).
+pub fn markdown_bounded(bundle: &Value, listed: usize) -> String {
+    markdown_listing(bundle, Some(listed))
+}
+
+fn markdown_listing(bundle: &Value, listed: Option<usize>) -> String {
     let mut out = String::new();
     let consumer = &bundle["consumer"];
     let _ = writeln!(
@@ -260,7 +270,8 @@ pub fn markdown(bundle: &Value) -> String {
     // reason, as in the JSON bundle: nothing is dropped silently.
     if let Some(x) = bundle["excluded"].as_array().filter(|x| !x.is_empty()) {
         out.push_str("## Not included\n\n");
-        for e in x {
+        let shown = listed.unwrap_or(x.len()).min(x.len());
+        for e in &x[..shown] {
             let _ = write!(
                 out,
                 "- `{}`: {}",
@@ -274,6 +285,21 @@ pub fn markdown(bundle: &Value) -> String {
                 let _ = write!(out, " → `{by}`");
             }
             out.push('\n');
+        }
+        if shown < x.len() {
+            let mut by_reason: std::collections::BTreeMap<&str, usize> = Default::default();
+            for e in &x[shown..] {
+                *by_reason
+                    .entry(e["reason"].as_str().unwrap_or(""))
+                    .or_default() += 1;
+            }
+            let counts: Vec<String> = by_reason.iter().map(|(r, n)| format!("{r} {n}")).collect();
+            let _ = writeln!(
+                out,
+                "- … and {} more ({}); the JSON bundle lists every one",
+                x.len() - shown,
+                counts.join(", ")
+            );
         }
         out.push('\n');
     }
