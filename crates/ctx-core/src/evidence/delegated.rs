@@ -132,8 +132,6 @@ pub struct ProviderConfig {
 /// Why a request got no envelope.
 #[derive(Debug)]
 pub enum Refusal {
-    /// The body is not a valid request (the reason is for the log).
-    BadRequest(String),
     /// The request's deadline has passed.
     DeadlineElapsed,
     /// The binding is outside [`Scope`].
@@ -155,9 +153,12 @@ pub struct Answered {
 pub const NO_RELEVANT_CONTEXT: &str = "NO_RELEVANT_CONTEXT";
 pub const CONTEXT_TOO_LARGE: &str = "CONTEXT_TOO_LARGE";
 
-/// Answer one authenticated request at `now`.
-pub fn answer(cfg: &ProviderConfig, body: &[u8], now: DateTime<Utc>) -> Result<Answered, Refusal> {
-    let req = parse_request(body).map_err(Refusal::BadRequest)?;
+/// Answer one authenticated, parsed request ([`parse_request`]) at `now`.
+pub fn answer(
+    cfg: &ProviderConfig,
+    req: &ContextRequest,
+    now: DateTime<Utc>,
+) -> Result<Answered, Refusal> {
     if req.deadline <= now {
         return Err(Refusal::DeadlineElapsed);
     }
@@ -203,7 +204,7 @@ pub fn answer(cfg: &ProviderConfig, body: &[u8], now: DateTime<Utc>) -> Result<A
     let envelope = envelope::sign_bundle(
         EnvelopeRequest {
             manifest: Some(&repo.manifest),
-            binding: req.binding,
+            binding: req.binding.clone(),
             bundle: None,
             rendering: cfg.rendering,
             withhold: withhold.map(|code| WithholdReason {

@@ -54,6 +54,17 @@ pub const MAX_LIVE_NONCES: usize = 100_000;
 /// The only thing a caller learns about a refused request (HTTP 401).
 pub const REJECTION_BODY: &str = r#"{"error":"request_authentication_rejected"}"#;
 
+/// Where request authentication lives when no `--auth` folder is named:
+/// `provider-auth/` beside the user's signing keys (`$XDG_CONFIG_HOME/ctx/`,
+/// else `~/.config/ctx/`).
+pub fn default_dir() -> crate::error::Result<PathBuf> {
+    let keys = crate::keys::key_dir()?;
+    Ok(keys
+        .parent()
+        .map_or_else(|| keys.clone(), Path::to_path_buf)
+        .join("provider-auth"))
+}
+
 /// The check that refused, in the profile's order.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Stage {
