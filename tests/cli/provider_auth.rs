@@ -372,6 +372,29 @@ fn provider_serve_accepts_once_refuses_replays_across_restarts_and_follows_rotat
     );
     assert_eq!(env["receipt"]["contract_id"], "ctx.receipt.v1");
 
+    // Authenticated but not a valid request, or past its deadline.
+    let bad = Signed::new(
+        &addr,
+        &key1,
+        "POST",
+        "/v1/delegated-context",
+        br#"{"query":"synthetic"}"#.to_vec(),
+    );
+    assert_eq!(
+        bad.send(&addr),
+        (422, r#"{"error":"provider_request_rejected"}"#.to_string())
+    );
+    let mut late: Value = serde_json::from_slice(&context_body("refunds")).unwrap();
+    late["deadline"] = json!("2020-01-01T00:00:00Z");
+    let late = Signed::new(
+        &addr,
+        &key1,
+        "POST",
+        "/v1/delegated-context",
+        late.to_string().into_bytes(),
+    );
+    assert_eq!(late.send(&addr).0, 504);
+
     // The same bytes again: a replay.
     assert_eq!(request.send(&addr), (401, REJECTION_BODY.to_string()));
     // A duplicated signature header is refused before the MAC.
