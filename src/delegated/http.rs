@@ -171,8 +171,18 @@ async fn context(app: Arc<App>, what: &str, ok: &Authenticated, body: Vec<u8>) -
                 Some(code) => format!("withhold {code}"),
                 None => format!("inject of {} object(s)", a.included),
             };
+            let mut held = String::new();
+            if !a.withheld_for_findings.is_empty() {
+                held += &format!(
+                    "; withheld for findings: {}",
+                    a.withheld_for_findings.join(", ")
+                );
+            }
+            if a.withheld_for_approval > 0 {
+                held += &format!("; {} withheld for approval", a.withheld_for_approval);
+            }
             eprintln!(
-                "{what}: 200 {decision}, receipt {} (key {})",
+                "{what}: 200 {decision}, receipt {} (key {}){held}",
                 a.receipt_id, ok.key_id
             );
             reply(StatusCode::OK, a.envelope.to_string())

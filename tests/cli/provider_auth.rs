@@ -14,6 +14,8 @@ use crate::signing::Signer;
 use crate::support::{ctx, ctx_in, project_root, write};
 use ctx_core::provider::request_auth::{random_nonce, sign_request, REJECTION_BODY};
 
+const VIP: &str = "---\nid: policies.vip\ntype: policy\nlayer: L3\nauthority: approved\nowner: support-lead\nclassification: confidential\n---\n\nVIP refunds are handled by the founders.\n";
+
 const BINDING: &str = r#"{"run_id":"run-1","turn_id":"turn-1","session_id":"session-1","agent_id":"support-agent","user_id":"user-opaque-1","workspace_id":"acme"}"#;
 
 /// The vectors file beside the project; None (skip) when absent, unless
@@ -307,6 +309,27 @@ fn serve(s: &Signer) -> Running {
 #[test]
 fn provider_serve_accepts_once_refuses_replays_across_restarts_and_follows_rotation() {
     let s = Signer::new("");
+    // A confidential object the agent may read: `ctx resolve` gives it, but it
+    // needs the user's approval, which no delegated host can ask for.
+    let manifest = s.manifest().replace(
+        "    exclude: [policies.internal.*]\n",
+        "    exclude: [policies.internal.*]\n    max_classification: confidential\n",
+    );
+    write(s.path(), "opencontext.yaml", manifest.as_bytes());
+    write(s.path(), "context/policies/vip.md", VIP.as_bytes());
+    let resolved = s.run(&[
+        "resolve",
+        "--agent",
+        "support-agent",
+        "--format",
+        "markdown",
+    ]);
+    assert!(
+        resolved.stdout.contains("VIP refunds"),
+        "{}{}",
+        resolved.stdout,
+        resolved.stderr
+    );
     s.key("release-bot");
     let key1 = key(&auth(&s, &["init"]));
     let mut server = serve(&s);
@@ -365,6 +388,7 @@ fn provider_serve_accepts_once_refuses_replays_across_restarts_and_follows_rotat
     ]);
     assert_eq!(v.code, 0, "{}{}", v.stdout, v.stderr);
     assert!(v.stdout.contains("Make refunds boring."), "{}", v.stdout);
+    assert!(!v.stdout.contains("VIP refunds"), "{}", v.stdout);
     let env: Value = serde_json::from_str(&envelope).unwrap();
     assert_eq!(
         env["binding"],
@@ -437,7 +461,8 @@ fn provider_serve_accepts_once_refuses_replays_across_restarts_and_follows_rotat
         log.contains("rejected (headers: no authentication headers"),
         "{log}"
     );
-    assert!(log.contains("200 inject of"), "{log}");
+    assert!(log.contains("200 inject of 2 object(s)"), "{log}");
+    assert!(log.contains("1 withheld for approval"), "{log}");
     assert!(
         log.contains("rejected (replay: nonce already used"),
         "{log}"

@@ -3,26 +3,28 @@
 //! transport hands over has already been authenticated
 //! ([`crate::provider::request_auth`]); this is the provider logic behind it.
 //!
-//! The answer is what `ctx resolve --sign` followed by `ctx provider sign`
-//! would give the configured consumer, with the request's query as the task:
-//! the library's resolver and output gate decide what the consumer sees, the
-//! rendering is recorded with a signed receipt (and the manifest's audit
-//! events), and the envelope binds exactly that rendering, or a withholding
-//! decision citing the same receipt, to the host's turn. The request's
-//! binding is returned unchanged; its deadline is a hard bound.
+//! The answer is the library's one disclosure operation ([`crate::disclose`])
+//! for the configured consumer at an agent's door, with the request's query as
+//! the task: objects that error-level findings concern and approval-gated
+//! (confidential, restricted) objects are withheld, since nobody at this door
+//! can fix the repository or approve. The rendering is delivered with a signed
+//! receipt (and the manifest's audit events), and the envelope binds exactly
+//! that rendering, or a withholding decision citing the same receipt, to the
+//! host's turn. The request's binding is returned unchanged; its deadline is a
+//! hard bound.
 
 use std::path::PathBuf;
 
 use chrono::{DateTime, SubsecRound, Utc};
 use serde_json::Value;
 
-use super::bundle::{self, Emission, RequestEcho, SignOptions};
+use super::bundle::SignOptions;
 use super::envelope::{self, EnvelopeRequest, Rendering};
 use super::BundleEvent;
 use crate::bundle::render;
+use crate::disclose::{self, Ask, Delivery, Release, Sink};
 use crate::error::Error;
 use crate::provider::{Binding, Limits, ProviderRef, WithholdReason};
-use crate::resolve::{self, ResolveOptions};
 use crate::view::Who;
 
 /// The request's `contract_id`.
@@ -147,6 +149,11 @@ pub struct Answered {
     pub withheld: Option<String>,
     pub included: usize,
     pub receipt_id: String,
+    /// For the operator's log only (never the host's): ids withheld because
+    /// error-level findings concern them.
+    pub withheld_for_findings: Vec<String>,
+    /// How many confidential or restricted objects were withheld for approval.
+    pub withheld_for_approval: usize,
 }
 
 /// Withholding codes ctx signs.
@@ -165,19 +172,17 @@ pub fn answer(
     cfg.scope.admits(&req.binding).map_err(Refusal::NotServed)?;
     let now = now.trunc_subsecs(0);
     let stamp = crate::time::format(&now);
-    let mut opts = ResolveOptions::new(cfg.who.clone(), now);
-    opts.task = Some(req.query.clone());
-    opts.offline = cfg.offline;
     let unavailable = Refusal::Unavailable;
-    let repo =
-        resolve::open(cfg.dir.as_deref(), &cfg.cwd, &cfg.load, &opts).map_err(unavailable)?;
-    let (resolution, compiled) = resolve::bundle(&repo, &opts, &stamp).map_err(unavailable)?;
-    crate::lint::output_gate(&repo, &resolution, false).map_err(unavailable)?;
+    let ask = ask(cfg, req, now);
+    let mut repo =
+        disclose::open(cfg.dir.as_deref(), &cfg.cwd, &cfg.load, &ask).map_err(unavailable)?;
+    let mut disclosure = disclose::resolve(&repo, &ask).map_err(unavailable)?;
+    let compiled = disclosure.compile_releasing(&mut repo, &stamp);
     let (text, format) = match cfg.rendering {
         Rendering::Markdown => (render::markdown(&compiled), "markdown"),
         Rendering::Json => (render::json(&compiled), "json"),
     };
-    let included = resolution.included.len();
+    let included = disclosure.resolution.included.len();
     let withhold = if included == 0 {
         Some(NO_RELEVANT_CONTEXT)
     } else if text.len() as u64 > req.max_context_bytes {
@@ -185,20 +190,25 @@ pub fn answer(
     } else {
         None
     };
-    let sign = SignOptions {
-        sign: true,
-        key: Some(cfg.key_id.clone()),
-        ..SignOptions::default()
-    };
-    let emission = Emission {
+    let delivery = Delivery {
         event: BundleEvent::Resolve,
-        bundle: &compiled,
-        request: RequestEcho::default(),
         format,
         started_at: &stamp,
+        sign: SignOptions {
+            sign: true,
+            key: Some(cfg.key_id.clone()),
+            ..SignOptions::default()
+        },
     };
-    let written = bundle::prepare(&repo.manifest, &sign, &emission, Some(text.as_bytes()))
-        .and_then(|p| p.commit())
+    // The envelope is the product; it is signed right after the evidence.
+    let written = disclosure
+        .deliver(
+            &repo.manifest,
+            &compiled,
+            &delivery,
+            Some(text.as_bytes()),
+            Sink::Stream(Box::new(|| Ok(()))),
+        )
         .map_err(unavailable)?
         .ok_or_else(|| Refusal::Unavailable(Error::Invalid("no receipt was written".into())))?;
     let envelope = envelope::sign_bundle(
@@ -226,7 +236,22 @@ pub fn answer(
         withheld: withhold.map(str::to_string),
         included,
         receipt_id: written.id,
+        withheld_for_findings: disclosure.withheld_for_findings,
+        withheld_for_approval: disclosure.withheld_for_approval.len(),
     })
+}
+
+/// What this door asks the disclosure operation: an agent's door (objects that
+/// findings concern are withheld), the query as the task, and no approval-gated
+/// content, since the host has no way to ask the user.
+pub fn ask(cfg: &ProviderConfig, req: &ContextRequest, now: DateTime<Utc>) -> Ask {
+    let mut ask = Ask::agent(cfg.who.clone(), now);
+    ask.task = Some(req.query.clone());
+    ask.offline = cfg.offline;
+    ask.release = Release::WithoutApproval(
+        "needs the user's approval, which a delegated host cannot ask for".into(),
+    );
+    ask
 }
 
 #[cfg(test)]
