@@ -2,6 +2,8 @@
 //! Everything else lives in the `ctx_core` library; `cli` only parses and renders.
 
 mod cli;
+#[cfg(feature = "serve")]
+mod delegated;
 #[cfg(feature = "mcp")]
 mod mcp;
 #[cfg(feature = "serve")]

@@ -57,7 +57,7 @@ pub enum Command {
     Verify(verify::VerifyArgs),
     /// Show or verify the hash-chained audit log.
     Audit(audit::AuditArgs),
-    /// Sign or verify delegated-provider envelopes (atmem.delegated-context-provider.v1).
+    /// Delegated-provider envelopes (atmem.delegated-context-provider.v1) and the authenticated loopback provider.
     Provider(provider::ProviderArgs),
     /// Validation plus the clock (stale, expired, review overdue, orphaned), per-collection health and a score.
     #[command(long_about = doctor::LONG_ABOUT)]

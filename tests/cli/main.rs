@@ -98,6 +98,7 @@ mod private;
 mod private_checks;
 mod private_from_init;
 mod promote;
+mod provider_auth;
 mod provider_state;
 mod readme;
 mod refusal;

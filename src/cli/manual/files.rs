@@ -30,6 +30,10 @@ const KEYS: File = (
     "~/.config/ctx/keys/ID.pem",
     "Private signing keys ($XDG_CONFIG_HOME/ctx/keys when set). Never inside a repository; the public halves are declared in the manifest under extensions ctx.keys.",
 );
+const PROVIDER_AUTH: File = (
+    "~/.config/ctx/provider-auth/",
+    "Request authentication of ctx provider serve (--auth DIR elsewhere): keyring.json, one 0600 secret file per request key, the nonce ledger nonces.json; mode 0700.",
+);
 const AGE_IDENTITY: File = (
     "~/.config/ctx/age/identity.txt",
     "The age identity that opens private collections ($CTX_AGE_IDENTITY or --identity take precedence).",
@@ -107,6 +111,8 @@ pub(super) fn files(path: &[&str]) -> Vec<File> {
         ["keys", ..] => with(&[KEYS]),
         ["verify"] => with(&[RECEIPTS, KEYS]),
         ["audit", ..] => with(&[AUDIT]),
+        ["provider", "auth", ..] | ["provider", "conformance"] => vec![PROVIDER_AUTH],
+        ["provider", "serve"] => with(&[RECEIPTS, AUDIT, KEYS, PROVIDER_AUTH]),
         ["provider", ..] => vec![KEYS],
         ["hook", ..] => vec![HOOK],
         ["history"] | ["diff"] => {

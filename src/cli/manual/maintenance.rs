@@ -35,6 +35,26 @@ pub(super) fn examples(path: &[&str]) -> Option<&'static [Example]> {
             "ctx provider trust --key release-bot",
             "Print the registration a host needs to trust a local key.",
         )],
+        ["provider", "auth"] | ["provider", "auth", "init"] => &[(
+            "ctx provider auth init --provider ctx --instance local",
+            "Create the request key a delegated host signs with, and an empty nonce ledger.",
+        )],
+        ["provider", "auth", "rotate"] => &[(
+            "ctx provider auth rotate --overlap 60",
+            "Activate a fresh request key; the previous one is accepted for another minute.",
+        )],
+        ["provider", "auth", "revoke"] => &[(
+            "ctx provider auth revoke request-0123456789abcdef01234567",
+            "Stop accepting the previous request key now.",
+        )],
+        ["provider", "serve"] => &[(
+            "ctx provider serve --agent support-agent --key release-bot",
+            "Answer an authenticated host on 127.0.0.1:8788 with signed context for one agent.",
+        )],
+        ["provider", "conformance"] => &[(
+            "ctx provider conformance delegated-request-auth-v1.json",
+            "Run the request-authentication vectors and list each result.",
+        )],
         ["doctor"] => &[
             ("ctx doctor", "Findings, per-collection health and a score from 0 to 100."),
             ("ctx doctor --strict --min-score 95", "Fail CI below a score, or on any warning."),

@@ -3,11 +3,17 @@
 //! (its Markdown or JSON rendering are the exact context bytes) or a
 //! withholding decision into a signed envelope bound to one host turn;
 //! `verify` runs the contract's checks and reports its failure code;
-//! `trust` prints the host-side registration for a local key.
+//! `trust` prints the host-side registration for a local key; `auth` manages
+//! the request keys and `serve` answers a host over authenticated loopback
+//! HTTP (AtMem request authentication v1); `conformance` runs its vectors.
 
 use std::path::{Path, PathBuf};
 
 mod args;
+pub mod auth;
+pub mod conformance;
+#[cfg(feature = "serve")]
+pub mod serve;
 mod verify;
 
 use clap::{Args, Subcommand, ValueEnum};
@@ -35,6 +41,13 @@ pub enum ProviderCommand {
     Verify(VerifyArgs),
     /// Print the host trust registration for a local key.
     Trust(TrustArgs),
+    /// Request keys for delegated hosts (AtMem request authentication v1).
+    Auth(auth::AuthArgs),
+    /// Answer a delegated host on loopback: authenticated requests, signed envelopes.
+    #[cfg(feature = "serve")]
+    Serve(serve::ServeArgs),
+    /// Run the request-authentication vectors (delegated-request-auth-v1.json).
+    Conformance(conformance::ConformanceArgs),
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -72,6 +85,10 @@ pub fn run(g: &Global, p: &Printer, a: &ProviderArgs) -> Result<Exit> {
         ProviderCommand::Sign(x) => sign(g, p, x),
         ProviderCommand::Verify(x) => verify::run(g, p, x),
         ProviderCommand::Trust(x) => trust(g, p, x),
+        ProviderCommand::Auth(x) => auth::run(g, p, x),
+        #[cfg(feature = "serve")]
+        ProviderCommand::Serve(x) => serve::run(g, p, x),
+        ProviderCommand::Conformance(x) => conformance::run(g, p, x),
     }
 }
 

@@ -58,12 +58,17 @@ pub fn read_bundle(path: &Path) -> Result<Value> {
 /// Build and sign the envelope.
 pub fn sign(req: EnvelopeRequest<'_>) -> Result<Value> {
     let bundle = req.bundle.map(read_bundle).transpose()?;
+    sign_bundle(req, bundle.as_ref())
+}
+
+/// [`sign`] for a bundle already in memory (`req.bundle` is not read).
+pub fn sign_bundle(req: EnvelopeRequest<'_>, bundle: Option<&Value>) -> Result<Value> {
     let cited = query::cited(query::CiteOptions {
         receipt_file: req.receipt,
-        bundle: bundle.as_ref(),
+        bundle,
         manifest: req.manifest,
     })?;
-    let content = match (req.withhold, &bundle) {
+    let content = match (req.withhold, bundle) {
         (Some(reason), _) => Content::Withhold(reason),
         (None, Some(b)) => Content::Inject(match req.rendering {
             Rendering::Markdown => render::markdown(b),

@@ -14,6 +14,7 @@
 //! never produced, and no required record is skipped for output that was.
 
 pub mod bundle;
+pub mod delegated;
 pub mod envelope;
 pub mod record;
 pub mod verify;

@@ -15,6 +15,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
 pub mod context_file;
+pub mod request_auth;
 mod shape;
 mod sign;
 mod state;
@@ -128,6 +129,11 @@ impl Binding {
     pub fn from_json_slice(bytes: &[u8]) -> Result<Self, ConfigError> {
         let value = crate::canonical::parse_strict(bytes)
             .map_err(|e| ConfigError::new("binding", e.to_string()))?;
+        Self::from_value(value)
+    }
+
+    /// [`Binding::from_json_slice`] for an already parsed (strict) value.
+    pub fn from_value(value: Value) -> Result<Self, ConfigError> {
         let binding: Binding = serde_json::from_value(value)
             .map_err(|e| ConfigError::new("binding", e.to_string()))?;
         for (field, id) in Self::FIELDS.iter().zip(binding.values()) {
