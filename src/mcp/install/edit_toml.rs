@@ -2,7 +2,7 @@
 //! toml_edit, which keeps the user's formatting, comments and key order; only the
 //! table we add or replace is new.
 //!
-//! Shape: https://developers.openai.com/codex/mcp (`[mcp_servers.<name>]` with
+//! Shape: <https://developers.openai.com/codex/mcp> (`[mcp_servers.<name>]` with
 //! `command`, `args`, optional `env` and `cwd`).
 
 use std::path::Path;
