@@ -27,6 +27,7 @@ mod resources;
 mod server;
 mod service;
 mod tools;
+mod unloaded;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -135,8 +136,30 @@ fn default_consumer(m: &Manifest) -> Result<Who> {
 }
 
 /// Serve MCP on stdin/stdout until the client closes stdin.
+///
+/// A repository that does not load (an invalid manifest, a broken role set)
+/// still gets a session: the host shows the finding from every tool instead of
+/// "connection closed". With `--agent`/`--role` the consumer is known from the
+/// flags, and every call checks the repository again, so fixing it takes effect
+/// on the next call; without them the consumer would come from the broken
+/// manifest, so every call refuses until the server is restarted.
 pub fn serve(cfg: Config, flags: &Who) -> Result<Exit> {
-    let (who, consumer, label) = identity(&cfg, flags)?;
+    let (who, consumer, label) = match identity(&cfg, flags) {
+        Ok(x) => x,
+        Err(e @ Error::Usage(_)) => return Err(e),
+        Err(e) => {
+            eprintln!("ctx mcp: the repository does not load, so every tool answers with the finding:\n{e}");
+            match provisional(flags) {
+                Some(consumer) => (flags.clone(), consumer, "(not loaded)".to_string()),
+                None => {
+                    let rt = runtime()?;
+                    let outcome = rt.block_on(stdio(unloaded::Unloaded::new(&e)));
+                    rt.shutdown_timeout(Duration::from_secs(5));
+                    return ended(outcome);
+                }
+            }
+        }
+    };
     let who = service::Identity::new(who, &consumer);
     let svc = service::Service::new(cfg, who, label);
     let server = server::CtxServer::new(svc, Arc::new(exchange::LocalExchange))?;
@@ -151,10 +174,34 @@ pub fn serve(cfg: Config, flags: &Who) -> Result<Exit> {
     ended(outcome)
 }
 
+/// The consumer the flags name, unchecked (the repository is checked on every call).
+fn provisional(flags: &Who) -> Option<Consumer> {
+    match (&flags.agent, flags.roles.as_slice()) {
+        (Some(a), []) => Some(Consumer {
+            kind: ctx_core::resolve::ConsumerKind::Agent,
+            id: a.clone(),
+            roles: Vec::new(),
+        }),
+        (None, [_, ..]) => {
+            let mut rs = flags.roles.clone();
+            rs.sort();
+            rs.dedup();
+            Some(Consumer {
+                kind: ctx_core::resolve::ConsumerKind::Role,
+                id: rs.join("+"),
+                roles: rs,
+            })
+        }
+        _ => None,
+    }
+}
+
 /// The single-threaded runtime a server runs on (library calls go to its blocking pool).
 fn runtime() -> Result<tokio::runtime::Runtime> {
     tokio::runtime::Builder::new_current_thread()
         .enable_all()
+        // Library calls run here; a session runs at most MAX_IN_FLIGHT at once.
+        .max_blocking_threads(server::MAX_IN_FLIGHT + 2)
         .build()
         .map_err(|e| Error::Invalid(format!("cannot start the async runtime: {e}")))
 }

@@ -30,6 +30,29 @@ pub struct CtxServer {
     pub(super) gate: Arc<Gate>,
     pub(super) exchange: Arc<dyn Exchange>,
     tools: Arc<Vec<Tool>>,
+    /// Calls in flight in this session, at most [`MAX_IN_FLIGHT`]: a burst is
+    /// answered "busy" at once instead of growing threads and memory.
+    in_flight: Arc<tokio::sync::Semaphore>,
+}
+
+/// Most tool calls, resource reads and prompt requests one session runs at once.
+pub const MAX_IN_FLIGHT: usize = 8;
+/// The JSON-RPC code of a call refused because too many are in flight.
+pub const BUSY: ErrorCode = ErrorCode(-32004);
+
+/// A slot for one call, or the busy refusal.
+pub(super) fn slot(
+    in_flight: &Arc<tokio::sync::Semaphore>,
+) -> Result<tokio::sync::OwnedSemaphorePermit, ErrorData> {
+    in_flight.clone().try_acquire_owned().map_err(|_| {
+        ErrorData::new(
+            BUSY,
+            format!(
+                "busy: {MAX_IN_FLIGHT} calls of this session are still running; wait for one to finish and call again"
+            ),
+            None,
+        )
+    })
 }
 
 /// The fixed JSON-RPC code of a refused resource read (`resources/read` has no `isError`).
@@ -61,6 +84,7 @@ impl CtxServer {
             gate: Arc::new(Gate::new()?),
             exchange,
             tools: Arc::new(tools::all()),
+            in_flight: Arc::new(tokio::sync::Semaphore::new(MAX_IN_FLIGHT)),
         })
     }
 
@@ -313,6 +337,7 @@ impl ServerHandler for CtxServer {
         request: CallToolRequestParams,
         ctx: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
+        let _slot = slot(&self.in_flight)?;
         super::calls::call(self, request, ctx).await
     }
 
@@ -337,6 +362,7 @@ impl ServerHandler for CtxServer {
         request: ReadResourceRequestParams,
         ctx: RequestContext<RoleServer>,
     ) -> Result<ReadResourceResponse, ErrorData> {
+        let _slot = slot(&self.in_flight)?;
         super::resources::read(self, request, ctx).await
     }
 
@@ -353,6 +379,7 @@ impl ServerHandler for CtxServer {
         request: GetPromptRequestParams,
         ctx: RequestContext<RoleServer>,
     ) -> Result<GetPromptResponse, ErrorData> {
+        let _slot = slot(&self.in_flight)?;
         super::prompts::get(self, request, ctx).await
     }
 }

@@ -90,3 +90,76 @@ async fn every_answer_fits_its_budget_and_lists_page_with_a_cursor() {
     assert!(bad.is_error == Some(true), "{}", text(&bad));
     s.cancel().await.ok();
 }
+
+/// A burst of calls is answered "busy" beyond a small number in flight, instead
+/// of growing threads and memory; the session keeps working after it.
+#[tokio::test(flavor = "current_thread")]
+async fn a_burst_of_calls_is_answered_busy_beyond_the_cap() {
+    let r = big();
+    let s = connect(
+        r.path(),
+        &["--role", "reader"],
+        Era::Handshake,
+        true,
+        Answer::Approve,
+    )
+    .await;
+    let mut set = tokio::task::JoinSet::new();
+    for n in 0..64 {
+        let peer = s.peer().clone();
+        let mut p = rmcp::model::CallToolRequestParams::new("resolve");
+        p.arguments = json!({"task": format!("refund {n}")}).as_object().cloned();
+        set.spawn(async move { peer.call_tool(p).await });
+    }
+    let answers = set.join_all().await;
+    let busy = answers
+        .iter()
+        .filter(|a| matches!(a, Err(e) if e.to_string().contains("busy")))
+        .count();
+    let fine = answers.iter().filter(|a| a.is_ok()).count();
+    assert_eq!(
+        busy + fine,
+        64,
+        "every call is answered, or told the server is busy"
+    );
+    assert!(busy > 0 && fine >= 8, "{fine} answered, {busy} busy");
+    let after = call(&s, "context_status", json!({})).await;
+    assert!(after.is_error != Some(true));
+    s.cancel().await.ok();
+}
+
+/// A repository that does not load still gets a session: `initialize` is
+/// answered and every tool returns the finding. With the consumer named by a
+/// flag, fixing the repository takes effect on the next call.
+#[tokio::test(flavor = "current_thread")]
+async fn an_invalid_manifest_answers_initialize_and_every_tool_names_the_finding() {
+    let good = "opencontext: \"1.0\"\nid: t\ncollections:\n  notes: ./notes/**\nroles:\n  reader:\n    include: [\"notes.*\"]\n";
+    let bad = "opencontext: \"1.0\"\nid: t\ncollections:\n  notes: ./notes/**\nroles:\n  reader:\n    include: [\"notes.[\"]\nextensions:\n  ctx.mcp: {role: reader}\n";
+    let r = Repo::new(&[("opencontext.yaml", bad)]);
+    r.write("notes/a.md", "---\nid: notes.a\ntype: note\n---\nA note.\n");
+    for flags in [&["--role", "reader"][..], &[][..]] {
+        r.write("opencontext.yaml", bad);
+        let s = connect(r.path(), flags, Era::Handshake, true, Answer::Approve).await;
+        for tool in ["context_status", "resolve", "context_list"] {
+            let args = if tool == "resolve" {
+                json!({"task": "x"})
+            } else {
+                json!({})
+            };
+            let res = call(&s, tool, args).await;
+            let t = text(&res);
+            assert!(res.is_error == Some(true), "{flags:?} {tool}: {t}");
+            assert!(
+                t.contains("notes.["),
+                "{flags:?} {tool}: the finding is named: {t}"
+            );
+        }
+        if !flags.is_empty() {
+            r.write("opencontext.yaml", good);
+            let res = call(&s, "context_list", json!({})).await;
+            assert!(res.is_error != Some(true), "{}", text(&res));
+            assert!(text(&res).contains("notes.a"));
+        }
+        s.cancel().await.ok();
+    }
+}
