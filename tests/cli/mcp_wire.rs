@@ -203,14 +203,16 @@ fn an_unknown_or_missing_consumer_refuses_to_start() {
     let r = repo.ctx(&["mcp"]);
     assert_eq!(r.code, 2);
     assert!(r.stderr.contains("--agent"), "{}", r.stderr);
-    // A malformed default in the manifest is invalid (exit 1), its fix a hint of its own.
+    // A malformed default in the manifest is invalid, its fix a hint of its own: the
+    // session still starts (the host shows the finding from every tool), and says
+    // it on stderr; here stdin closes at once, a clean end.
     let manifest = std::fs::read_to_string(repo.path().join("opencontext.yaml")).unwrap();
     repo.write(
         "opencontext.yaml",
         &manifest.replace("extensions:\n", "extensions:\n  ctx.mcp: {agnt: helper}\n"),
     );
     let r = repo.ctx(&["mcp"]);
-    assert_eq!(r.code, 1, "{}", r.stderr);
+    assert_eq!(r.code, 0, "{}", r.stderr);
     assert!(
         r.stderr.contains("extensions.ctx.mcp: unknown key `agnt`")
             && r.stderr.contains("help: write `ctx.mcp: {agent: <name>}`"),
