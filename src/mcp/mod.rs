@@ -148,7 +148,8 @@ pub fn serve(cfg: Config, flags: &Who) -> Result<Exit> {
         Ok(x) => x,
         Err(e @ Error::Usage(_)) => return Err(e),
         Err(e) => {
-            eprintln!("ctx mcp: the repository does not load, so every tool answers with the finding:\n{e}");
+            let help = e.help().map(|h| format!("\nhelp: {h}")).unwrap_or_default();
+            eprintln!("ctx mcp: the repository does not load, so every tool answers with the finding:\n{e}{help}");
             match provisional(flags) {
                 Some(consumer) => (flags.clone(), consumer, "(not loaded)".to_string()),
                 None => {
