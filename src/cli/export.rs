@@ -30,7 +30,9 @@ impl From<TargetArg> for Target {
     }
 }
 
+use ctx_core::diag::render::terminal_safe;
 use ctx_core::disclose;
+use ctx_core::model::Classification;
 use ctx_core::view::output;
 
 use super::args::ResolveScopeArgs;
@@ -61,6 +63,39 @@ pub struct ExportArgs {
     /// object) concern objects it contains; they are listed on stderr.
     #[arg(long)]
     pub allow_findings: bool,
+    /// Let objects up to this classification into the file. By default an agent
+    /// file carries nothing above `internal` (it is meant for git); what is left out
+    /// is named on stderr.
+    #[arg(long, value_name = "LEVEL", value_parser = parse_classification)]
+    pub allow_classification: Option<Classification>,
+}
+
+fn parse_classification(s: &str) -> std::result::Result<Classification, String> {
+    Classification::parse(s)
+        .ok_or_else(|| format!("expected one of {}", Classification::names().join(", ")))
+}
+
+/// Name on stderr what the file leaves out for its classification ceiling.
+fn ceiling_note(
+    p: &Printer,
+    d: &disclose::Disclosure,
+    ceiling: Option<Classification>,
+) -> Result<()> {
+    let left = &d.withheld_for_ceiling;
+    if left.is_empty() {
+        return Ok(());
+    }
+    let shown: Vec<String> = left
+        .iter()
+        .map(|(id, c)| format!("  {} ({c})\n", terminal_safe(id)))
+        .collect();
+    super::io_result(p.err(&format!(
+        "note: left out {} object(s) above `{}`, this file's ceiling (it is meant for git):\n{}  \
+         pass --allow-classification LEVEL to let them in\n",
+        left.len(),
+        ceiling.unwrap_or(Classification::Internal),
+        shown.concat()
+    )))
 }
 
 /// The command line that regenerates the file (recorded in its marker).
@@ -75,12 +110,15 @@ fn command_line(a: &ExportArgs) -> String {
         output: a.output.as_deref(),
         allow_private_output: a.allow_private_output,
         allow_findings: a.allow_findings,
+        allow_classification: a.allow_classification,
     })
 }
 
 pub fn run(g: &Global, p: &Printer, a: &ExportArgs) -> Result<Exit> {
     // `--check` hands nothing out, so findings do not stop it.
-    let ask = super::resolve::scope_ask(g, &a.scope, a.allow_findings || a.check);
+    let mut ask = super::resolve::scope_ask(g, &a.scope, a.allow_findings || a.check);
+    let target = Target::from(a.target);
+    ask.ceiling = Some(a.allow_classification.unwrap_or(target.ceiling()));
     // Content is kept only for objects this consumer may read.
     let load = g.load_options(ctx_core::load::DEFAULT_MAX_FILE_SIZE);
     let mut repo = disclose::open(g.dir.as_deref(), &g.cwd, &load, &ask)?;
@@ -92,6 +130,7 @@ pub fn run(g: &Global, p: &Printer, a: &ExportArgs) -> Result<Exit> {
     let mut disclosure = disclose::resolve(&repo, &ask)?;
     if !a.check {
         super::gate::note(p, &disclosure.let_through)?;
+        ceiling_note(p, &disclosure, ask.ceiling)?;
     }
     let started_at = ctx_core::time::format(&g.clock.now());
     let bundle = disclosure.compile_releasing(&mut repo, &g.clock.stamp());
@@ -101,7 +140,6 @@ pub fn run(g: &Global, p: &Printer, a: &ExportArgs) -> Result<Exit> {
         manifest, objects, ..
     } = repo;
     drop(objects);
-    let target = Target::from(a.target);
     let path = match &a.output {
         Some(o) => super::input::absolute(&g.cwd, o),
         None => manifest.root.join(target.default_path()),

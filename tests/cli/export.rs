@@ -183,3 +183,61 @@ fn export_never_overwrites_a_file_it_did_not_generate() {
     assert_eq!(r.code, 0);
     assert!(repo.path().join("docs/AGENTS.md").is_file());
 }
+
+/// An agent file is meant for git: by default it carries nothing above
+/// `internal`, names what it left out, and `--allow-classification` lets more in
+/// (recorded in the marker, so `--check` regenerates the same file).
+#[test]
+fn export_leaves_out_what_is_above_the_files_ceiling_and_says_so() {
+    let repo = healthy();
+    let manifest = std::fs::read_to_string(repo.path().join("opencontext.yaml")).unwrap();
+    repo.write(
+        "opencontext.yaml",
+        &manifest.replace(
+            "  leads:\n",
+            "  cs:\n    include: [\"policies.*\", \"customers.*\"]\n    max_classification: confidential\n  leads:\n",
+        ).replace("collections:\n", "collections:\n  customers: ./context/customers/**\n"),
+    );
+    repo.write(
+        "context/customers/acme.md",
+        "---\nid: customers.acme\ntype: customer\nowner: cs\nclassification: confidential\n---\nACME-CONTRACT-CANARY-3391\n",
+    );
+    let args = [
+        "export",
+        "--target",
+        "agents-md",
+        "--role",
+        "cs",
+        "--at",
+        "2026-09-01",
+    ];
+    let r = repo.ctx(&args);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let text = std::fs::read_to_string(repo.path().join("AGENTS.md")).unwrap();
+    assert!(!text.contains("ACME-CONTRACT-CANARY-3391"), "{text}");
+    assert!(
+        r.stderr.contains("left out 1 object(s) above `internal`")
+            && r.stderr.contains("customers.acme (confidential)")
+            && r.stderr.contains("--allow-classification"),
+        "{}",
+        r.stderr
+    );
+    let mut allowed = args.to_vec();
+    allowed.extend(["--allow-classification", "confidential"]);
+    let r = repo.ctx(&allowed);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let text = std::fs::read_to_string(repo.path().join("AGENTS.md")).unwrap();
+    assert!(text.contains("ACME-CONTRACT-CANARY-3391"), "{text}");
+    assert!(text
+        .lines()
+        .next()
+        .unwrap()
+        .contains("--allow-classification confidential"));
+    let mut check = allowed.clone();
+    check.push("--check");
+    assert_eq!(
+        repo.ctx(&check).code,
+        0,
+        "the marker regenerates the same file"
+    );
+}

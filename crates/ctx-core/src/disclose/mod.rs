@@ -26,6 +26,7 @@ use serde_json::Value;
 use crate::diag::Diagnostic;
 use crate::error::Result;
 use crate::load::{LoadOptions, Repo};
+use crate::model::Classification;
 use crate::personal::Tier;
 use crate::resolve::{self, Request, Resolution, ResolveOptions};
 use crate::time::Instant;
@@ -98,6 +99,10 @@ pub struct Ask {
     pub private: Private,
     pub findings: Findings,
     pub release: Release,
+    /// The most sensitive classification this answer may carry, whatever the
+    /// consumer may read (an export into a file meant for git); objects above it
+    /// are withheld before ranking and listed as `classification-denied`.
+    pub ceiling: Option<Classification>,
 }
 
 impl Ask {
@@ -116,6 +121,7 @@ impl Ask {
             private: Private::Identities(Vec::new()),
             findings: Findings::Refuse,
             release: Release::All,
+            ceiling: None,
         }
     }
 
@@ -158,6 +164,9 @@ pub struct Disclosure {
     pub withheld_for_findings: Vec<String>,
     /// Ids withheld because approval was not given ([`Release::WithoutApproval`]).
     pub withheld_for_approval: Vec<String>,
+    /// Ids withheld above the answer's ceiling ([`Ask::ceiling`]), with each one's
+    /// classification.
+    pub withheld_for_ceiling: Vec<(String, Classification)>,
 }
 
 /// Find the repository from `dir` or `cwd` and load it for `ask`: content is kept
@@ -183,17 +192,19 @@ pub fn resolve(repo: &Repo, ask: &Ask) -> Result<Disclosure> {
     }
     let mut withheld_for_findings = Vec::new();
     let mut withheld_for_approval = Vec::new();
+    let mut withheld_for_ceiling = Vec::new();
     let withhold = withheld(repo, ask, &req)?;
     for (i, why) in &withhold {
-        let id = repo.objects[*i].id.clone();
+        let o = &repo.objects[*i];
         match why {
-            Withheld::Findings => withheld_for_findings.push(id),
-            Withheld::Approval => withheld_for_approval.push(id),
+            Withheld::Findings => withheld_for_findings.push(o.id.clone()),
+            Withheld::Approval => withheld_for_approval.push(o.id.clone()),
+            Withheld::Ceiling => withheld_for_ceiling.push((o.id.clone(), o.meta.classification)),
         }
     }
     req.withhold = withhold
         .into_iter()
-        .map(|(i, why)| (i, why.detail(&ask.release)))
+        .map(|(i, why)| (i, why.detail(ask)))
         .collect();
     let resolution = resolve::resolve(repo, req)?;
     let let_through = match ask.findings {
@@ -204,12 +215,14 @@ pub fn resolve(repo: &Repo, ask: &Ask) -> Result<Disclosure> {
     };
     withheld_for_findings.sort();
     withheld_for_approval.sort();
+    withheld_for_ceiling.sort();
     Ok(Disclosure {
         ask: ask.clone(),
         resolution,
         let_through,
         withheld_for_findings,
         withheld_for_approval,
+        withheld_for_ceiling,
     })
 }
 
@@ -217,16 +230,26 @@ pub fn resolve(repo: &Repo, ask: &Ask) -> Result<Disclosure> {
 enum Withheld {
     Findings,
     Approval,
+    Ceiling,
 }
 
 impl Withheld {
     /// The detail of its exclusion record; None: counted as out of scope instead,
     /// since the object's existence (its id may have slipped past an exclude) is
     /// not the consumer's to learn.
-    fn detail(self, release: &Release) -> Option<String> {
-        match (self, release) {
+    fn detail(self, ask: &Ask) -> Option<(&'static str, String)> {
+        match (self, &ask.release) {
             (Withheld::Findings, _) => None,
-            (Withheld::Approval, Release::WithoutApproval(why)) => Some(format!("withheld: {why}")),
+            (Withheld::Ceiling, _) => Some((
+                "classification-denied",
+                format!(
+                    "withheld: above this output's ceiling ({})",
+                    ask.ceiling.unwrap_or(Classification::Restricted)
+                ),
+            )),
+            (Withheld::Approval, Release::WithoutApproval(why)) => {
+                Some(("permission-denied", format!("withheld: {why}")))
+            }
             (Withheld::Approval, Release::All) => unreachable!("nothing is withheld"),
         }
     }
@@ -237,7 +260,7 @@ impl Withheld {
 fn withheld(repo: &Repo, ask: &Ask, req: &Request) -> Result<BTreeMap<usize, Withheld>> {
     let mut out = BTreeMap::new();
     let gated = matches!(ask.release, Release::WithoutApproval(_));
-    if !gated && ask.findings != Findings::Withhold {
+    if !gated && ask.findings != Findings::Withhold && ask.ceiling.is_none() {
         return Ok(out);
     }
     let view = crate::view::View::of(repo, &req.consumer, req.at)?;
@@ -247,6 +270,13 @@ fn withheld(repo: &Repo, ask: &Ask, req: &Request) -> Result<BTreeMap<usize, Wit
     if ask.findings == Findings::Withhold {
         for i in crate::lint::gate::blocked_objects(repo, readable.iter().copied()).into_keys() {
             out.insert(i, Withheld::Findings);
+        }
+    }
+    if let Some(ceiling) = ask.ceiling {
+        for &i in &readable {
+            if repo.objects[i].meta.classification > ceiling {
+                out.entry(i).or_insert(Withheld::Ceiling);
+            }
         }
     }
     if gated {

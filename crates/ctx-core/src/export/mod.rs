@@ -32,6 +32,13 @@ impl Target {
         }
     }
 
+    /// The most sensitive classification the file may carry unless raised with
+    /// `--allow-classification`: agent instruction files are meant for git, where
+    /// everyone who can clone the repository reads them.
+    pub fn ceiling(self) -> crate::model::Classification {
+        crate::model::Classification::Internal
+    }
+
     /// Where the file goes, relative to the repository folder, when `--output` is not given.
     pub fn default_path(self) -> &'static str {
         match self {

@@ -19,6 +19,8 @@ pub struct Invocation<'a> {
     pub output: Option<&'a Path>,
     pub allow_private_output: bool,
     pub allow_findings: bool,
+    /// `--allow-classification`: the ceiling raised above the target's.
+    pub allow_classification: Option<crate::model::Classification>,
 }
 
 /// The command line that regenerates the file, each value quoted for a POSIX shell.
@@ -47,6 +49,9 @@ pub fn command_line(i: &Invocation<'_>) -> String {
     }
     if i.allow_findings {
         c.push_str(" --allow-findings");
+    }
+    if let Some(l) = i.allow_classification {
+        c.push_str(&format!(" --allow-classification {l}"));
     }
     c
 }
@@ -136,6 +141,7 @@ mod tests {
             output: Some(Path::new("out dir/CLAUDE.md")),
             allow_private_output: true,
             allow_findings: false,
+            allow_classification: None,
         });
         assert_eq!(
             line,

@@ -155,11 +155,11 @@ pub struct Request {
     pub identities: Option<std::sync::Arc<crate::private::Keyring>>,
     /// Objects the consumer may read that this answer must not carry (by index):
     /// taken out right after authorization, so they never influence a rank or a
-    /// budget. With a detail they are excluded as `permission-denied` (approval not
-    /// given); without one they are counted as out of scope, like an object the
-    /// consumer may not see (error-level findings on an agent's door). Set only by
-    /// [`crate::disclose`].
-    pub(crate) withhold: std::collections::BTreeMap<usize, Option<String>>,
+    /// budget. With a reason and detail they are excluded so (approval not given,
+    /// above the output's ceiling); without, they are counted as out of scope, like
+    /// an object the consumer may not see (error-level findings on an agent's
+    /// door). Set only by [`crate::disclose`].
+    pub(crate) withhold: std::collections::BTreeMap<usize, Option<(&'static str, String)>>,
 }
 
 impl Request {
@@ -393,8 +393,8 @@ pub fn resolve(repo: &Repo, req: Request) -> Result<Resolution> {
                     continue;
                 }
                 match req.withhold.get(&i) {
-                    Some(Some(why)) => {
-                        excluded.push(excl(o, "permission-denied", Some(why.clone()), None));
+                    Some(Some((reason, why))) => {
+                        excluded.push(excl(o, reason, Some(why.clone()), None));
                         continue;
                     }
                     Some(None) => {
