@@ -17,18 +17,22 @@ use super::{Global, Printer};
 /// Flags shared by `add` and `supersede`.
 #[derive(Debug, Args, Clone, Default)]
 pub struct WriteArgs {
+    /// The object's title.
     #[arg(long)]
     pub title: Option<String>,
     /// The content (Markdown text); `-` reads it from stdin.
     #[arg(long)]
     pub content: Option<String>,
+    /// Its layer (e.g. L4), when the repository uses layers.
     #[arg(long)]
     pub layer: Option<String>,
     /// Authority; `canonical` and `approved` also need --promote.
     #[arg(long)]
     pub authority: Option<String>,
+    /// Who owns it (a team or person; `ctx doctor` reports objects without one).
     #[arg(long)]
     pub owner: Option<String>,
+    /// Its classification: public, internal (the default), confidential or restricted.
     #[arg(long)]
     pub classification: Option<String>,
     /// Where the content came from (repeatable): recorded as `sources: [{uri: ...}]`.

@@ -18,14 +18,19 @@ use super::{Global, Printer};
 pub struct ListArgs {
     #[command(flatten)]
     pub who: ConsumerArgs,
+    /// Only objects of this type.
     #[arg(long = "type")]
     pub kind: Option<String>,
+    /// Only objects in this layer.
     #[arg(long)]
     pub layer: Option<String>,
+    /// Only objects of this authority (canonical, approved, reference, ...).
     #[arg(long)]
     pub authority: Option<String>,
+    /// Only objects this owner owns.
     #[arg(long)]
     pub owner: Option<String>,
+    /// Only objects carrying this tag.
     #[arg(long)]
     pub tag: Option<String>,
     /// Include superseded versions.

@@ -41,6 +41,7 @@ pub enum PrivateCommand {
     },
     /// Print a private file's plaintext to stdout (never to a file).
     Decrypt {
+        /// The encrypted member to print.
         path: PathBuf,
         #[command(flatten)]
         id: IdentityArgs,

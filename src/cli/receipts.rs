@@ -38,10 +38,13 @@ pub struct OnlyCommon {
 
 #[derive(Debug, Args)]
 pub struct ListArgs {
+    /// Only receipts about this bundle id.
     #[arg(long)]
     pub bundle: Option<String>,
+    /// Only receipts about this request id.
     #[arg(long)]
     pub request: Option<String>,
+    /// Only receipts of this operation (e.g. bundle.issue, memory.propose).
     #[arg(long)]
     pub operation: Option<String>,
     #[command(flatten)]
@@ -50,6 +53,7 @@ pub struct ListArgs {
 
 #[derive(Debug, Args)]
 pub struct ShowArgs {
+    /// The receipt id.
     pub id: String,
     #[command(flatten)]
     pub common: CommonArgs,

@@ -12,11 +12,14 @@ use super::{Global, Printer};
 
 #[derive(Debug, Args)]
 pub struct SearchArgs {
+    /// Words to look for in ids, titles, tags, summaries and (redacted) content.
     pub query: String,
     #[command(flatten)]
     pub who: ConsumerArgs,
+    /// Show at most this many hits, best first.
     #[arg(long, default_value_t = 20)]
     pub limit: usize,
+    /// Only objects of this type.
     #[arg(long = "type")]
     pub kind: Option<String>,
     /// Output format.

@@ -97,3 +97,58 @@ fn man_pages_are_current() {
         "hidden commands have no page"
     );
 }
+
+/// Every command, subcommand, argument and flag says what it is for: walked from
+/// `ctx --help` down, no entry of a `--help` page has an empty description.
+#[test]
+fn every_command_and_flag_has_a_description() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut todo: Vec<Vec<String>> = vec![Vec::new()];
+    let mut empty = Vec::new();
+    let mut pages = 0;
+    while let Some(path) = todo.pop() {
+        let mut args: Vec<&str> = path.iter().map(String::as_str).collect();
+        args.push("--help");
+        let r = ctx(dir.path(), &args);
+        assert_eq!(r.code, 0, "{args:?}: {}", r.stderr);
+        pages += 1;
+        let lines: Vec<&str> = r.stdout.lines().collect();
+        let mut in_commands = false;
+        for (n, line) in lines.iter().enumerate() {
+            if line.ends_with(':') && !line.starts_with(' ') {
+                in_commands = *line == "Commands:";
+                continue;
+            }
+            let entry = line.starts_with("  ") && !line.starts_with("   ");
+            if in_commands && entry {
+                let name = line.split_whitespace().next().unwrap_or("");
+                if name != "help" {
+                    let mut sub = path.clone();
+                    sub.push(name.to_string());
+                    todo.push(sub);
+                }
+                if line.split_whitespace().count() < 2 {
+                    empty.push(format!("{path:?}: {line}"));
+                }
+                continue;
+            }
+            // An argument or flag entry: its description is on the same line (after
+            // two spaces) or on the next, more indented line.
+            let spec = line.trim_start();
+            if entry && (spec.starts_with('-') || spec.starts_with('<')) {
+                let inline = spec.split("  ").skip(1).any(|t| !t.trim().is_empty());
+                let next = lines.get(n + 1).copied().unwrap_or("");
+                let below = next.starts_with("          ") && !next.trim().is_empty();
+                if !inline && !below {
+                    empty.push(format!("{path:?}: {spec}"));
+                }
+            }
+        }
+    }
+    assert!(pages > 40, "walked {pages} help pages");
+    assert!(
+        empty.is_empty(),
+        "entries without a description:\n{}",
+        empty.join("\n")
+    );
+}

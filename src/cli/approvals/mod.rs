@@ -37,6 +37,7 @@ pub enum ApprovalsCommand {
     },
     /// Approve one question (critical fields: --confirm with the ids, or --password-file).
     Approve {
+        /// The question's id, as `ctx approvals` lists it.
         id: String,
         /// For critical fields: the field ids, retyped.
         #[arg(long, value_name = "IDS")]
@@ -46,7 +47,10 @@ pub enum ApprovalsCommand {
         password_file: Option<PathBuf>,
     },
     /// Deny one question.
-    Deny { id: String },
+    Deny {
+        /// The question's id, as `ctx approvals` lists it.
+        id: String,
+    },
 }
 
 pub fn run(g: &Global, p: &Printer, a: &ApprovalsArgs) -> Result<Exit> {

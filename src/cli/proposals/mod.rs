@@ -50,6 +50,7 @@ pub struct IdArgs {
 
 #[derive(Debug, Args)]
 pub struct ReviewArgs {
+    /// Proposal id, or a unique prefix of its hex.
     pub id: String,
     /// Recorded in the receipt (short; no payloads).
     #[arg(long, default_value = "")]
@@ -63,6 +64,7 @@ pub struct ReviewArgs {
 
 #[derive(Debug, Args)]
 pub struct CommitArgs {
+    /// Proposal id, or a unique prefix of its hex.
     pub id: String,
     /// Object type of objects the proposal adds.
     #[arg(long = "type")]
@@ -76,6 +78,7 @@ pub struct CommitArgs {
     /// Show what would be written; write nothing.
     #[arg(long)]
     pub dry_run: bool,
+    /// Who commits (recorded as `urn:ctx:reviewer:<NAME>` and in the sign-off).
     #[arg(long, default_value = "local")]
     pub reviewer: String,
     #[command(flatten)]

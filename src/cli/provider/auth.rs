@@ -56,6 +56,7 @@ pub struct InitArgs {
     /// Provider instance id (X-AtMem-Instance).
     #[arg(long = "instance", default_value = "local", value_name = "ID")]
     pub instance: String,
+    /// Output format.
     #[arg(long, value_enum, default_value = "human")]
     pub format: TextFormat,
 }
@@ -67,6 +68,7 @@ pub struct RotateArgs {
     /// Seconds the previous key stays accepted (0-300).
     #[arg(long, default_value_t = ra::DEFAULT_OVERLAP_SECS, value_name = "SECS")]
     pub overlap: i64,
+    /// Output format.
     #[arg(long, value_enum, default_value = "human")]
     pub format: TextFormat,
 }

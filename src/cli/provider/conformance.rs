@@ -15,6 +15,7 @@ use crate::cli::{Global, Printer};
 pub struct ConformanceArgs {
     /// The vectors file (delegated-request-auth-v1.json).
     pub vectors: PathBuf,
+    /// Output format.
     #[arg(long, value_enum, default_value = "human")]
     pub format: TextFormat,
 }

@@ -63,6 +63,7 @@ pub struct NewArgs {
     /// How long the recipient may keep the context, in seconds.
     #[arg(long, default_value_t = 600)]
     pub retention: u64,
+    /// Retention mode: ephemeral (kept at most --retention seconds) or single_use.
     #[arg(long, default_value = "ephemeral", value_parser = ["ephemeral", "single_use"])]
     pub retention_mode: String,
     /// Receipt requirement: none, decision or operation.
