@@ -19,6 +19,12 @@ use crate::time::Instant;
 
 pub use super::commit::{commit, CommitOptions, Committed};
 
+/// How long a submitted proposal stays open for review: two weeks from its
+/// submission. The record's own `expires_at` is the profile's (its bundle's
+/// expiry, after which nothing more is submitted through that bundle); a person
+/// reviewing is not held to an agent's five-minute session.
+pub const REVIEW_WINDOW: chrono::TimeDelta = chrono::TimeDelta::days(14);
+
 /// Submit a candidate through an open bundle session; the proposal is stored.
 pub fn submit(
     ex: &Exchange<'_>,
@@ -158,8 +164,8 @@ pub fn list(ex: &Exchange<'_>, at: Instant) -> ClResult<Vec<Reviewed>> {
             .to_string();
         let expired = wire::to_core(&p)
             .ok()
-            .and_then(|c| c["expires_at"].as_str().and_then(canon::parse_time))
-            .is_some_and(|e| e <= canon::to_ms(at));
+            .and_then(|c| c["created_at"].as_str().and_then(canon::parse_time))
+            .is_some_and(|created| created + REVIEW_WINDOW <= canon::to_ms(at));
         if expired && !matches!(status.as_str(), "committed" | "rejected" | "expired") {
             status = "expired".into();
         }
