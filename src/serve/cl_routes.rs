@@ -1,9 +1,10 @@
 //! The Context Layer HTTP binding's transport (seed 000 §10): routes,
 //! `Context-Layer-Version` negotiation, the experimental media type, bearer
-//! tokens, `Idempotency-Key`, strict JSON bodies and `error` objects. Every
-//! handler hands one call to [`super::gateway`] on a blocking thread.
+//! tokens, `Idempotency-Key`, strict JSON bodies and `error` objects. A caller
+//! is authenticated before its body is read. Every handler hands one call to [`super::gateway`] on a blocking thread.
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use axum::body::Body;
 use axum::extract::{Path, State};
@@ -25,6 +26,13 @@ pub const MAX_BODY: usize = 1024 * 1024;
 pub const VERSION_HEADER: &str = "context-layer-version";
 
 pub type Gw = Arc<Gateway>;
+
+/// What every handler gets: the facade and the body's time bound.
+#[derive(Clone)]
+pub struct Cl {
+    gw: Gw,
+    body_timeout: Duration,
+}
 
 /// Paths that belong to the binding (their errors are `error` objects).
 pub fn is_cl_path(p: &str) -> bool {
@@ -88,6 +96,15 @@ pub fn unknown_endpoint() -> Response {
     )
 }
 
+/// A state-changing call from a web page of another origin (seed 000 §11.1).
+pub fn cross_origin() -> Response {
+    fail(
+        "FORBIDDEN",
+        "this server does not take state-changing requests from web pages of other origins",
+        SpecVersion::V02,
+    )
+}
+
 pub fn method_not_allowed() -> Response {
     fail(
         "METHOD_NOT_ALLOWED",
@@ -133,9 +150,15 @@ fn admit(gw: &Gateway, h: &HeaderMap) -> Result<(SpecVersion, Caller), Refused> 
     Ok((v, caller))
 }
 
-/// A body in the binding's media type, at most [`MAX_BODY`] bytes, one strict
-/// JSON object (duplicate members refused; errors give line and column, never the text).
-async fn read_body(h: &HeaderMap, body: Body, v: SpecVersion) -> Result<(Vec<u8>, Value), Refused> {
+/// A body in the binding's media type, at most [`MAX_BODY`] bytes, all of it
+/// within `timeout`, one strict JSON object (duplicate members refused; errors
+/// give line and column, never the text).
+async fn read_body(
+    h: &HeaderMap,
+    body: Body,
+    v: SpecVersion,
+    timeout: Duration,
+) -> Result<(Vec<u8>, Value), Refused> {
     let media = h
         .get(header::CONTENT_TYPE)
         .and_then(|c| c.to_str().ok())
@@ -150,13 +173,26 @@ async fn read_body(h: &HeaderMap, body: Body, v: SpecVersion) -> Result<(Vec<u8>
             v,
         ));
     }
-    let bytes = axum::body::to_bytes(body, MAX_BODY).await.map_err(|_| {
-        refuse(
-            "PAYLOAD_TOO_LARGE",
-            &format!("the body is larger than {MAX_BODY} bytes"),
-            v,
-        )
-    })?;
+    let bytes = match tokio::time::timeout(timeout, axum::body::to_bytes(body, MAX_BODY)).await {
+        Ok(Ok(b)) => b,
+        Ok(Err(_)) => {
+            return Err(refuse(
+                "PAYLOAD_TOO_LARGE",
+                &format!("the body is larger than {MAX_BODY} bytes"),
+                v,
+            ))
+        }
+        Err(_) => {
+            return Err(refuse(
+                "REQUEST_TIMEOUT",
+                &format!(
+                    "the request body did not arrive within {} (ctx serve --body-timeout)",
+                    super::http::shown(timeout)
+                ),
+                v,
+            ))
+        }
+    };
     let text = std::str::from_utf8(&bytes)
         .map_err(|_| refuse("INVALID_JSON", "the body is not UTF-8 text", v))?;
     let value = ctx_core::json::parse(text).map_err(|e| {
@@ -188,7 +224,7 @@ async fn call(v: SpecVersion, f: impl FnOnce() -> ClReply + Send + 'static) -> R
     }
 }
 
-async fn well_known(State(gw): State<Gw>, h: HeaderMap) -> Response {
+async fn well_known(State(Cl { gw, .. }): State<Cl>, h: HeaderMap) -> Response {
     let v = match version(&h) {
         Ok(v) => v,
         Err(r) => return *r,
@@ -200,20 +236,29 @@ async fn well_known(State(gw): State<Gw>, h: HeaderMap) -> Response {
 }
 
 /// A mutating call: admit, read the body, then run `f` under the idempotency key.
+/// A refusal before the body is read closes the connection.
 async fn mutation(
-    gw: Gw,
+    cl: Cl,
     h: HeaderMap,
     body: Body,
     route: String,
     f: impl FnOnce(&Gateway, &Caller, &Value, SpecVersion) -> Result<ClReply, ClError> + Send + 'static,
 ) -> Response {
+    let gw = cl.gw;
     let (v, caller) = match admit(&gw, &h) {
         Ok(x) => x,
-        Err(r) => return *r,
+        Err(r) => return super::http::closing(*r, &h),
     };
-    let (bytes, value) = match read_body(&h, body, v).await {
+    let (bytes, value) = match read_body(&h, body, v, cl.body_timeout).await {
         Ok(x) => x,
-        Err(r) => return *r,
+        Err(r) => {
+            let unread = r.status() != StatusCode::BAD_REQUEST;
+            return if unread {
+                super::http::closing(*r, &h)
+            } else {
+                *r
+            };
+        }
     };
     let key = idempotency_key(&h);
     call(v, move || {
@@ -231,7 +276,7 @@ async fn mutation(
 
 /// A read: admit, then run `f`.
 async fn read(
-    gw: Gw,
+    Cl { gw, .. }: Cl,
     h: HeaderMap,
     f: impl FnOnce(&Gateway, &Caller) -> Result<ClReply, ClError> + Send + 'static,
 ) -> Response {
@@ -271,7 +316,7 @@ fn only(body: &Value, keys: &[&str]) -> Result<(), ClError> {
     }
 }
 
-async fn submit(State(gw): State<Gw>, h: HeaderMap, body: Body) -> Response {
+async fn submit(State(gw): State<Cl>, h: HeaderMap, body: Body) -> Response {
     mutation(
         gw,
         h,
@@ -282,12 +327,12 @@ async fn submit(State(gw): State<Gw>, h: HeaderMap, body: Body) -> Response {
     .await
 }
 
-async fn request_status(State(gw): State<Gw>, h: HeaderMap, Path(id): Path<String>) -> Response {
+async fn request_status(State(gw): State<Cl>, h: HeaderMap, Path(id): Path<String>) -> Response {
     read(gw, h, move |g, c| g.status(c, &id)).await
 }
 
 async fn decisions(
-    State(gw): State<Gw>,
+    State(gw): State<Cl>,
     h: HeaderMap,
     Path(id): Path<String>,
     body: Body,
@@ -311,12 +356,12 @@ async fn decisions(
     .await
 }
 
-async fn bundle(State(gw): State<Gw>, h: HeaderMap, Path(id): Path<String>) -> Response {
+async fn bundle(State(gw): State<Cl>, h: HeaderMap, Path(id): Path<String>) -> Response {
     read(gw, h, move |g, c| g.bundle(c, &id, now())).await
 }
 
 async fn bundle_receipts(
-    State(gw): State<Gw>,
+    State(gw): State<Cl>,
     h: HeaderMap,
     Path(id): Path<String>,
     body: Body,
@@ -346,7 +391,7 @@ async fn bundle_receipts(
     .await
 }
 
-async fn proposals(State(gw): State<Gw>, h: HeaderMap, body: Body) -> Response {
+async fn proposals(State(gw): State<Cl>, h: HeaderMap, body: Body) -> Response {
     mutation(gw, h, body, "POST /context/v1/memory-proposals".into(), |g, c, b, _| {
         only(b, &["bundle_ref", "proposal"])?;
         let candidate = b
@@ -358,13 +403,13 @@ async fn proposals(State(gw): State<Gw>, h: HeaderMap, body: Body) -> Response {
     .await
 }
 
-async fn receipt(State(gw): State<Gw>, h: HeaderMap, Path(id): Path<String>) -> Response {
+async fn receipt(State(gw): State<Cl>, h: HeaderMap, Path(id): Path<String>) -> Response {
     read(gw, h, move |g, c| g.receipt(c, &id)).await
 }
 
 /// The binding's routes (merged into the server's router; the server adds the
 /// Host check and the fallbacks).
-pub fn router(gw: Gw) -> Router {
+pub fn router(gw: Gw, body_timeout: Duration) -> Router {
     Router::new()
         .route("/.well-known/context-layer", get(well_known))
         .route("/context/v1/requests", post(submit))
@@ -374,5 +419,5 @@ pub fn router(gw: Gw) -> Router {
         .route("/context/v1/bundles/{id}/receipts", post(bundle_receipts))
         .route("/context/v1/memory-proposals", post(proposals))
         .route("/context/v1/receipts/{id}", get(receipt))
-        .with_state(gw)
+        .with_state(Cl { gw, body_timeout })
 }

@@ -59,6 +59,7 @@ pub fn status_for(code: &str) -> u16 {
         "NOT_FOUND" | "ENDPOINT_NOT_FOUND" | "REQUEST_NOT_FOUND" | "DECISION_NOT_FOUND"
         | "PROPOSAL_NOT_FOUND" | "RECEIPT_NOT_FOUND" | "BUNDLE_NOT_FOUND" => 404,
         "METHOD_NOT_ALLOWED" => 405,
+        "REQUEST_TIMEOUT" => 408,
         "IDEMPOTENCY_KEY_REUSED"
         | "BUNDLE_REPLAY"
         | "STATE_CONFLICT"

@@ -135,6 +135,11 @@ pub fn unlock(s: &Svc, body: &Value) -> Reply {
     run().unwrap_or_else(|e| e)
 }
 
+/// Before a body is read: a caller the bearer check would refuse gets its refusal now.
+pub fn admits(s: &Svc, bearer: Option<&str>) -> Result<(), Reply> {
+    s.admits(bearer).map_err(Reply::refused)
+}
+
 pub fn lock(s: &Svc, bearer: Option<&str>) -> Reply {
     match s.lock(bearer) {
         Ok(()) => Reply::json(200, json!({ "locked": true })),

@@ -106,6 +106,7 @@ mod release;
 mod request_output;
 mod resolve;
 mod resolve_budget;
+mod serve_bounds;
 mod serve_canary;
 mod serve_context_layer;
 mod serve_journey;

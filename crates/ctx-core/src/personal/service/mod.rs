@@ -657,6 +657,34 @@ impl Service {
         .map_err(|e| Refusal::Unavailable(e.to_string()))
     }
 
+    /// Whether a request with this bearer gets past authentication at all, for a
+    /// front end to ask before it reads a request body: the refusal
+    /// [`Service::authenticate`] would give to a missing, unknown or expired token
+    /// (or a locked vault). Counts nothing against a limit; the full check runs
+    /// with the call itself.
+    pub fn admits(&self, bearer: Option<&str>) -> Answer<()> {
+        if self.is_control(bearer) {
+            return Ok(());
+        }
+        if self.is_locked() {
+            return Err(Refusal::VaultLocked);
+        }
+        let Some(token) = bearer.filter(|t| !t.is_empty()) else {
+            return Err(Refusal::Unauthenticated(
+                "missing `Authorization: Bearer <token>`".into(),
+            ));
+        };
+        let hash = tokens::hash(token);
+        let a = lock(&self.access);
+        if a.sessions.contains_key(&hash) || a.tokens.contains_key(&hash) {
+            Ok(())
+        } else if a.reported.contains(&hash) {
+            Err(Refusal::Unauthenticated("token expired".into()))
+        } else {
+            Err(Refusal::Unauthenticated("unknown or revoked token".into()))
+        }
+    }
+
     /// Is this the per-launch control token (`ctx approvals` from another terminal)?
     pub fn is_control(&self, bearer: Option<&str>) -> bool {
         bearer.is_some_and(|t| tokens::hash(t) == self.control_hash)
