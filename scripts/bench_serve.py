@@ -184,7 +184,9 @@ def main():
     key = next(l.split(": ", 1)[1].strip()
                for n in os.listdir(keydir) if n.endswith(".key")
                for l in open(os.path.join(keydir, n)) if l.startswith("secret_key: "))
-    srv = subprocess.Popen([ctx, "-C", "v", "serve", "--listen", "127.0.0.1:0", "--no-prompt"],
+    # The setup writes every field with the session token: lift its rate limit.
+    srv = subprocess.Popen([ctx, "-C", "v", "serve", "--listen", "127.0.0.1:0", "--no-prompt",
+                            "--session-rate-limit", "1000000/1000000"],
                            cwd=tmp, env=env, stderr=subprocess.PIPE, text=True)
     try:
         first = srv.stderr.readline().strip()

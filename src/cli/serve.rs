@@ -46,6 +46,24 @@ pub struct ServeArgs {
     /// Open connections at most from one non-loopback address (IPv6: one /64).
     #[arg(long, value_name = "N", default_value = "32", value_parser = clap::value_parser!(u32).range(1..))]
     pub max_connections_per_peer: u32,
+    /// Field reads and writes a minute for the user's session token, as READS/WRITES.
+    #[arg(long, value_name = "READS/WRITES", value_parser = parse_rates, default_value = "600/120")]
+    pub session_rate_limit: (u32, u32),
+}
+
+/// `600/120`: reads and writes a minute, each 1..1000000.
+fn parse_rates(s: &str) -> std::result::Result<(u32, u32), String> {
+    let bad =
+        || format!("expected READS/WRITES a minute such as 600/120 (each 1..1000000), found `{s}`");
+    let (r, w) = s.split_once('/').ok_or_else(bad)?;
+    let n = |t: &str| {
+        t.trim()
+            .parse::<u32>()
+            .ok()
+            .filter(|n| (1..=1_000_000).contains(n))
+            .ok_or_else(bad)
+    };
+    Ok((n(r)?, n(w)?))
 }
 
 pub fn run(g: &Global, p: &Printer, a: &ServeArgs) -> Result<Exit> {
@@ -82,6 +100,7 @@ pub fn run(g: &Global, p: &Printer, a: &ServeArgs) -> Result<Exit> {
             keep_alive_timeout: a.keep_alive_timeout,
             max_connections: a.max_connections.map(|n| n as usize),
             max_per_peer: a.max_connections_per_peer as usize,
+            session_rates: a.session_rate_limit,
         },
     })?;
     Ok(Exit::Ok)

@@ -19,7 +19,7 @@ use std::collections::HashMap;
 use std::convert::Infallible;
 use std::future::Future;
 use std::io;
-use std::net::{IpAddr, Ipv6Addr};
+use std::net::{IpAddr, Ipv6Addr, SocketAddr};
 use std::pin::Pin;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -69,8 +69,18 @@ impl Bounds {
     }
 }
 
-/// What per-peer limits are keyed by: the IP address; for IPv6 its /64, the
-/// block one host usually holds.
+/// The address a request came from (a request extension for handlers).
+#[derive(Debug, Clone, Copy)]
+pub struct Peer(pub SocketAddr);
+
+impl Peer {
+    /// What per-peer limits are keyed by: the IP address; for IPv6 its /64, the
+    /// block one host usually holds.
+    pub fn key(&self) -> IpAddr {
+        key_of(self.0.ip())
+    }
+}
+
 fn key_of(ip: IpAddr) -> IpAddr {
     match ip {
         IpAddr::V4(_) => ip,
@@ -335,12 +345,13 @@ impl http_body::Body for Tracked {
     }
 }
 
-/// The router as one connection's service: the connection is busy until the
-/// response is written.
+/// The router as one connection's service: the peer goes into the request, the
+/// connection is busy until the response is written.
 #[derive(Clone)]
 struct Handler {
     router: TowerToHyperService<Router>,
     phase: Arc<Phase>,
+    peer: SocketAddr,
 }
 
 type Answer = Pin<Box<dyn Future<Output = Result<Response<Body>, Infallible>> + Send>>;
@@ -350,9 +361,10 @@ impl hyper::service::Service<Request<Incoming>> for Handler {
     type Error = Infallible;
     type Future = Answer;
 
-    fn call(&self, req: Request<Incoming>) -> Answer {
+    fn call(&self, mut req: Request<Incoming>) -> Answer {
         self.phase.set(BUSY);
         let busy = Busy(self.phase.clone());
+        req.extensions_mut().insert(Peer(self.peer));
         let answer = self.router.call(req);
         Box::pin(async move {
             let resp = answer.await?;
@@ -428,7 +440,7 @@ pub async fn serve(
         let router = router.clone();
         let stopping = stopping.clone();
         tokio::spawn(async move {
-            connection(&door, stream, router, phase, stop, stopping).await;
+            connection(&door, stream, peer, router, phase, stop, stopping).await;
             door.leave(id);
         });
     }
@@ -465,6 +477,7 @@ fn out_of_files(e: &io::Error) -> bool {
 async fn connection(
     door: &Door,
     stream: TcpStream,
+    peer: SocketAddr,
     router: Router,
     phase: Arc<Phase>,
     stop: Arc<Notify>,
@@ -479,6 +492,7 @@ async fn connection(
     let handler = Handler {
         router: TowerToHyperService::new(router),
         phase: phase.clone(),
+        peer,
     };
     let mut builder = http1::Builder::new();
     builder

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use axum::body::Body;
-use axum::extract::{Path, RawQuery, Request, State};
+use axum::extract::{Extension, Path, RawQuery, Request, State};
 use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
@@ -15,6 +15,7 @@ use axum::routing::{get, post, put};
 use axum::Router;
 use serde_json::Value;
 
+use super::door::Peer;
 use super::service::{self as f, Reply, Svc};
 
 /// Largest request body (an import archive may be large; everything else is small).
@@ -348,14 +349,20 @@ async fn sensitivity(
     .await
 }
 
-async fn create_token(State(app): State<App>, headers: HeaderMap, body: Body) -> Response {
+async fn create_token(
+    State(app): State<App>,
+    peer: Option<Extension<Peer>>,
+    headers: HeaderMap,
+    body: Body,
+) -> Response {
+    let peer = peer.map(|Extension(p)| p.key().to_string());
     with_body(
         app,
         headers,
         body,
         MAX_SMALL_BODY,
         Needs::BearerIfSent,
-        f::create_token,
+        move |s, b, v| f::create_token(s, b, v, peer),
     )
     .await
 }

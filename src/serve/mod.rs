@@ -57,6 +57,8 @@ pub struct Limits {
     /// None: what the open-file limit leaves room for, at most 1024.
     pub max_connections: Option<usize>,
     pub max_per_peer: usize,
+    /// The session token's field reads and writes a minute.
+    pub session_rates: (u32, u32),
 }
 
 /// The connection cap: the flag's, when the open-file limit has room for it.
@@ -201,6 +203,10 @@ pub fn run(c: Config) -> Result<()> {
                 .and_then(|d| chrono::Duration::from_std(d).ok())
                 .unwrap_or_else(|| chrono::Duration::minutes(5)),
             write_lock: Some(write_lock),
+            session_rates: ctx_core::personal::tokens::Rates {
+                reads: c.limits.session_rates.0,
+                writes: c.limits.session_rates.1,
+            },
             ..service::Options::default()
         };
         let (s, control_token) = service::Service::open(c.manifest.clone(), options)?;
@@ -223,6 +229,7 @@ pub fn run(c: Config) -> Result<()> {
     let cl_router = cl
         .as_ref()
         .map(|(gw, _)| cl_routes::router(gw.clone(), bounds.body_timeout));
+    let flush = svc.clone();
     let router = http::router(app, cl_router, Arc::new(hosts));
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
@@ -251,6 +258,10 @@ pub fn run(c: Config) -> Result<()> {
         door::serve(listener, router, bounds, shutdown(), Duration::from_secs(5)).await;
         Ok::<(), std::io::Error>(())
     });
+    // Failures counted but not yet summarised in the audit log are written now.
+    if let Some(s) = flush {
+        s.flush_audit();
+    }
     drop(control);
     drop(cl);
     result.map_err(|e| Error::io("server", &e))

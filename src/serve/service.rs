@@ -212,7 +212,8 @@ pub fn sensitivity(s: &Svc, bearer: Option<&str>, id: &str, body: &Value) -> Rep
     }
 }
 
-pub fn create_token(s: &Svc, bearer: Option<&str>, body: &Value) -> Reply {
+/// `peer`: the address the request came from, for the limit on failed attempts.
+pub fn create_token(s: &Svc, bearer: Option<&str>, body: &Value, peer: Option<String>) -> Reply {
     let run = || -> Result<Reply, Reply> {
         let scope = body
             .get("scope")
@@ -268,6 +269,7 @@ pub fn create_token(s: &Svc, bearer: Option<&str>, body: &Value) -> Reply {
             usage: text(body, "usage")?.map(str::to_string),
             purpose: text(body, "purpose")?.map(str::to_string),
             rates,
+            peer,
         };
         Ok(answer(201, s.create_token(bearer, &req)))
     };

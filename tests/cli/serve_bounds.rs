@@ -2,8 +2,9 @@
 //! and a real HTTP client: idle sockets under a 256-descriptor limit do not lock
 //! the user out; a connection that never finishes its headers, a kept-alive one
 //! that goes quiet, and a body that never arrives are all cut at their bound; a
-//! body is not read for a caller without a valid bearer; a web page of another
-//! origin cannot unlock.
+//! body is not read for a caller without a valid bearer; failed token requests
+//! are limited per address and audited in bounded form; the session token has a
+//! rate limit; a web page of another origin cannot unlock.
 
 use std::io::{ErrorKind, Read, Write};
 use std::net::{SocketAddr, TcpStream};
@@ -11,7 +12,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 
-use crate::serve_support::{Running, Vault, PASSWORD};
+use crate::serve_support::{Running, Vault, CONSUMER_SECRET, PASSWORD};
 
 /// How long a test waits for something the server must do before failing.
 const GUARD: Duration = Duration::from_secs(20);
@@ -81,6 +82,13 @@ fn status_of(response: &str) -> u16 {
 fn body_of(response: &str) -> Value {
     let (_, body) = response.split_once("\r\n\r\n").expect("head and body");
     serde_json::from_str(body).unwrap_or(Value::Null)
+}
+
+fn audit_lines(v: &Vault) -> usize {
+    std::fs::read_to_string(v.dir().join(".ctx/personal/audit.jsonl"))
+        .expect("audit log")
+        .lines()
+        .count()
 }
 
 #[cfg(target_os = "linux")]
@@ -202,6 +210,115 @@ fn a_body_is_read_only_for_a_known_bearer_and_only_for_so_long() {
     // Nothing was written.
     s.get("/context/fields/preferences.bounds", Some(&user))
         .refused(404, "not_found");
+}
+
+#[test]
+fn failed_token_requests_are_limited_per_address_and_audited_in_bounded_form() {
+    let v = Vault::create();
+    let s = v.serve(&[]);
+    let user = s.unlock(&v);
+    s.send(
+        "POST",
+        "/context/consumers/register",
+        Some(&user),
+        json!({"name": "real", "secret": CONSUMER_SECRET}),
+    )
+    .expect(201);
+    let before = audit_lines(&v);
+    let mut codes = Vec::new();
+    for i in 0..200 {
+        let r = s.send(
+            "POST",
+            "/context/tokens/service",
+            None,
+            json!({"consumer": format!("made-up-{i}"), "secret": "guess", "scope": "*"}),
+        );
+        if r.status == 429 {
+            assert_eq!(r.body["constraint"], "rate_limited", "{}", r.text);
+            assert!(r.retry_after.is_some(), "429 without Retry-After");
+        }
+        codes.push(r.status);
+    }
+    let checked = codes.iter().filter(|&&c| c == 401).count();
+    assert!(codes[..10].iter().all(|&c| c == 401), "{codes:?}");
+    assert!(checked <= 12, "{checked} attempts were checked: {codes:?}");
+    assert_eq!(codes.iter().filter(|&&c| c == 429).count(), 200 - checked);
+    // Keyed by the address, not by the name: a real consumer from the same
+    // address waits too.
+    s.send(
+        "POST",
+        "/context/tokens/service",
+        None,
+        json!({"consumer": "real", "secret": CONSUMER_SECRET, "scope": "*"}),
+    )
+    .refused(429, "rate_limited");
+    // One entry in full, however many attempts.
+    assert_eq!(audit_lines(&v) - before, 1);
+    // Locking closes the window: one summary with the count.
+    s.raw("POST", "/context/lock", Some(&user), None, None)
+        .expect(200);
+    assert_eq!(audit_lines(&v) - before, 3, "the summary and the lock");
+    let user = s.unlock(&v);
+    let audit = s.get("/context/audit?limit=10", Some(&user));
+    let lines: Vec<&str> = audit.body["lines"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(Value::as_str)
+        .collect();
+    let summary = lines
+        .iter()
+        .find(|l| l.contains("(unauthenticated)"))
+        .unwrap_or_else(|| panic!("no summary in {lines:#?}"));
+    assert!(
+        summary.contains("200 more token requests with wrong consumer credentials"),
+        "{summary}"
+    );
+    assert!(
+        summary.contains("made-up-1") && summary.contains("more"),
+        "{summary}"
+    );
+    assert!(summary.contains("from 127.0.0.1"), "{summary}");
+    assert!(!summary.contains("guess") && !summary.contains(CONSUMER_SECRET));
+    assert_eq!(
+        lines
+            .iter()
+            .filter(|l| l.contains("wrong consumer credentials") && l.contains("made-up-0"))
+            .count(),
+        1
+    );
+}
+
+#[test]
+fn the_session_token_has_a_rate_limit_and_can_always_lock() {
+    let v = Vault::create();
+    let s = v.serve(&[]);
+    let user = s.unlock(&v);
+    let mut ok = 0;
+    let limited = loop {
+        let r = s.get("/context/fields", Some(&user));
+        if r.status == 429 {
+            break r;
+        }
+        r.expect(200);
+        ok += 1;
+        assert!(ok < 5000, "no limit after {ok} reads");
+    };
+    assert!(ok >= 600, "limited after {ok} reads");
+    assert_eq!(
+        limited.body["constraint"], "rate_limited",
+        "{}",
+        limited.text
+    );
+    let wait: u64 = limited
+        .retry_after
+        .as_deref()
+        .and_then(|r| r.parse().ok())
+        .expect("Retry-After seconds");
+    assert!(wait >= 1);
+    // Management is not a field read: the user can still lock.
+    s.raw("POST", "/context/lock", Some(&user), None, None)
+        .expect(200);
 }
 
 #[test]
