@@ -46,9 +46,15 @@ pub struct ServeArgs {
     /// Open connections at most from one non-loopback address (IPv6: one /64).
     #[arg(long, value_name = "N", default_value = "32", value_parser = clap::value_parser!(u32).range(1..))]
     pub max_connections_per_peer: u32,
+    /// How long a Context Layer `ctxcl_` token works; then the server writes a fresh set.
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration, default_value = "12h")]
+    pub cl_token_ttl: Duration,
     /// Field reads and writes a minute for the user's session token, as READS/WRITES.
     #[arg(long, value_name = "READS/WRITES", value_parser = parse_rates, default_value = "600/120")]
     pub session_rate_limit: (u32, u32),
+    /// Context Layer calls a minute per caller (requester or operator token).
+    #[arg(long, value_name = "N", default_value = "60", value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
+    pub cl_rate_limit: u32,
 }
 
 /// `600/120`: reads and writes a minute, each 1..1000000.
@@ -100,6 +106,8 @@ pub fn run(g: &Global, p: &Printer, a: &ServeArgs) -> Result<Exit> {
             keep_alive_timeout: a.keep_alive_timeout,
             max_connections: a.max_connections.map(|n| n as usize),
             max_per_peer: a.max_connections_per_peer as usize,
+            cl_token_ttl: a.cl_token_ttl,
+            cl_rate_limit: a.cl_rate_limit,
             session_rates: a.session_rate_limit,
         },
     })?;

@@ -1,7 +1,8 @@
 //! The Context Layer HTTP binding's transport (seed 000 §10): routes,
 //! `Context-Layer-Version` negotiation, the experimental media type, bearer
-//! tokens, `Idempotency-Key`, strict JSON bodies and `error` objects. A caller
-//! is authenticated before its body is read. Every handler hands one call to [`super::gateway`] on a blocking thread.
+//! tokens, per-caller rate limits, `Idempotency-Key`, strict JSON bodies and
+//! `error` objects. A caller is authenticated and counted before its body is
+//! read. Every handler hands one call to [`super::gateway`] on a blocking thread.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -68,9 +69,23 @@ fn render(r: ClReply, v: SpecVersion) -> Response {
     resp
 }
 
-/// A refusal as the profile's `error` object, with its status.
+/// A refusal as the profile's `error` object, with its status. A failure on the
+/// server's side reaches the caller by its kind only; the detail goes to the
+/// server's stderr, under the error object's id.
 fn refusal(e: &ClError, v: SpecVersion) -> ClReply {
-    let mut r = ClReply::ok(status_for(e.code), gateway::error_object(e, now(), v));
+    let status = status_for(e.code);
+    let server_side = status >= 500;
+    let told = ClError::new(e.code, gateway::caller_message(e, server_side));
+    let mut r = ClReply::ok(status, gateway::error_object(&told, now(), v));
+    if server_side {
+        eprintln!(
+            "context layer: {} {} ({}): {}",
+            status,
+            e.code,
+            r.body["id"].as_str().unwrap_or("?"),
+            e.message
+        );
+    }
     if r.status == 401 {
         r.headers.push((
             "www-authenticate".into(),
@@ -141,12 +156,25 @@ fn bearer(h: &HeaderMap) -> Option<String> {
         .then(|| token.trim().to_string())
 }
 
-/// Version and caller of a call, or the refusal to send.
+/// Version and caller of a call, or the refusal to send: unauthenticated, or
+/// past the caller's rate limit (429 `RATE_LIMITED` with `Retry-After`).
 fn admit(gw: &Gateway, h: &HeaderMap) -> Result<(SpecVersion, Caller), Refused> {
     let v = version(h)?;
     let caller = gw
         .authenticate(bearer(h).as_deref())
         .map_err(|e| Box::new(render(refusal(&e, v), v)))?;
+    if let Err(wait) = gw.allow(&caller) {
+        let e = ClError::new(
+            "RATE_LIMITED",
+            format!(
+                "too many calls with this token (limit {} a minute); retry after {wait} s",
+                gw.rate_limit()
+            ),
+        );
+        let mut r = refusal(&e, v);
+        r.headers.push(("retry-after".into(), wait.to_string()));
+        return Err(Box::new(render(r, v)));
+    }
     Ok((v, caller))
 }
 

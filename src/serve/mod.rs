@@ -47,8 +47,8 @@ pub struct Config {
     pub limits: Limits,
 }
 
-/// The bounds of the door, from the flags of `ctx serve` (their defaults are
-/// there; docs/personal.md, "Limits and hardening").
+/// The bounds of the door and of the Context Layer binding, from the flags of
+/// `ctx serve` (their defaults are there; docs/personal.md and docs/exchange.md, "Limits").
 #[derive(Debug, Clone)]
 pub struct Limits {
     pub header_timeout: Duration,
@@ -57,6 +57,10 @@ pub struct Limits {
     /// None: what the open-file limit leaves room for, at most 1024.
     pub max_connections: Option<usize>,
     pub max_per_peer: usize,
+    /// How long a `ctxcl_` token works before the server renews the set.
+    pub cl_token_ttl: Duration,
+    /// Context Layer calls a minute per caller.
+    pub cl_rate_limit: u32,
     /// The session token's field reads and writes a minute.
     pub session_rates: (u32, u32),
 }
@@ -160,8 +164,16 @@ pub fn run(c: Config) -> Result<()> {
     let _ = writeln!(err, "listening on http://{addr}");
     // The binding's repository and this launch's tokens, before confinement.
     let cl = if exchange {
-        let (gw, tokens) =
-            gateway::Gateway::open(c.dir.as_deref(), &c.cwd, c.load, write_lock.clone())?;
+        let (gw, tokens) = gateway::Gateway::open(
+            c.dir.as_deref(),
+            &c.cwd,
+            c.load,
+            write_lock.clone(),
+            gateway::Tuning {
+                token_ttl: c.limits.cl_token_ttl,
+                rate_limit: c.limits.cl_rate_limit,
+            },
+        )?;
         let file =
             gateway::CredentialsFile::write(addr.port(), &format!("http://{addr}"), &tokens)?;
         let _ = writeln!(
@@ -230,6 +242,7 @@ pub fn run(c: Config) -> Result<()> {
         .as_ref()
         .map(|(gw, _)| cl_routes::router(gw.clone(), bounds.body_timeout));
     let flush = svc.clone();
+    let renew = cl.as_ref().map(|(gw, f)| (gw.clone(), f.path.clone()));
     let router = http::router(app, cl_router, Arc::new(hosts));
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
@@ -254,6 +267,9 @@ pub fn run(c: Config) -> Result<()> {
                     }
                 }
             });
+        }
+        if let Some((gw, path)) = renew {
+            tokio::spawn(gateway::renew_tokens(gw, addr, path));
         }
         door::serve(listener, router, bounds, shutdown(), Duration::from_secs(5)).await;
         Ok::<(), std::io::Error>(())

@@ -108,6 +108,7 @@ mod resolve;
 mod resolve_budget;
 mod serve_bounds;
 mod serve_canary;
+mod serve_cl_bounds;
 mod serve_context_layer;
 mod serve_journey;
 mod serve_load;
