@@ -407,6 +407,7 @@ pub async fn serve(
         })
     };
     let mut full_reported = false;
+    let refusing = Arc::new(AtomicU64::new(0));
     tokio::pin!(shutdown);
     loop {
         let accepted = tokio::select! {
@@ -432,7 +433,7 @@ pub async fn serve(
                 );
                 full_reported = true;
             }
-            let _ = stream.try_write(FULL);
+            refuse(stream, &refusing);
             continue;
         };
         full_reported = false;
@@ -460,6 +461,32 @@ pub async fn serve(
     })
     .await;
     sweeper.abort();
+}
+
+/// Refusals answered at once; beyond them a refused connection is just closed.
+const REFUSING: u64 = 32;
+
+/// Tell a connection the server is full, then close it. What it already sent is
+/// read and dropped first (for a moment), so the close is not a reset that
+/// would lose the 503 before the client reads it.
+fn refuse(mut stream: TcpStream, refusing: &Arc<AtomicU64>) {
+    if refusing.fetch_add(1, Ordering::AcqRel) >= REFUSING {
+        refusing.fetch_sub(1, Ordering::AcqRel);
+        return;
+    }
+    let refusing = refusing.clone();
+    tokio::spawn(async move {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        let _ = tokio::time::timeout(Duration::from_millis(200), async {
+            stream.write_all(FULL).await?;
+            stream.shutdown().await?;
+            let mut sink = [0u8; 4096];
+            while stream.read(&mut sink).await? > 0 {}
+            io::Result::Ok(())
+        })
+        .await;
+        refusing.fetch_sub(1, Ordering::AcqRel);
+    });
 }
 
 fn out_of_files(e: &io::Error) -> bool {
