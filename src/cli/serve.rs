@@ -38,7 +38,7 @@ pub struct ServeArgs {
     #[arg(long, value_name = "DURATION", value_parser = parse_duration, default_value = "30s")]
     pub body_timeout: Duration,
     /// Close a kept-alive connection that has sent nothing for this long.
-    #[arg(long, value_name = "DURATION", value_parser = parse_duration, default_value = "5s")]
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration, default_value = "60s")]
     pub keep_alive_timeout: Duration,
     /// Open connections at most (default: what the open-file limit leaves room for, at most 1024).
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
