@@ -126,7 +126,8 @@ def bench_cl(ctx, rounds):
         "--select", "refund-rules", "--expires-in", "1h", "-o", req_path)
     with open(req_path, "rb") as f:
         req = f.read()
-    srv = subprocess.Popen([ctx, "serve", "--listen", "127.0.0.1:0", "--no-prompt"],
+    # The rounds are the load: no per-caller rate limit in the way.
+    srv = subprocess.Popen([ctx, "serve", "--listen", "127.0.0.1:0", "--no-prompt", "--cl-rate-limit", "1000000"],
                            cwd=repo, env=env, stderr=subprocess.PIPE, text=True)
     try:
         first = srv.stderr.readline().strip()
@@ -184,7 +185,9 @@ def main():
     key = next(l.split(": ", 1)[1].strip()
                for n in os.listdir(keydir) if n.endswith(".key")
                for l in open(os.path.join(keydir, n)) if l.startswith("secret_key: "))
-    srv = subprocess.Popen([ctx, "-C", "v", "serve", "--listen", "127.0.0.1:0", "--no-prompt"],
+    # The setup writes every field with the session token: lift its rate limit.
+    srv = subprocess.Popen([ctx, "-C", "v", "serve", "--listen", "127.0.0.1:0", "--no-prompt",
+                            "--session-rate-limit", "1000000/1000000"],
                            cwd=tmp, env=env, stderr=subprocess.PIPE, text=True)
     try:
         first = srv.stderr.readline().strip()

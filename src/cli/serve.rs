@@ -31,12 +31,51 @@ pub struct ServeArgs {
     /// Apply the process hardening to this process, print what is and is not in effect, and exit.
     #[arg(long)]
     pub explain_sandbox: bool,
+    /// Close a connection whose request headers have not all arrived within this long.
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration, default_value = "10s")]
+    pub header_timeout: Duration,
+    /// Answer 408 when a request body has not all arrived within this long.
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration, default_value = "30s")]
+    pub body_timeout: Duration,
+    /// Close a kept-alive connection that has sent nothing for this long.
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration, default_value = "60s")]
+    pub keep_alive_timeout: Duration,
+    /// Open connections at most (default: what the open-file limit leaves room for, at most 1024).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    pub max_connections: Option<u32>,
+    /// Open connections at most from one non-loopback address (IPv6: one /64).
+    #[arg(long, value_name = "N", default_value = "32", value_parser = clap::value_parser!(u32).range(1..))]
+    pub max_connections_per_peer: u32,
+    /// How long a Context Layer `ctxcl_` token works; then the server writes a fresh set.
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration, default_value = "12h")]
+    pub cl_token_ttl: Duration,
+    /// Field reads and writes a minute for the user's session token, as READS/WRITES.
+    #[arg(long, value_name = "READS/WRITES", value_parser = parse_rates, default_value = "600/120")]
+    pub session_rate_limit: (u32, u32),
+    /// Context Layer calls a minute per caller (requester or operator token).
+    #[arg(long, value_name = "N", default_value = "60", value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
+    pub cl_rate_limit: u32,
+}
+
+/// `600/120`: reads and writes a minute, each 1..1000000.
+fn parse_rates(s: &str) -> std::result::Result<(u32, u32), String> {
+    let bad =
+        || format!("expected READS/WRITES a minute such as 600/120 (each 1..1000000), found `{s}`");
+    let (r, w) = s.split_once('/').ok_or_else(bad)?;
+    let n = |t: &str| {
+        t.trim()
+            .parse::<u32>()
+            .ok()
+            .filter(|n| (1..=1_000_000).contains(n))
+            .ok_or_else(bad)
+    };
+    Ok((n(r)?, n(w)?))
 }
 
 pub fn run(g: &Global, p: &Printer, a: &ServeArgs) -> Result<Exit> {
     let (manifest, _) = ctx_core::manifest::Manifest::discover(g.dir.as_deref(), &g.cwd)?;
     if a.explain_sandbox {
-        let steps = crate::serve::harden(&crate::serve::allowed_paths(&manifest));
+        let steps = crate::serve::explain(&crate::serve::allowed_paths(&manifest));
         let text = format!(
             "ctx serve hardening, as applied to this process:\n{}",
             crate::serve::describe(&steps)
@@ -61,6 +100,16 @@ pub fn run(g: &Global, p: &Printer, a: &ServeArgs) -> Result<Exit> {
         idle_timeout: a.idle_timeout,
         approval_ttl: a.approval_ttl,
         prompt: !a.no_prompt && std::io::stdin().is_terminal() && std::io::stderr().is_terminal(),
+        limits: crate::serve::Limits {
+            header_timeout: a.header_timeout,
+            body_timeout: a.body_timeout,
+            keep_alive_timeout: a.keep_alive_timeout,
+            max_connections: a.max_connections.map(|n| n as usize),
+            max_per_peer: a.max_connections_per_peer as usize,
+            cl_token_ttl: a.cl_token_ttl,
+            cl_rate_limit: a.cl_rate_limit,
+            session_rates: a.session_rate_limit,
+        },
     })?;
     Ok(Exit::Ok)
 }

@@ -1,9 +1,11 @@
 //! The Context Layer HTTP binding's transport (seed 000 §10): routes,
 //! `Context-Layer-Version` negotiation, the experimental media type, bearer
-//! tokens, `Idempotency-Key`, strict JSON bodies and `error` objects. Every
-//! handler hands one call to [`super::gateway`] on a blocking thread.
+//! tokens, per-caller rate limits, `Idempotency-Key`, strict JSON bodies and
+//! `error` objects. A caller is authenticated and counted before its body is
+//! read. Every handler hands one call to [`super::gateway`] on a blocking thread.
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use axum::body::Body;
 use axum::extract::{Path, State};
@@ -25,6 +27,13 @@ pub const MAX_BODY: usize = 1024 * 1024;
 pub const VERSION_HEADER: &str = "context-layer-version";
 
 pub type Gw = Arc<Gateway>;
+
+/// What every handler gets: the facade and the body's time bound.
+#[derive(Clone)]
+pub struct Cl {
+    gw: Gw,
+    body_timeout: Duration,
+}
 
 /// Paths that belong to the binding (their errors are `error` objects).
 pub fn is_cl_path(p: &str) -> bool {
@@ -60,9 +69,23 @@ fn render(r: ClReply, v: SpecVersion) -> Response {
     resp
 }
 
-/// A refusal as the profile's `error` object, with its status.
+/// A refusal as the profile's `error` object, with its status. A failure on the
+/// server's side reaches the caller by its kind only; the detail goes to the
+/// server's stderr, under the error object's id.
 fn refusal(e: &ClError, v: SpecVersion) -> ClReply {
-    let mut r = ClReply::ok(status_for(e.code), gateway::error_object(e, now(), v));
+    let status = status_for(e.code);
+    let server_side = status >= 500;
+    let told = ClError::new(e.code, gateway::caller_message(e, server_side));
+    let mut r = ClReply::ok(status, gateway::error_object(&told, now(), v));
+    if server_side {
+        eprintln!(
+            "context layer: {} {} ({}): {}",
+            status,
+            e.code,
+            r.body["id"].as_str().unwrap_or("?"),
+            e.message
+        );
+    }
     if r.status == 401 {
         r.headers.push((
             "www-authenticate".into(),
@@ -84,6 +107,15 @@ pub fn unknown_endpoint() -> Response {
     fail(
         "ENDPOINT_NOT_FOUND",
         "no such Context Layer endpoint; see GET /.well-known/context-layer",
+        SpecVersion::V02,
+    )
+}
+
+/// A state-changing call from a web page of another origin (seed 000 §11.1).
+pub fn cross_origin() -> Response {
+    fail(
+        "FORBIDDEN",
+        "this server does not take state-changing requests from web pages of other origins",
         SpecVersion::V02,
     )
 }
@@ -124,18 +156,37 @@ fn bearer(h: &HeaderMap) -> Option<String> {
         .then(|| token.trim().to_string())
 }
 
-/// Version and caller of a call, or the refusal to send.
+/// Version and caller of a call, or the refusal to send: unauthenticated, or
+/// past the caller's rate limit (429 `RATE_LIMITED` with `Retry-After`).
 fn admit(gw: &Gateway, h: &HeaderMap) -> Result<(SpecVersion, Caller), Refused> {
     let v = version(h)?;
     let caller = gw
         .authenticate(bearer(h).as_deref())
         .map_err(|e| Box::new(render(refusal(&e, v), v)))?;
+    if let Err(wait) = gw.allow(&caller) {
+        let e = ClError::new(
+            "RATE_LIMITED",
+            format!(
+                "too many calls with this token (limit {} a minute); retry after {wait} s",
+                gw.rate_limit()
+            ),
+        );
+        let mut r = refusal(&e, v);
+        r.headers.push(("retry-after".into(), wait.to_string()));
+        return Err(Box::new(render(r, v)));
+    }
     Ok((v, caller))
 }
 
-/// A body in the binding's media type, at most [`MAX_BODY`] bytes, one strict
-/// JSON object (duplicate members refused; errors give line and column, never the text).
-async fn read_body(h: &HeaderMap, body: Body, v: SpecVersion) -> Result<(Vec<u8>, Value), Refused> {
+/// A body in the binding's media type, at most [`MAX_BODY`] bytes, all of it
+/// within `timeout`, one strict JSON object (duplicate members refused; errors
+/// give line and column, never the text).
+async fn read_body(
+    h: &HeaderMap,
+    body: Body,
+    v: SpecVersion,
+    timeout: Duration,
+) -> Result<(Vec<u8>, Value), Refused> {
     let media = h
         .get(header::CONTENT_TYPE)
         .and_then(|c| c.to_str().ok())
@@ -150,13 +201,26 @@ async fn read_body(h: &HeaderMap, body: Body, v: SpecVersion) -> Result<(Vec<u8>
             v,
         ));
     }
-    let bytes = axum::body::to_bytes(body, MAX_BODY).await.map_err(|_| {
-        refuse(
-            "PAYLOAD_TOO_LARGE",
-            &format!("the body is larger than {MAX_BODY} bytes"),
-            v,
-        )
-    })?;
+    let bytes = match tokio::time::timeout(timeout, axum::body::to_bytes(body, MAX_BODY)).await {
+        Ok(Ok(b)) => b,
+        Ok(Err(_)) => {
+            return Err(refuse(
+                "PAYLOAD_TOO_LARGE",
+                &format!("the body is larger than {MAX_BODY} bytes"),
+                v,
+            ))
+        }
+        Err(_) => {
+            return Err(refuse(
+                "REQUEST_TIMEOUT",
+                &format!(
+                    "the request body did not arrive within {} (ctx serve --body-timeout)",
+                    super::http::shown(timeout)
+                ),
+                v,
+            ))
+        }
+    };
     let text = std::str::from_utf8(&bytes)
         .map_err(|_| refuse("INVALID_JSON", "the body is not UTF-8 text", v))?;
     let value = ctx_core::json::parse(text).map_err(|e| {
@@ -188,7 +252,7 @@ async fn call(v: SpecVersion, f: impl FnOnce() -> ClReply + Send + 'static) -> R
     }
 }
 
-async fn well_known(State(gw): State<Gw>, h: HeaderMap) -> Response {
+async fn well_known(State(Cl { gw, .. }): State<Cl>, h: HeaderMap) -> Response {
     let v = match version(&h) {
         Ok(v) => v,
         Err(r) => return *r,
@@ -200,20 +264,29 @@ async fn well_known(State(gw): State<Gw>, h: HeaderMap) -> Response {
 }
 
 /// A mutating call: admit, read the body, then run `f` under the idempotency key.
+/// A refusal before the body is read closes the connection.
 async fn mutation(
-    gw: Gw,
+    cl: Cl,
     h: HeaderMap,
     body: Body,
     route: String,
     f: impl FnOnce(&Gateway, &Caller, &Value, SpecVersion) -> Result<ClReply, ClError> + Send + 'static,
 ) -> Response {
+    let gw = cl.gw;
     let (v, caller) = match admit(&gw, &h) {
         Ok(x) => x,
-        Err(r) => return *r,
+        Err(r) => return super::http::closing(*r, &h),
     };
-    let (bytes, value) = match read_body(&h, body, v).await {
+    let (bytes, value) = match read_body(&h, body, v, cl.body_timeout).await {
         Ok(x) => x,
-        Err(r) => return *r,
+        Err(r) => {
+            let unread = r.status() != StatusCode::BAD_REQUEST;
+            return if unread {
+                super::http::closing(*r, &h)
+            } else {
+                *r
+            };
+        }
     };
     let key = idempotency_key(&h);
     call(v, move || {
@@ -231,7 +304,7 @@ async fn mutation(
 
 /// A read: admit, then run `f`.
 async fn read(
-    gw: Gw,
+    Cl { gw, .. }: Cl,
     h: HeaderMap,
     f: impl FnOnce(&Gateway, &Caller) -> Result<ClReply, ClError> + Send + 'static,
 ) -> Response {
@@ -271,7 +344,7 @@ fn only(body: &Value, keys: &[&str]) -> Result<(), ClError> {
     }
 }
 
-async fn submit(State(gw): State<Gw>, h: HeaderMap, body: Body) -> Response {
+async fn submit(State(gw): State<Cl>, h: HeaderMap, body: Body) -> Response {
     mutation(
         gw,
         h,
@@ -282,12 +355,12 @@ async fn submit(State(gw): State<Gw>, h: HeaderMap, body: Body) -> Response {
     .await
 }
 
-async fn request_status(State(gw): State<Gw>, h: HeaderMap, Path(id): Path<String>) -> Response {
+async fn request_status(State(gw): State<Cl>, h: HeaderMap, Path(id): Path<String>) -> Response {
     read(gw, h, move |g, c| g.status(c, &id)).await
 }
 
 async fn decisions(
-    State(gw): State<Gw>,
+    State(gw): State<Cl>,
     h: HeaderMap,
     Path(id): Path<String>,
     body: Body,
@@ -311,12 +384,12 @@ async fn decisions(
     .await
 }
 
-async fn bundle(State(gw): State<Gw>, h: HeaderMap, Path(id): Path<String>) -> Response {
+async fn bundle(State(gw): State<Cl>, h: HeaderMap, Path(id): Path<String>) -> Response {
     read(gw, h, move |g, c| g.bundle(c, &id, now())).await
 }
 
 async fn bundle_receipts(
-    State(gw): State<Gw>,
+    State(gw): State<Cl>,
     h: HeaderMap,
     Path(id): Path<String>,
     body: Body,
@@ -346,7 +419,7 @@ async fn bundle_receipts(
     .await
 }
 
-async fn proposals(State(gw): State<Gw>, h: HeaderMap, body: Body) -> Response {
+async fn proposals(State(gw): State<Cl>, h: HeaderMap, body: Body) -> Response {
     mutation(gw, h, body, "POST /context/v1/memory-proposals".into(), |g, c, b, _| {
         only(b, &["bundle_ref", "proposal"])?;
         let candidate = b
@@ -358,13 +431,13 @@ async fn proposals(State(gw): State<Gw>, h: HeaderMap, body: Body) -> Response {
     .await
 }
 
-async fn receipt(State(gw): State<Gw>, h: HeaderMap, Path(id): Path<String>) -> Response {
+async fn receipt(State(gw): State<Cl>, h: HeaderMap, Path(id): Path<String>) -> Response {
     read(gw, h, move |g, c| g.receipt(c, &id)).await
 }
 
 /// The binding's routes (merged into the server's router; the server adds the
 /// Host check and the fallbacks).
-pub fn router(gw: Gw) -> Router {
+pub fn router(gw: Gw, body_timeout: Duration) -> Router {
     Router::new()
         .route("/.well-known/context-layer", get(well_known))
         .route("/context/v1/requests", post(submit))
@@ -374,5 +447,5 @@ pub fn router(gw: Gw) -> Router {
         .route("/context/v1/bundles/{id}/receipts", post(bundle_receipts))
         .route("/context/v1/memory-proposals", post(proposals))
         .route("/context/v1/receipts/{id}", get(receipt))
-        .with_state(gw)
+        .with_state(Cl { gw, body_timeout })
 }

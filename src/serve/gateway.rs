@@ -5,8 +5,10 @@
 //! `ctx_core::exchange::ops::gateway` operation. Protocol codes become HTTP
 //! statuses here ([`status_for`]); bodies are rendered by [`super::cl_routes`].
 
+use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use serde_json::Value;
 
@@ -21,6 +23,7 @@ use ctx_core::exchange::SpecVersion;
 use ctx_core::fs::{Existing, Mode};
 use ctx_core::load::live::LiveRepo;
 use ctx_core::manifest::Manifest;
+use ctx_core::personal::limits::Limiter;
 
 /// A gateway answer before rendering: status, body, extra headers.
 pub struct ClReply {
@@ -59,6 +62,7 @@ pub fn status_for(code: &str) -> u16 {
         "NOT_FOUND" | "ENDPOINT_NOT_FOUND" | "REQUEST_NOT_FOUND" | "DECISION_NOT_FOUND"
         | "PROPOSAL_NOT_FOUND" | "RECEIPT_NOT_FOUND" | "BUNDLE_NOT_FOUND" => 404,
         "METHOD_NOT_ALLOWED" => 405,
+        "REQUEST_TIMEOUT" => 408,
         "IDEMPOTENCY_KEY_REUSED"
         | "BUNDLE_REPLAY"
         | "STATE_CONFLICT"
@@ -89,10 +93,23 @@ pub fn status_for(code: &str) -> u16 {
     }
 }
 
+/// The binding's bounds (flags of `ctx serve`).
+#[derive(Debug, Clone, Copy)]
+pub struct Tuning {
+    /// How long a set of `ctxcl_` tokens works.
+    pub token_ttl: Duration,
+    /// Calls a minute per caller.
+    pub rate_limit: u32,
+}
+
 /// The binding's state for one server.
 pub struct Gateway {
     live: Mutex<LiveRepo>,
-    credentials: Credentials,
+    credentials: Mutex<Credentials>,
+    tuning: Tuning,
+    /// Calls per caller (seed 000 §9.1: current rate limits are an input of every
+    /// decision; a caller past its limit gets no decision at all).
+    limiter: Mutex<Limiter>,
     state: StateDir,
     /// The repository's write-lock file, found before confinement.
     write_lock: PathBuf,
@@ -114,19 +131,22 @@ impl Gateway {
         cwd: &Path,
         opts: ctx_core::load::LoadOptions,
         write_lock: PathBuf,
+        tuning: Tuning,
     ) -> Result<(Gateway, IssuedTokens)> {
         let live = LiveRepo::open(dir, cwd, opts)?;
         let repo = live.repo();
         let cfg = ctx_core::exchange::config::ExchangeConfig::from_manifest(&repo.manifest)
             .map_err(|e| Error::Invalid(e.to_string()))?;
-        let (credentials, tokens) =
-            Credentials::generate(&cfg).map_err(|e| Error::Invalid(e.to_string()))?;
+        let (credentials, tokens) = Credentials::generate(&cfg, now(), lifetime(tuning))
+            .map_err(|e| Error::Invalid(e.to_string()))?;
         Ok((
             Gateway {
                 state: StateDir::new(&repo.manifest.root),
                 live: Mutex::new(live),
                 write_lock,
-                credentials,
+                credentials: Mutex::new(credentials),
+                tuning,
+                limiter: Mutex::new(Limiter::default()),
                 keyed: Mutex::new(()),
             },
             tokens,
@@ -150,11 +170,56 @@ impl Gateway {
     }
 
     pub fn authenticate(&self, bearer: Option<&str>) -> ClResult<Caller> {
-        self.credentials.authenticate(bearer)
+        lock(&self.credentials).authenticate(bearer, now())
+    }
+
+    /// Take one call from `caller`'s budget; the seconds to wait when it is spent.
+    pub fn allow(&self, caller: &Caller) -> std::result::Result<(), u64> {
+        let key = match caller {
+            Caller::Operator => "operator",
+            Caller::Principal(p) => p.as_str(),
+        };
+        let mut l = lock(&self.limiter);
+        let t = std::time::Instant::now();
+        l.sweep(t);
+        if l.allow(key, self.tuning.rate_limit, t) {
+            Ok(())
+        } else {
+            Err(l.retry_after(key, self.tuning.rate_limit))
+        }
+    }
+
+    pub fn rate_limit(&self) -> u32 {
+        self.tuning.rate_limit
+    }
+
+    /// A fresh set of tokens once the current one has expired.
+    pub fn renew(&self) -> ClResult<IssuedTokens> {
+        lock(&self.credentials).renew(now())
+    }
+
+    /// How long until the current tokens expire.
+    pub fn renew_in(&self) -> Duration {
+        let left = lock(&self.credentials).expires_at() - now();
+        left.to_std().unwrap_or_default()
     }
 
     pub fn capabilities(&self) -> ClResult<ClReply> {
-        self.with(|ex| Ok(ClReply::ok(200, gateway::capabilities(ex))))
+        let ttl = self.tuning.token_ttl.as_secs();
+        let rate = self.tuning.rate_limit;
+        self.with(|ex| {
+            let mut doc = gateway::capabilities(ex);
+            if let Some(auth) = doc.get_mut("authentication").and_then(Value::as_object_mut) {
+                auth.insert("token_lifetime_seconds".into(), ttl.into());
+            }
+            if let Some(doc) = doc.as_object_mut() {
+                doc.insert(
+                    "rate_limit".into(),
+                    serde_json::json!({"calls_per_minute_per_caller": rate, "status": 429}),
+                );
+            }
+            Ok(ClReply::ok(200, doc))
+        })
     }
 
     /// Run a mutation under its `Idempotency-Key` (when given): a replay gets
@@ -311,6 +376,56 @@ impl Gateway {
     }
 }
 
+/// A set's lifetime as the library counts it.
+fn lifetime(t: Tuning) -> chrono::Duration {
+    chrono::Duration::from_std(t.token_ttl).unwrap_or(chrono::Duration::hours(12))
+}
+
+fn now() -> ctx_core::time::Instant {
+    chrono::Utc::now()
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// Renew the tokens whenever a set expires, and rewrite the credentials file
+/// (requesters read their new token from it after a 401 that says "expired").
+pub async fn renew_tokens(gw: Arc<Gateway>, addr: SocketAddr, path: PathBuf) {
+    loop {
+        tokio::time::sleep(gw.renew_in()).await;
+        let g = gw.clone();
+        let renewed = tokio::task::spawn_blocking(move || {
+            let tokens = g.renew().map_err(|e| e.to_string())?;
+            CredentialsFile::write(addr.port(), &format!("http://{addr}"), &tokens)
+                .map(|f| {
+                    // The file stays until the server stops, not until this handle goes.
+                    std::mem::forget(f);
+                    tokens.expires_at
+                })
+                .map_err(|e| e.to_string())
+        })
+        .await;
+        match renewed {
+            Ok(Ok(until)) => eprintln!(
+                "context layer: tokens renewed in {} (valid until {})",
+                path.display(),
+                ctx_core::exchange::canon::iso_ms(&ctx_core::exchange::canon::to_ms(until))
+            ),
+            failed => {
+                let why = match failed {
+                    Ok(Err(e)) => e,
+                    _ => "internal error".into(),
+                };
+                eprintln!(
+                    "context layer: the tokens could not be renewed (trying again in 5 s): {why}"
+                );
+                tokio::time::sleep(Duration::from_secs(5)).await;
+            }
+        }
+    }
+}
+
 /// The per-launch credentials file: `<config>/serve/context-layer-<port>.json`,
 /// mode 0600, removed when the server stops. Requesters started by the same
 /// user read their token from it; the tokens never appear on a command line,
@@ -332,6 +447,9 @@ impl CredentialsFile {
                 "pid": std::process::id(),
                 "operator": tokens.operator,
                 "requesters": tokens.requesters,
+                "expires_at": ctx_core::exchange::canon::iso_ms(
+                    &ctx_core::exchange::canon::to_ms(tokens.expires_at)
+                ),
             })
             .to_string(),
         );

@@ -1,11 +1,13 @@
 //! The transport: axum routes for seed 004 §7, request bodies (media type, size,
-//! JSON), bearer tokens and the loopback Host check. Every handler hands one call to
-//! the facade on a blocking thread and renders its [`Reply`].
+//! time, JSON), bearer tokens, and the loopback Host and Origin checks. Every handler
+//! hands one call to the facade on a blocking thread and renders its [`Reply`].
+//! A body is read only for a caller the bearer check lets through.
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use axum::body::Body;
-use axum::extract::{Path, RawQuery, Request, State};
+use axum::extract::{Extension, Path, RawQuery, Request, State};
 use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
@@ -13,6 +15,7 @@ use axum::routing::{get, post, put};
 use axum::Router;
 use serde_json::Value;
 
+use super::door::Peer;
 use super::service::{self as f, Reply, Svc};
 
 /// Largest request body (an import archive may be large; everything else is small).
@@ -22,6 +25,8 @@ const MAX_SMALL_BODY: usize = 256 * 1024;
 #[derive(Clone)]
 pub struct App {
     pub svc: Svc,
+    /// How long a request body may take to arrive (408 after).
+    pub body_timeout: Duration,
 }
 
 /// Accepted `Host` header values (loopback names with the bound port); empty: any.
@@ -89,8 +94,41 @@ fn decode(s: &str) -> String {
     String::from_utf8_lossy(&out).into_owned()
 }
 
-/// Read a JSON object body: `application/json` only (415), at most `limit` bytes (413).
-async fn json_body(headers: &HeaderMap, body: Body, limit: usize) -> Result<Value, Reply> {
+/// Whether the request carries a body (that is left unread when it is refused early).
+pub fn has_body(h: &HeaderMap) -> bool {
+    h.contains_key(header::TRANSFER_ENCODING)
+        || h.get(header::CONTENT_LENGTH)
+            .and_then(|v| v.to_str().ok())
+            .is_some_and(|v| v.trim() != "0")
+}
+
+/// Close the connection after this response: the request's body was not read, so
+/// the connection is not left reading (or draining) what nobody wants.
+pub fn closing(mut resp: Response, h: &HeaderMap) -> Response {
+    if has_body(h) {
+        resp.headers_mut()
+            .insert(header::CONNECTION, HeaderValue::from_static("close"));
+    }
+    resp
+}
+
+/// `200ms`, `30s`: a bound as the flags write it.
+pub fn shown(d: Duration) -> String {
+    if d.subsec_millis() != 0 || d.as_secs() == 0 {
+        format!("{}ms", d.as_millis())
+    } else {
+        format!("{}s", d.as_secs())
+    }
+}
+
+/// Read a JSON object body: `application/json` only (415), at most `limit` bytes (413),
+/// all of it within `timeout` (408).
+async fn json_body(
+    headers: &HeaderMap,
+    body: Body,
+    limit: usize,
+    timeout: Duration,
+) -> Result<Value, Reply> {
     let ct = headers
         .get(header::CONTENT_TYPE)
         .and_then(|v| v.to_str().ok())
@@ -110,13 +148,26 @@ async fn json_body(headers: &HeaderMap, body: Body, limit: usize) -> Result<Valu
             "unsupported_media_type",
         ));
     }
-    let bytes = axum::body::to_bytes(body, limit).await.map_err(|_| {
-        Reply::error(
-            413,
-            &format!("the body is larger than {limit} bytes"),
-            "payload_too_large",
-        )
-    })?;
+    let bytes = match tokio::time::timeout(timeout, axum::body::to_bytes(body, limit)).await {
+        Ok(Ok(b)) => b,
+        Ok(Err(_)) => {
+            return Err(Reply::error(
+                413,
+                &format!("the body is larger than {limit} bytes"),
+                "payload_too_large",
+            ))
+        }
+        Err(_) => {
+            return Err(Reply::error(
+                408,
+                &format!(
+                    "the request body did not arrive within {} (ctx serve --body-timeout)",
+                    shown(timeout)
+                ),
+                "request_timeout",
+            ))
+        }
+    };
     let v: Value = serde_json::from_slice(&bytes).map_err(|e| {
         Reply::error(
             400,
@@ -159,18 +210,48 @@ async fn call(f: impl FnOnce() -> Reply + Send + 'static) -> Response {
     }
 }
 
+/// Who must be known before a body is read.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Needs {
+    /// Nobody: the body holds the credentials (unlock).
+    Nothing,
+    /// A bearer, when one is sent (a token request by the user, or by a consumer
+    /// with its credentials in the body).
+    BearerIfSent,
+    Bearer,
+}
+
 async fn with_body(
     app: App,
     headers: HeaderMap,
     body: Body,
     limit: usize,
+    needs: Needs,
     f: impl FnOnce(&Svc, Option<&str>, &Value) -> Reply + Send + 'static,
 ) -> Response {
-    let v = match json_body(&headers, body, limit).await {
-        Ok(v) => v,
-        Err(r) => return render(r),
-    };
     let b = bearer(&headers);
+    let check = match needs {
+        Needs::Nothing => false,
+        Needs::BearerIfSent => b.is_some(),
+        Needs::Bearer => true,
+    };
+    if check {
+        if let Err(r) = f::admits(&app.svc, b.as_deref()) {
+            return closing(render(r), &headers);
+        }
+    }
+    let v = match json_body(&headers, body, limit, app.body_timeout).await {
+        Ok(v) => v,
+        Err(r) => {
+            let unread = r.status != 400;
+            let resp = render(r);
+            return if unread {
+                closing(resp, &headers)
+            } else {
+                resp
+            };
+        }
+    };
     call(move || f(&app.svc, b.as_deref(), &v)).await
 }
 
@@ -194,9 +275,14 @@ async fn status(State(app): State<App>) -> Response {
 }
 
 async fn unlock(State(app): State<App>, headers: HeaderMap, body: Body) -> Response {
-    with_body(app, headers, body, MAX_SMALL_BODY, |s, _, v| {
-        f::unlock(s, v)
-    })
+    with_body(
+        app,
+        headers,
+        body,
+        MAX_SMALL_BODY,
+        Needs::Nothing,
+        |s, _, v| f::unlock(s, v),
+    )
     .await
 }
 
@@ -211,9 +297,14 @@ async fn put_field(
     Path(id): Path<String>,
     body: Body,
 ) -> Response {
-    with_body(app, headers, body, MAX_SMALL_BODY, move |s, b, v| {
-        f::put_field(s, b, &id, v)
-    })
+    with_body(
+        app,
+        headers,
+        body,
+        MAX_SMALL_BODY,
+        Needs::Bearer,
+        move |s, b, v| f::put_field(s, b, &id, v),
+    )
     .await
 }
 
@@ -247,14 +338,33 @@ async fn sensitivity(
     Path(id): Path<String>,
     body: Body,
 ) -> Response {
-    with_body(app, headers, body, MAX_SMALL_BODY, move |s, b, v| {
-        f::sensitivity(s, b, &id, v)
-    })
+    with_body(
+        app,
+        headers,
+        body,
+        MAX_SMALL_BODY,
+        Needs::Bearer,
+        move |s, b, v| f::sensitivity(s, b, &id, v),
+    )
     .await
 }
 
-async fn create_token(State(app): State<App>, headers: HeaderMap, body: Body) -> Response {
-    with_body(app, headers, body, MAX_SMALL_BODY, f::create_token).await
+async fn create_token(
+    State(app): State<App>,
+    peer: Option<Extension<Peer>>,
+    headers: HeaderMap,
+    body: Body,
+) -> Response {
+    let peer = peer.map(|Extension(p)| p.key().to_string());
+    with_body(
+        app,
+        headers,
+        body,
+        MAX_SMALL_BODY,
+        Needs::BearerIfSent,
+        move |s, b, v| f::create_token(s, b, v, peer),
+    )
+    .await
 }
 
 async fn revoke_token(
@@ -267,7 +377,15 @@ async fn revoke_token(
 }
 
 async fn register(State(app): State<App>, headers: HeaderMap, body: Body) -> Response {
-    with_body(app, headers, body, MAX_SMALL_BODY, f::register).await
+    with_body(
+        app,
+        headers,
+        body,
+        MAX_SMALL_BODY,
+        Needs::Bearer,
+        f::register,
+    )
+    .await
 }
 
 async fn deregister(
@@ -292,7 +410,7 @@ async fn export(State(app): State<App>, headers: HeaderMap, RawQuery(q): RawQuer
 }
 
 async fn import(State(app): State<App>, headers: HeaderMap, body: Body) -> Response {
-    with_body(app, headers, body, MAX_BODY, f::import).await
+    with_body(app, headers, body, MAX_BODY, Needs::Bearer, f::import).await
 }
 
 async fn approval(State(app): State<App>, headers: HeaderMap, Path(id): Path<String>) -> Response {
@@ -306,9 +424,14 @@ async fn decide(
     Path(id): Path<String>,
     body: Body,
 ) -> Response {
-    with_body(app, headers, body, MAX_SMALL_BODY, move |s, b, v| {
-        f::decide(s, b, &id, v)
-    })
+    with_body(
+        app,
+        headers,
+        body,
+        MAX_SMALL_BODY,
+        Needs::Bearer,
+        move |s, b, v| f::decide(s, b, &id, v),
+    )
     .await
 }
 
@@ -330,21 +453,53 @@ async fn not_allowed(uri: axum::http::Uri) -> Response {
     ))
 }
 
+/// Whether `origin` is the server's own: on loopback, `http://` and one of the
+/// accepted Host values; with `--allow-remote` (any Host), the request's own Host.
+fn own_origin(origin: &str, host: &str, hosts: &[String]) -> bool {
+    if hosts.is_empty() {
+        return !host.is_empty()
+            && [("http://", host), ("https://", host)]
+                .iter()
+                .any(|(scheme, h)| origin.strip_prefix(scheme) == Some(h));
+    }
+    origin
+        .strip_prefix("http://")
+        .is_some_and(|o| hosts.iter().any(|h| h == o))
+}
+
 /// DNS-rebinding defence: a loopback server answers only requests addressed to it
-/// by a loopback name.
+/// by a loopback name. CSRF defence (seed 000 §11.1): a state-changing request
+/// that a web page of another origin sends is refused; requests without `Origin`
+/// (command-line clients, agents) are not browsers' and go through.
 async fn host_check(State(hosts): State<Hosts>, req: Request, next: Next) -> Response {
-    if !hosts.is_empty() {
-        let host = req
-            .headers()
-            .get(header::HOST)
-            .and_then(|h| h.to_str().ok())
-            .unwrap_or("");
-        if !hosts.iter().any(|h| h == host) {
-            return render(Reply::error(
-                421,
-                "this server answers only requests addressed to its loopback address",
-                "invalid_request",
-            ));
+    let host = req
+        .headers()
+        .get(header::HOST)
+        .and_then(|h| h.to_str().ok())
+        .unwrap_or("");
+    if !hosts.is_empty() && !hosts.iter().any(|h| h == host) {
+        return render(Reply::error(
+            421,
+            "this server answers only requests addressed to its loopback address",
+            "invalid_request",
+        ));
+    }
+    if !req.method().is_safe() {
+        if let Some(origin) = req.headers().get(header::ORIGIN) {
+            let own = origin.to_str().is_ok_and(|o| own_origin(o, host, &hosts));
+            if !own {
+                let h = req.headers().clone();
+                let resp = if super::cl_routes::is_cl_path(req.uri().path()) {
+                    super::cl_routes::cross_origin()
+                } else {
+                    render(Reply::error(
+                        403,
+                        "this server does not take state-changing requests from web pages of other origins",
+                        "cross_origin",
+                    ))
+                };
+                return closing(resp, &h);
+            }
         }
     }
     next.run(req).await.into_response()
@@ -398,4 +553,37 @@ fn personal(app: App) -> Router {
         .route("/context/approvals", get(approvals))
         .route("/context/approvals/{id}", get(approval).post(decide))
         .with_state(app)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_the_servers_own_origin_may_change_state() {
+        let hosts = vec!["127.0.0.1:7200".to_string(), "localhost:7200".to_string()];
+        let host = "127.0.0.1:7200";
+        assert!(own_origin("http://127.0.0.1:7200", host, &hosts));
+        assert!(own_origin("http://localhost:7200", host, &hosts));
+        for o in [
+            "https://evil.example",
+            "http://127.0.0.1:7201",
+            "null",
+            "http://127.0.0.1:7200.evil.example",
+            "https://127.0.0.1:7200",
+            "",
+        ] {
+            assert!(!own_origin(o, host, &hosts), "{o}");
+        }
+        // --allow-remote: the request's own Host, over HTTP or HTTPS (a TLS proxy).
+        assert!(own_origin("https://vault.example", "vault.example", &[]));
+        assert!(!own_origin("https://evil.example", "vault.example", &[]));
+        assert!(!own_origin("https://", "", &[]));
+    }
+
+    #[test]
+    fn bounds_are_shown_as_the_flags_write_them() {
+        assert_eq!(shown(Duration::from_millis(200)), "200ms");
+        assert_eq!(shown(Duration::from_secs(30)), "30s");
+    }
 }

@@ -1,7 +1,8 @@
 //! `ctx serve`: seed 004's loopback HTTP API over a personal vault.
 //!
 //! - [`service`]: the facade, the one module that calls the library;
-//! - [`http`]: axum routes, bodies, bearer tokens;
+//! - [`door`]: the accept loop: connection caps, header/body/keep-alive timeouts;
+//! - [`http`]: axum routes, bodies, bearer tokens, Host and Origin checks;
 //! - [`sandbox`]: process hardening;
 //! - [`terminal`]: approval prompts on the serving terminal;
 //! - [`control`]: the per-launch control file `ctx approvals` reads;
@@ -14,6 +15,7 @@
 
 pub mod cl_routes;
 pub mod control;
+pub mod door;
 pub mod gateway;
 pub mod http;
 pub mod sandbox;
@@ -42,9 +44,50 @@ pub struct Config {
     pub approval_ttl: Option<Duration>,
     /// Prompt for approvals on this terminal (stdin and stderr are terminals).
     pub prompt: bool,
+    pub limits: Limits,
 }
 
-/// The report of `--explain-sandbox`, and of a server's start.
+/// The bounds of the door and of the Context Layer binding, from the flags of
+/// `ctx serve` (their defaults are there; docs/personal.md and docs/exchange.md, "Limits").
+#[derive(Debug, Clone)]
+pub struct Limits {
+    pub header_timeout: Duration,
+    pub body_timeout: Duration,
+    pub keep_alive_timeout: Duration,
+    /// None: what the open-file limit leaves room for, at most 1024.
+    pub max_connections: Option<usize>,
+    pub max_per_peer: usize,
+    /// How long a `ctxcl_` token works before the server renews the set.
+    pub cl_token_ttl: Duration,
+    /// Context Layer calls a minute per caller.
+    pub cl_rate_limit: u32,
+    /// The session token's field reads and writes a minute.
+    pub session_rates: (u32, u32),
+}
+
+/// The connection cap: the flag's, when the open-file limit has room for it.
+fn connection_cap(asked: Option<usize>, open_files: Option<u64>) -> Result<usize> {
+    let Some(n) = asked else {
+        return Ok(door::Bounds::connections_for(open_files));
+    };
+    let room = open_files.map(|f| f.saturating_sub(door::Bounds::RESERVED_FILES));
+    match room {
+        Some(room) if u64::try_from(n).unwrap_or(u64::MAX) > room => Err(Error::Usage(format!(
+            "--max-connections {n}: the open-file limit ({}) leaves room for at most {room} connections beside the server's own files; lower it or raise `ulimit -Hn`",
+            open_files.unwrap_or(0)
+        ))),
+        _ => Ok(n),
+    }
+}
+
+/// The report of `--explain-sandbox`: every step a server's start takes.
+pub fn explain(paths: &[PathBuf]) -> Vec<sandbox::Step> {
+    let mut steps = vec![sandbox::open_files().0];
+    steps.extend(harden(paths));
+    steps
+}
+
+/// Process hardening (after binding, before any worker thread).
 pub fn harden(paths: &[PathBuf]) -> Vec<sandbox::Step> {
     let mut steps = sandbox::no_dumps();
     steps.extend(sandbox::confine(paths));
@@ -95,6 +138,16 @@ pub fn run(c: Config) -> Result<()> {
     }
     // A broken role set means ctx cannot tell what a consumer may see: serve nothing.
     ctx_core::manifest::roles::require_sound(&c.manifest)?;
+    // Every connection is a descriptor: the soft limit goes up to the hard one,
+    // and the connection cap stays below it.
+    let (files_step, open_files) = sandbox::open_files();
+    let bounds = door::Bounds {
+        header_timeout: c.limits.header_timeout,
+        body_timeout: c.limits.body_timeout,
+        keep_alive_timeout: c.limits.keep_alive_timeout,
+        max_connections: connection_cap(c.limits.max_connections, open_files)?,
+        max_per_peer: c.limits.max_per_peer,
+    };
     // The repository's write lock file is found now: a confined process cannot look for it.
     let write_lock = ctx_core::fs::RepoLock::acquire(&c.manifest.root)
         .map(|l| l.path().to_path_buf())
@@ -111,8 +164,16 @@ pub fn run(c: Config) -> Result<()> {
     let _ = writeln!(err, "listening on http://{addr}");
     // The binding's repository and this launch's tokens, before confinement.
     let cl = if exchange {
-        let (gw, tokens) =
-            gateway::Gateway::open(c.dir.as_deref(), &c.cwd, c.load, write_lock.clone())?;
+        let (gw, tokens) = gateway::Gateway::open(
+            c.dir.as_deref(),
+            &c.cwd,
+            c.load,
+            write_lock.clone(),
+            gateway::Tuning {
+                token_ttl: c.limits.cl_token_ttl,
+                rate_limit: c.limits.cl_rate_limit,
+            },
+        )?;
         let file =
             gateway::CredentialsFile::write(addr.port(), &format!("http://{addr}"), &tokens)?;
         let _ = writeln!(
@@ -129,7 +190,8 @@ pub fn run(c: Config) -> Result<()> {
     if !write_lock.starts_with(&c.manifest.root) {
         paths.push(write_lock.clone());
     }
-    let steps = harden(&paths);
+    let mut steps = vec![files_step];
+    steps.extend(harden(&paths));
     let _ = write!(err, "sandbox:\n{}", describe(&steps));
     drop(err);
 
@@ -153,6 +215,10 @@ pub fn run(c: Config) -> Result<()> {
                 .and_then(|d| chrono::Duration::from_std(d).ok())
                 .unwrap_or_else(|| chrono::Duration::minutes(5)),
             write_lock: Some(write_lock),
+            session_rates: ctx_core::personal::tokens::Rates {
+                reads: c.limits.session_rates.0,
+                writes: c.limits.session_rates.1,
+            },
             ..service::Options::default()
         };
         let (s, control_token) = service::Service::open(c.manifest.clone(), options)?;
@@ -168,8 +234,15 @@ pub fn run(c: Config) -> Result<()> {
         }
         svc = Some(s);
     }
-    let app = svc.clone().map(|svc| http::App { svc });
-    let cl_router = cl.as_ref().map(|(gw, _)| cl_routes::router(gw.clone()));
+    let app = svc.clone().map(|svc| http::App {
+        svc,
+        body_timeout: bounds.body_timeout,
+    });
+    let cl_router = cl
+        .as_ref()
+        .map(|(gw, _)| cl_routes::router(gw.clone(), bounds.body_timeout));
+    let flush = svc.clone();
+    let renew = cl.as_ref().map(|(gw, f)| (gw.clone(), f.path.clone()));
     let router = http::router(app, cl_router, Arc::new(hosts));
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
@@ -195,10 +268,16 @@ pub fn run(c: Config) -> Result<()> {
                 }
             });
         }
-        axum::serve(listener, router)
-            .with_graceful_shutdown(shutdown())
-            .await
+        if let Some((gw, path)) = renew {
+            tokio::spawn(gateway::renew_tokens(gw, addr, path));
+        }
+        door::serve(listener, router, bounds, shutdown(), Duration::from_secs(5)).await;
+        Ok::<(), std::io::Error>(())
     });
+    // Failures counted but not yet summarised in the audit log are written now.
+    if let Some(s) = flush {
+        s.flush_audit();
+    }
     drop(control);
     drop(cl);
     result.map_err(|e| Error::io("server", &e))

@@ -59,6 +59,76 @@ pub fn no_dumps() -> Vec<Step> {
     out
 }
 
+/// Raise the soft limit of open files to the hard limit: every connection is a
+/// descriptor, and the connection cap of [`super::door`] is set below this limit.
+/// Returns the step and the soft limit now in effect.
+pub fn open_files() -> (Step, Option<u64>) {
+    #[cfg(unix)]
+    {
+        let mut lim = libc::rlimit {
+            rlim_cur: 0,
+            rlim_max: 0,
+        };
+        // SAFETY: getrlimit/setrlimit with a valid, initialised struct.
+        if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) } != 0 {
+            let e = std::io::Error::last_os_error();
+            return (
+                Step {
+                    name: "open files",
+                    in_effect: false,
+                    detail: format!("the limit cannot be read: {e}"),
+                },
+                None,
+            );
+        }
+        let before = lim.rlim_cur;
+        // An unlimited hard limit is not a valid soft one for descriptors on Linux.
+        let target = if lim.rlim_max == libc::RLIM_INFINITY {
+            before.max(1 << 20)
+        } else {
+            lim.rlim_max
+        };
+        let raised = target > before && {
+            let want = libc::rlimit {
+                rlim_cur: target,
+                rlim_max: lim.rlim_max,
+            };
+            // SAFETY: setrlimit with a valid, initialised struct.
+            unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &want) == 0 }
+        };
+        let now = if raised { target } else { before };
+        let detail = if raised {
+            format!("limit raised from {before} to {now} (the hard limit)")
+        } else if target > before {
+            format!(
+                "limit {now}: could not be raised to {target}: {}",
+                std::io::Error::last_os_error()
+            )
+        } else {
+            format!("limit {now} (already the hard limit)")
+        };
+        #[allow(clippy::useless_conversion)]
+        let now = u64::try_from(now).ok();
+        (
+            Step {
+                name: "open files",
+                in_effect: true,
+                detail,
+            },
+            now,
+        )
+    }
+    #[cfg(not(unix))]
+    (
+        Step {
+            name: "open files",
+            in_effect: false,
+            detail: "no descriptor limit to raise on this platform".into(),
+        },
+        None,
+    )
+}
+
 /// Confine the filesystem to `paths` (read-write beneath each) and forbid TCP
 /// connect/bind, where the kernel supports it.
 #[cfg(all(target_os = "linux", feature = "serve"))]

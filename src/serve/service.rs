@@ -135,6 +135,11 @@ pub fn unlock(s: &Svc, body: &Value) -> Reply {
     run().unwrap_or_else(|e| e)
 }
 
+/// Before a body is read: a caller the bearer check would refuse gets its refusal now.
+pub fn admits(s: &Svc, bearer: Option<&str>) -> Result<(), Reply> {
+    s.admits(bearer).map_err(Reply::refused)
+}
+
 pub fn lock(s: &Svc, bearer: Option<&str>) -> Reply {
     match s.lock(bearer) {
         Ok(()) => Reply::json(200, json!({ "locked": true })),
@@ -207,7 +212,8 @@ pub fn sensitivity(s: &Svc, bearer: Option<&str>, id: &str, body: &Value) -> Rep
     }
 }
 
-pub fn create_token(s: &Svc, bearer: Option<&str>, body: &Value) -> Reply {
+/// `peer`: the address the request came from, for the limit on failed attempts.
+pub fn create_token(s: &Svc, bearer: Option<&str>, body: &Value, peer: Option<String>) -> Reply {
     let run = || -> Result<Reply, Reply> {
         let scope = body
             .get("scope")
@@ -263,6 +269,7 @@ pub fn create_token(s: &Svc, bearer: Option<&str>, body: &Value) -> Reply {
             usage: text(body, "usage")?.map(str::to_string),
             purpose: text(body, "purpose")?.map(str::to_string),
             rates,
+            peer,
         };
         Ok(answer(201, s.create_token(bearer, &req)))
     };

@@ -62,6 +62,8 @@ pub struct ClServer {
     pub running: Running,
     pub operator: String,
     pub tokens: Value,
+    /// The per-launch credentials file.
+    pub credentials: std::path::PathBuf,
 }
 
 impl std::ops::Deref for ClServer {
@@ -80,8 +82,14 @@ impl std::ops::DerefMut for ClServer {
 impl ClServer {
     /// Start `ctx serve --listen 127.0.0.1:0` in `dir` with this config folder.
     pub fn start(dir: &Path, config: &Path) -> ClServer {
+        Self::start_with(dir, config, &[])
+    }
+
+    /// The same, with more flags.
+    pub fn start_with(dir: &Path, config: &Path, extra: &[&str]) -> ClServer {
         let spawned = ctx_in(&dir.to_path_buf())
             .args(["serve", "--listen", "127.0.0.1:0", "--no-prompt"])
+            .args(extra)
             .env("HOME", config)
             .env("XDG_CONFIG_HOME", config)
             .spawn();
@@ -101,6 +109,7 @@ impl ClServer {
             running,
             operator: creds["operator"].as_str().unwrap().to_string(),
             tokens: creds["requesters"].clone(),
+            credentials: path.into(),
         }
     }
 
@@ -187,7 +196,7 @@ fn request(repo: &ClRepo, name: &str, args: &[&str]) -> Value {
     serde_json::from_str(&std::fs::read_to_string(out).unwrap()).unwrap()
 }
 
-fn support_request(repo: &ClRepo, name: &str, extra: &[&str]) -> Value {
+pub fn support_request(repo: &ClRepo, name: &str, extra: &[&str]) -> Value {
     let mut a = vec![
         "--as",
         "support-agent",

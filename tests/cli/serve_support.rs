@@ -62,9 +62,15 @@ impl Vault {
     }
 
     pub fn serve(&self, extra: &[&str]) -> Server {
+        self.serve_via(&[], extra)
+    }
+
+    /// Serve through a wrapper command (e.g. `sh -c 'ulimit -n 256; exec "$0" "$@"'`).
+    pub fn serve_via(&self, wrapper: &[&str], extra: &[&str]) -> Server {
         let mut args = vec!["-C", "v", "serve", "--listen", "127.0.0.1:0", "--no-prompt"];
         args.extend_from_slice(extra);
-        let (running, _) = Running::start(ctx_in(&self.repo).args(&args).spawn(), 0);
+        let cmd = ctx_in(&self.repo).args(&args).via(wrapper);
+        let (running, _) = Running::start(cmd.spawn(), 0);
         Server { running }
     }
 }
@@ -115,6 +121,16 @@ impl Running {
             log,
         };
         (running, lines)
+    }
+
+    /// The server's process id, while it runs.
+    pub fn pid(&self) -> Option<u32> {
+        self.spawned.as_ref().map(|s| s.child.id())
+    }
+
+    /// `127.0.0.1:PORT`, for raw sockets.
+    pub fn addr(&self) -> String {
+        self.url.trim_start_matches("http://").to_string()
     }
 
     /// Everything the server wrote to stderr after the lines read at start.

@@ -7,8 +7,6 @@
 //! that it may read what it asks for. Transports (HTTP now) map the
 //! [`ClError`] codes to their statuses and render; they decide nothing.
 
-use std::collections::BTreeMap;
-
 use chrono::Duration;
 use serde_json::{json, Map, Value};
 
@@ -24,6 +22,8 @@ use crate::exchange::state::Kind;
 use crate::exchange::wire::{self, SpecVersion, V01_EXTENSION};
 use crate::time::Instant;
 
+pub use super::credentials::{Credentials, IssuedTokens, TOKEN_PREFIX};
+
 /// The experimental media type of seed 000 §6.2 (not IANA registered).
 pub const MEDIA_TYPE: &str = "application/vnd.context-layer+json";
 
@@ -34,77 +34,6 @@ pub enum Caller {
     Principal(String),
     /// The trusted decision role: the person running the gateway.
     Operator,
-}
-
-/// Per-launch bearer credentials (seed 000 §11.1: a local server requires a
-/// per-launch authorization token). One token per configured requester and
-/// one for the operator; only their SHA-256 digests are kept in memory, so a
-/// leaked process image does not hand out a usable token.
-#[derive(Debug, Clone, Default)]
-pub struct Credentials {
-    by_digest: BTreeMap<String, Caller>,
-}
-
-/// The tokens as handed to the user once (written to a 0600 file by the server).
-#[derive(Debug, Clone, Default)]
-pub struct IssuedTokens {
-    pub operator: String,
-    /// Principal → token.
-    pub requesters: BTreeMap<String, String>,
-}
-
-/// Prefix of Context Layer gateway tokens (distinct from vault tokens `ctx_`/`ctxs_`).
-pub const TOKEN_PREFIX: &str = "ctxcl_";
-
-fn new_token() -> ClResult<String> {
-    let mut b = [0u8; 32];
-    getrandom::fill(&mut b).map_err(|e| {
-        ClError::new(
-            "CREDENTIALS_UNAVAILABLE",
-            format!("no randomness available for a gateway token: {e}"),
-        )
-    })?;
-    Ok(format!("{TOKEN_PREFIX}{}", hex::encode(b)))
-}
-
-impl Credentials {
-    /// Fresh tokens for every requester of `cfg` and the operator.
-    pub fn generate(cfg: &config::ExchangeConfig) -> ClResult<(Credentials, IssuedTokens)> {
-        let mut c = Credentials::default();
-        let mut t = IssuedTokens {
-            operator: new_token()?,
-            ..Default::default()
-        };
-        c.by_digest
-            .insert(canon::digest_bytes(t.operator.as_bytes()), Caller::Operator);
-        for name in cfg.requesters.keys() {
-            let p = config::principal(name);
-            let tok = new_token()?;
-            c.by_digest.insert(
-                canon::digest_bytes(tok.as_bytes()),
-                Caller::Principal(p.clone()),
-            );
-            t.requesters.insert(p, tok);
-        }
-        Ok((c, t))
-    }
-
-    /// The caller a bearer token proves; `UNAUTHENTICATED` when absent or unknown.
-    pub fn authenticate(&self, bearer: Option<&str>) -> ClResult<Caller> {
-        let Some(b) = bearer.filter(|b| b.starts_with(TOKEN_PREFIX)) else {
-            return fail(
-                "UNAUTHENTICATED",
-                "send `Authorization: Bearer ctxcl_…`, the per-launch token `ctx serve` wrote for your requester",
-            );
-        };
-        match self.by_digest.get(&canon::digest_bytes(b.as_bytes())) {
-            Some(c) => Ok(c.clone()),
-            None => fail(
-                "UNAUTHENTICATED",
-                "the bearer token is not one this server issued (tokens last one launch)",
-            ),
-        }
-    }
 }
 
 /// A submitted or decided request and what followed from it.
@@ -558,4 +487,54 @@ pub fn error_object(e: &ClError, at: Instant, version: SpecVersion) -> Value {
     m.insert("message".into(), json!(e.message));
     m.insert("retryable".into(), json!(e.retryable()));
     canon::finalize(m, "urn:cl:error:")
+}
+
+/// The message a network caller gets for `e`. A refusal about the request is
+/// told as it is; a failure on the server's side (a key, the policy, the state
+/// or receipt store) is told only by its kind: its detail (file paths, key ids,
+/// the underlying error) is for the operator's log, never for the caller (seed
+/// 000 §10.4: safe messages, no internals).
+pub fn caller_message(e: &ClError, server_side: bool) -> String {
+    if !server_side {
+        return e.message.clone();
+    }
+    let code = e.code;
+    let kind = if code.starts_with("KEY_") {
+        "a key this server signs with is unavailable"
+    } else if code.starts_with("RECEIPT_") {
+        "the receipt store is unavailable"
+    } else {
+        match code {
+            "POLICY_UNAVAILABLE" | "INVALID_EXCHANGE_POLICY" => {
+                "the exchange policy cannot be loaded"
+            }
+            "STATE_UNAVAILABLE" => "the exchange's state cannot be read or written",
+            "AUDIT_UNAVAILABLE" => "the audit log cannot be written",
+            "REVOCATION_CHECK_FAILED" => "revocation cannot be checked",
+            "CREDENTIALS_UNAVAILABLE" => "credentials cannot be issued",
+            "INDETERMINATE_OUTCOME" => {
+                "the action's receipt could not be stored yet; the outcome stays indeterminate until it is retried"
+            }
+            _ => "the server cannot complete this call",
+        }
+    };
+    format!("{kind}; the server's operator has the details")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn server_side_failures_reach_the_caller_without_their_detail() {
+        let e = ClError::new(
+            "KEY_UNAVAILABLE",
+            "cannot read /home/op/.config/ctx/keys/t-bundle.key: No such file",
+        );
+        let m = caller_message(&e, true);
+        assert!(!m.contains("/home") && !m.contains("t-bundle"), "{m}");
+        assert!(m.contains("key"), "{m}");
+        let refusal = ClError::new("REQUESTER_MISMATCH", "the request names another requester");
+        assert_eq!(caller_message(&refusal, false), refusal.message);
+    }
 }

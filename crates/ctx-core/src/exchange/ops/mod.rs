@@ -7,6 +7,7 @@
 pub mod action;
 pub mod bundles;
 pub mod commit;
+pub mod credentials;
 pub mod decide;
 pub mod discover;
 pub mod gateway;

@@ -10,6 +10,7 @@ use crate::personal::audit::{self as paudit, Action, Entry};
 use crate::personal::field::{inert, FieldId};
 use crate::personal::json::Obj;
 use crate::personal::keys::{Purpose, VaultKeys};
+use crate::personal::limits::{FAILED_OVERALL, FAILED_PER_PEER};
 use crate::personal::tokens::{self, Consumer, Mode, Rates, SecretHash, TokenRecord, Usage};
 use crate::personal::Tier;
 
@@ -26,6 +27,9 @@ pub struct TokenRequest {
     pub usage: Option<String>,
     pub purpose: Option<String>,
     pub rates: Option<Rates>,
+    /// Where the request came from (an address), for the limit on failed
+    /// attempts; None for an in-process front end.
+    pub peer: Option<String>,
 }
 
 /// A token as listed: its value truncated.
@@ -103,7 +107,33 @@ impl Service {
                 "`consumer` must name a registered consumer".into(),
             ));
         }
-        {
+        // Unauthenticated attempts: an address (and everyone together) that failed
+        // too often is refused before any check, and counted, not audited one by one.
+        let peer = r.peer.as_deref().unwrap_or("local");
+        let peer_key = format!("f:{peer}");
+        if !by_user {
+            let mut a = lock(&self.access);
+            let t = std::time::Instant::now();
+            let open = a.limiter.peek(&peer_key, FAILED_PER_PEER, t)
+                && a.limiter.peek("f:*", FAILED_OVERALL, t);
+            if !open {
+                let retry_after = a
+                    .limiter
+                    .retry_after(&peer_key, FAILED_PER_PEER)
+                    .max(a.limiter.retry_after("f:*", FAILED_OVERALL));
+                let (ended, _) = a.failures.note(&r.consumer, peer, true, t);
+                drop(a);
+                self.record_failures(ended)?;
+                return Err(Refusal::RateLimited {
+                    message: format!(
+                        "too many failed token requests (limit {FAILED_PER_PEER}/minute from one address)"
+                    ),
+                    retry_after,
+                });
+            }
+        }
+        let consumer = lock(&self.access).consumers.get(&r.consumer).cloned();
+        if consumer.is_some() {
             let mut a = lock(&self.access);
             let key = format!("t:{}", r.consumer);
             if !a.limiter.allow(&key, 10, std::time::Instant::now()) {
@@ -114,17 +144,28 @@ impl Service {
                 });
             }
         }
-        let consumer = lock(&self.access).consumers.get(&r.consumer).cloned();
         let authentic = match (&consumer, by_user) {
             (Some(_), true) => true,
             (Some(c), false) => r.secret.as_deref().is_some_and(|s| c.secret.verify(s)),
             (None, _) => false,
         };
         if !authentic {
-            let e = Entry::new(Action::Deny, &r.consumer)
-                .denied()
-                .detail("token request with wrong consumer credentials");
-            self.record(e)?;
+            let first = by_user || {
+                let mut a = lock(&self.access);
+                let t = std::time::Instant::now();
+                a.limiter.allow(&peer_key, FAILED_PER_PEER, t);
+                a.limiter.allow("f:*", FAILED_OVERALL, t);
+                let (ended, first) = a.failures.note(&r.consumer, peer, false, t);
+                drop(a);
+                self.record_failures(ended)?;
+                first
+            };
+            if first {
+                let e = Entry::new(Action::Deny, &r.consumer)
+                    .denied()
+                    .detail("token request with wrong consumer credentials");
+                self.record(e)?;
+            }
             return Err(if by_user {
                 Refusal::NotFound(format!("no consumer {}", r.consumer))
             } else {

@@ -28,7 +28,7 @@ use crate::time::Instant;
 use super::audit::{Action, Entry, SealedLog};
 use super::config::PersonalConfig;
 use super::keys::{Purpose, SecretKey, VaultKeys};
-use super::limits::Limiter;
+use super::limits::{Failures, Limiter, Summary};
 use super::state::{self, Stored};
 use super::tokens::{self, Consumer, Mode, Rates, TokenRecord, Usage};
 use super::vault::{OpenError, Vault};
@@ -150,6 +150,8 @@ pub struct Options {
     pub approval_ttl: chrono::Duration,
     pub unlock_per_minute: u32,
     pub default_rates: Rates,
+    /// The user's session token: its field reads and writes a minute.
+    pub session_rates: Rates,
     /// The repository's write lock file, fixed before the process is confined.
     pub write_lock: Option<PathBuf>,
 }
@@ -161,6 +163,12 @@ impl Default for Options {
             approval_ttl: chrono::Duration::minutes(5),
             unlock_per_minute: 5,
             default_rates: Rates::default(),
+            // The user's own front end lists and edits many fields: ten times a
+            // consumer's default, still a bound on what a runaway client can do.
+            session_rates: Rates {
+                reads: 600,
+                writes: 120,
+            },
             write_lock: None,
         }
     }
@@ -227,7 +235,13 @@ struct Access {
     /// Hashes of tokens a front end holds in memory only ([`Service::local_token`]):
     /// never written to the token store.
     local: HashSet<String>,
+    /// Failed unauthenticated attempts, audited in bounded form.
+    failures: Failures,
 }
+
+/// The actor of a summary of failed unauthenticated attempts (not a consumer
+/// name: those cannot hold parentheses).
+const UNAUTHENTICATED: &str = "(unauthenticated)";
 
 /// What `GET /context/status` reports.
 #[derive(Debug, Clone)]
@@ -303,6 +317,7 @@ impl Service {
                 last_activity: std::time::Instant::now(),
                 reported: HashSet::new(),
                 local: HashSet::new(),
+                failures: Failures::default(),
             }),
             options,
             audit: Mutex::new(audit),
@@ -446,7 +461,7 @@ impl Service {
                 created_at: now_text(),
                 expires_at: None,
                 purpose: None,
-                rates: self.options.default_rates,
+                rates: self.options.session_rates,
                 uses: 0,
             },
         );
@@ -491,13 +506,35 @@ impl Service {
         a.local.clear();
         a.consumers.clear();
         a.approvals.clear();
+        let pending = a.failures.flush(std::time::Instant::now());
         drop(a);
         drop(st);
+        let _ = self.record_failures(pending);
         self.record(Entry::new(Action::Lock, "user").detail(why.to_string()))
+    }
+
+    /// Record a window's summary of failed unauthenticated attempts.
+    fn record_failures(&self, s: Option<Summary>) -> Answer<()> {
+        match s {
+            Some(s) => self.record(
+                Entry::new(Action::Deny, UNAUTHENTICATED)
+                    .denied()
+                    .detail(s.text()),
+            ),
+            None => Ok(()),
+        }
+    }
+
+    /// Write the summary of failures counted so far (when the server stops).
+    pub fn flush_audit(&self) {
+        let pending = lock(&self.access).failures.flush(std::time::Instant::now());
+        let _ = self.record_failures(pending);
     }
 
     /// Periodic work: idle auto-lock, expired tokens and approvals. Returns true when it locked.
     pub fn tick(&self) -> bool {
+        let ended = lock(&self.access).failures.due(std::time::Instant::now());
+        let _ = self.record_failures(ended);
         if self.is_locked() {
             return false;
         }
@@ -562,8 +599,26 @@ impl Service {
         let hash = tokens::hash(token);
         let now = now();
         let mut a = lock(&self.access);
-        if a.sessions.contains_key(&hash) {
-            a.last_activity = std::time::Instant::now();
+        if let Some(rates) = a.sessions.get(&hash).map(|r| r.rates) {
+            // Field reads and writes count; management (lock above all) never waits.
+            let t = std::time::Instant::now();
+            let limit = match class {
+                Class::Read => Some((format!("r:{hash}"), rates.reads)),
+                Class::Write => Some((format!("w:{hash}"), rates.writes)),
+                Class::Admin => None,
+            };
+            if let Some((key, limit)) = limit {
+                if !a.limiter.allow(&key, limit, t) {
+                    let retry_after = a.limiter.retry_after(&key, limit);
+                    return Err(Refusal::RateLimited {
+                        message: format!(
+                            "too many requests for the session token (limit {limit}/minute)"
+                        ),
+                        retry_after,
+                    });
+                }
+            }
+            a.last_activity = t;
             return Ok(Who::User { hash });
         }
         let Some(rec) = a.tokens.get(&hash).cloned() else {
@@ -655,6 +710,34 @@ impl Service {
             &self.config.state_recipient,
         )
         .map_err(|e| Refusal::Unavailable(e.to_string()))
+    }
+
+    /// Whether a request with this bearer gets past authentication at all, for a
+    /// front end to ask before it reads a request body: the refusal
+    /// [`Service::authenticate`] would give to a missing, unknown or expired token
+    /// (or a locked vault). Counts nothing against a limit; the full check runs
+    /// with the call itself.
+    pub fn admits(&self, bearer: Option<&str>) -> Answer<()> {
+        if self.is_control(bearer) {
+            return Ok(());
+        }
+        if self.is_locked() {
+            return Err(Refusal::VaultLocked);
+        }
+        let Some(token) = bearer.filter(|t| !t.is_empty()) else {
+            return Err(Refusal::Unauthenticated(
+                "missing `Authorization: Bearer <token>`".into(),
+            ));
+        };
+        let hash = tokens::hash(token);
+        let a = lock(&self.access);
+        if a.sessions.contains_key(&hash) || a.tokens.contains_key(&hash) {
+            Ok(())
+        } else if a.reported.contains(&hash) {
+            Err(Refusal::Unauthenticated("token expired".into()))
+        } else {
+            Err(Refusal::Unauthenticated("unknown or revoked token".into()))
+        }
     }
 
     /// Is this the per-launch control token (`ctx approvals` from another terminal)?

@@ -65,6 +65,7 @@ fn request_context_serves_named_fields_through_the_same_view_and_approvals() {
                 usage: None,
                 purpose: Some("Fill a visa application".into()),
                 rates: None,
+                peer: None,
             },
         )
         .unwrap();
