@@ -48,6 +48,7 @@ mod canary;
 mod completion_dynamic;
 mod diff;
 mod docs_guide;
+mod door_equivalence;
 mod error_hints;
 mod evidence;
 mod examples;
