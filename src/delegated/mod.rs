@@ -59,11 +59,21 @@ pub fn run(c: Config) -> Result<()> {
         .enable_time()
         .build()
         .map_err(|e| Error::io("tokio runtime", &e))?;
+    // The same door as `ctx serve`: header, body and idle timeouts and a connection
+    // cap under the (raised) open-file limit, so idle sockets cannot lock hosts out.
+    let (_, open_files) = crate::serve::sandbox::open_files();
+    let bounds = crate::serve::door::Bounds::defaults(open_files);
     rt.block_on(async move {
         let listener = tokio::net::TcpListener::from_std(std_listener)?;
-        axum::serve(listener, http::router(app))
-            .with_graceful_shutdown(shutdown())
-            .await
+        crate::serve::door::serve(
+            listener,
+            http::router(app),
+            bounds,
+            shutdown(),
+            Duration::from_secs(5),
+        )
+        .await;
+        Ok::<(), std::io::Error>(())
     })
     .map_err(|e| Error::io("server", &e))
 }

@@ -49,6 +49,18 @@ pub struct Bounds {
 }
 
 impl Bounds {
+    /// `ctx serve`'s defaults (its flags' defaults) within an open-file limit: what
+    /// another loopback server (`ctx provider serve`) runs with.
+    pub fn defaults(open_files: Option<u64>) -> Bounds {
+        Bounds {
+            header_timeout: Duration::from_secs(10),
+            body_timeout: Duration::from_secs(30),
+            keep_alive_timeout: Duration::from_secs(60),
+            max_connections: Self::connections_for(open_files),
+            max_per_peer: 32,
+        }
+    }
+
     /// The default cap's ceiling (an explicit `--max-connections` may go higher).
     pub const MAX_CONNECTIONS: usize = 1024;
     /// Descriptors kept free of connections: vault and repository files, the

@@ -514,3 +514,39 @@ fn provider_serve_refuses_a_non_loopback_address_and_an_unset_folder() {
     assert_eq!(r.code, 1, "{}", r.stderr);
     assert!(r.stderr.contains("ctx provider auth init"), "{}", r.stderr);
 }
+
+/// `ctx provider serve` stands behind the same door as `ctx serve`: under a 256
+/// descriptor limit, 306 idle sockets do not lock its host out.
+#[test]
+fn provider_serve_is_not_locked_out_by_idle_sockets() {
+    let s = Signer::new("");
+    s.key("release-bot");
+    auth(&s, &["init"]);
+    let spawned = ctx_in(s.path())
+        .via(&["sh", "-c", "ulimit -n 256 && exec \"$0\" \"$@\""])
+        .args(["provider", "serve", "--listen", "127.0.0.1:0", "--auth"])
+        .arg(s.config.path().join("auth"))
+        .args(["--agent", "support-agent", "--key", "release-bot"])
+        .env("XDG_CONFIG_HOME", s.config.path())
+        .env("HOME", s.config.path())
+        .spawn();
+    let (server, _) = Running::start(spawned, 1);
+    let addr = server.url.strip_prefix("http://").unwrap().to_string();
+    let idle: Vec<TcpStream> = (0..306)
+        .map(|_| TcpStream::connect(&addr).unwrap())
+        .collect();
+    // An unsigned request is answered at once (the profile's 401), not left hanging.
+    let mut t = TcpStream::connect(&addr).unwrap();
+    t.set_read_timeout(Some(std::time::Duration::from_secs(15)))
+        .unwrap();
+    t.write_all(b"GET /health HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+        .unwrap();
+    let mut out = Vec::new();
+    let _ = t.read_to_end(&mut out);
+    let text = String::from_utf8_lossy(&out);
+    assert!(
+        text.starts_with("HTTP/1.1 401"),
+        "no answer beside idle sockets: {text:?}"
+    );
+    drop(idle);
+}
