@@ -58,6 +58,7 @@ mod exchange_canary;
 mod exchange_conformance;
 mod exchange_examples;
 mod exchange_hints;
+mod exchange_keys;
 mod exchange_receipts;
 mod explain_causes;
 mod export;
