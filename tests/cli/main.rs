@@ -123,6 +123,7 @@ mod spec_outputs;
 mod support_team;
 mod typed_args;
 mod validate;
+mod wheel;
 mod write_plan;
 
 /// The shared fixtures' old module path, kept only so that test files written
