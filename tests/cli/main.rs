@@ -47,6 +47,7 @@ mod cache_faults;
 mod canary;
 mod completion_dynamic;
 mod diff;
+mod distribution;
 mod docs_guide;
 mod door_equivalence;
 mod error_hints;
@@ -72,6 +73,7 @@ mod hook_fail_on;
 mod info;
 mod init;
 mod init_git;
+mod install_script;
 mod keys_declare;
 mod lints;
 mod list_get;
@@ -124,6 +126,7 @@ mod spec_outputs;
 mod support_team;
 mod typed_args;
 mod validate;
+mod wheel;
 mod write_plan;
 
 /// The shared fixtures' old module path, kept only so that test files written
