@@ -26,7 +26,7 @@ impl PasswordArgs {
     /// The password; `confirm` asks twice on a terminal (a new vault).
     pub fn read(&self, confirm: bool) -> Result<Zeroizing<String>> {
         if let Some(f) = &self.password_file {
-            let text = Zeroizing::new(std::fs::read_to_string(f).map_err(|e| Error::io(f, &e))?);
+            let text = read_private(f)?;
             let line = Zeroizing::new(text.lines().next().unwrap_or("").to_string());
             if line.is_empty() {
                 return Err(Error::Usage(format!(
@@ -60,6 +60,53 @@ impl PasswordArgs {
         }
         Ok(p)
     }
+}
+
+/// Read a password file that only its owner may read or write: a file the group
+/// or others can read has leaked the password already, one they can write lets
+/// them choose it. Checked on the open handle, so the file read is the file judged.
+fn read_private(f: &Path) -> Result<Zeroizing<String>> {
+    use std::io::Read;
+    let mut file = std::fs::File::open(f).map_err(|e| Error::io(f, &e))?;
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::MetadataExt;
+        let meta = file.metadata().map_err(|e| Error::io(f, &e))?;
+        let mode = meta.mode() & 0o7777;
+        if mode & 0o077 != 0 {
+            return Err(Error::InvalidHint {
+                message: format!(
+                    "{}: the password file has mode {mode:04o}, so other users can {} it",
+                    f.display(),
+                    match (mode & 0o044 != 0, mode & 0o022 != 0) {
+                        (true, true) => "read and change",
+                        (true, false) => "read",
+                        _ => "change",
+                    }
+                ),
+                help: format!(
+                    "run `chmod 600 {}` (and choose a new password if others may have read it)",
+                    f.display()
+                ),
+            });
+        }
+        // SAFETY: geteuid has no preconditions and cannot fail.
+        let me = unsafe { libc::geteuid() };
+        if meta.uid() != me {
+            return Err(Error::InvalidHint {
+                message: format!(
+                    "{}: the password file belongs to user id {}, not to you (user id {me})",
+                    f.display(),
+                    meta.uid()
+                ),
+                help: "keep the password in a file you own, with mode 600".into(),
+            });
+        }
+    }
+    let mut text = Zeroizing::new(String::new());
+    file.read_to_string(&mut text)
+        .map_err(|e| Error::io(f, &e))?;
+    Ok(text)
 }
 
 /// The secret key of this vault: `--secret-key-file`, else the user's config folder.

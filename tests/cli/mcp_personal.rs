@@ -355,7 +355,7 @@ fn the_password_comes_from_a_file_never_from_the_transport() {
     assert!(r.stderr.contains("--password-file"), "{}", r.stderr);
     // One sentence, not a run of source indentation inside it.
     assert!(!r.stderr.contains(":   "), "{}", r.stderr);
-    std::fs::write(v.repo.path().join("wrong.txt"), "not the password\n").expect("write");
+    crate::serve_support::write_private(&v.repo.path().join("wrong.txt"), "not the password\n");
     let r = ctx_in(&v.repo)
         .args([
             "-C",

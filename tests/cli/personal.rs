@@ -108,7 +108,7 @@ fn fields_are_age_files_the_exported_identity_opens() {
         .run()
         .assert_ok();
     let wrong = v.repo.path().join("wrong.txt");
-    std::fs::write(&wrong, "not the password\n").unwrap();
+    crate::serve_support::write_private(&wrong, "not the password\n");
     ctx_in(&v.repo)
         .args([
             "-C",
@@ -289,4 +289,66 @@ fn export_and_import_round_trip_loses_nothing() {
         json!({"archive": archive}),
     )
     .refused(403, "scope_exceeded");
+}
+
+/// A password file others may read (or write) is refused before it is read, by
+/// every command that takes one, naming the file, its mode and the fix.
+#[cfg(unix)]
+#[test]
+fn a_password_file_others_can_read_is_refused() {
+    use std::os::unix::fs::PermissionsExt;
+    let repo = crate::support::Repo::new(&[("pw.txt", &format!("{PASSWORD}\n"))]);
+    let pw = repo.path().join("pw.txt");
+    let init = |repo: &crate::support::Repo| {
+        ctx_in(repo)
+            .args([
+                "init",
+                "--template",
+                "personal",
+                "--password-file",
+                "pw.txt",
+                "v",
+            ])
+            .run()
+    };
+    for mode in [0o644, 0o640, 0o622, 0o604] {
+        std::fs::set_permissions(&pw, std::fs::Permissions::from_mode(mode)).unwrap();
+        let r = init(&repo);
+        r.assert_code(1)
+            .assert_stderr_contains("pw.txt")
+            .assert_stderr_contains(&format!("{mode:04o}"))
+            .assert_stderr_contains("chmod 600");
+        assert!(!r.stderr.contains(PASSWORD), "{}", r.stderr);
+        assert!(!repo.path().join("v/opencontext.yaml").exists());
+    }
+    std::fs::set_permissions(&pw, std::fs::Permissions::from_mode(0o600)).unwrap();
+    init(&repo).assert_ok();
+    // The same check guards `ctx mcp` and `export-identity`.
+    std::fs::set_permissions(&pw, std::fs::Permissions::from_mode(0o644)).unwrap();
+    for args in [
+        &[
+            "-C",
+            "v",
+            "mcp",
+            "--agent",
+            "a",
+            "--password-file",
+            "pw.txt",
+        ][..],
+        &[
+            "-C",
+            "v",
+            "private",
+            "export-identity",
+            "--password-file",
+            "pw.txt",
+        ][..],
+    ] {
+        ctx_in(&repo)
+            .args(args)
+            .run()
+            .assert_code(1)
+            .assert_stderr_contains("0644")
+            .assert_stderr_contains("chmod 600");
+    }
 }

@@ -21,7 +21,8 @@ pub struct Vault {
 
 impl Vault {
     pub fn create() -> Vault {
-        let repo = Repo::new(&[("pw.txt", &format!("{PASSWORD}\n"))]);
+        let repo = Repo::new(&[]);
+        write_private(&repo.path().join("pw.txt"), &format!("{PASSWORD}\n"));
         ctx_in(&repo)
             .args([
                 "init",
@@ -317,6 +318,16 @@ impl Server {
         let r = self.send("POST", "/context/tokens/service", None, body);
         r.expect(201);
         r.body["token"].as_str().expect("token").to_string()
+    }
+}
+
+/// Write a file only its owner may read or write (0600), as a password file must be.
+pub fn write_private(path: &Path, text: &str) {
+    std::fs::write(path, text).expect("write");
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600)).expect("chmod");
     }
 }
 
