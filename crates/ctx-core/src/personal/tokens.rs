@@ -210,6 +210,12 @@ pub struct SecretHash {
     pub hash: String,
 }
 
+#[cfg(test)]
+thread_local! {
+    /// Verifications this thread ran (the service's timing tests count them).
+    pub static VERIFICATIONS: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
+}
+
 /// OWASP's Argon2id minimum: consumer secrets are checked on every token request,
 /// so they use lighter parameters than the vault key.
 const SECRET_MEMORY_KIB: u32 = 19 * 1024;
@@ -242,6 +248,8 @@ impl SecretHash {
 
     /// Constant-time comparison of the derived hash.
     pub fn verify(&self, secret: &str) -> bool {
+        #[cfg(test)]
+        VERIFICATIONS.with(|n| n.set(n.get() + 1));
         let (Ok(salt), Ok(want)) = (hex::decode(&self.salt), hex::decode(&self.hash)) else {
             return false;
         };
@@ -254,6 +262,39 @@ impl SecretHash {
             .is_ok();
         ok && out.iter().zip(&want).fold(0u8, |acc, (a, b)| acc | (a ^ b)) == 0
     }
+}
+
+/// The stand-in an unknown consumer name is verified against: a hash of a random
+/// secret with the parameters of real ones, made once per process.
+fn unknown_consumer() -> &'static SecretHash {
+    static DUMMY: std::sync::OnceLock<SecretHash> = std::sync::OnceLock::new();
+    DUMMY.get_or_init(|| {
+        let secret = hex::encode(random_bytes::<32>().unwrap_or([7u8; 32]));
+        SecretHash::new(&secret).unwrap_or(SecretHash {
+            algorithm: "argon2id".into(),
+            memory_kib: SECRET_MEMORY_KIB,
+            iterations: SECRET_ITERATIONS,
+            salt: "00".repeat(16),
+            hash: "00".repeat(32),
+        })
+    })
+}
+
+/// Check a consumer's name and secret. Exactly one verification runs whether or
+/// not the name is registered (an unknown name is checked against a stand-in of
+/// the same cost), so the answer's timing does not tell registered names apart.
+/// `verify` is [`SecretHash::verify`]; tests count its calls.
+pub fn check_consumer<'a>(
+    registered: Option<&'a Consumer>,
+    secret: &str,
+    verify: impl Fn(&SecretHash, &str) -> bool,
+) -> Option<&'a Consumer> {
+    let hash: &SecretHash = match registered {
+        Some(c) => &c.secret,
+        None => unknown_consumer(),
+    };
+    let ok = verify(hash, secret);
+    registered.filter(|_| ok)
 }
 
 /// A consumer name: what audit entries and `written_by` carry, so plain ASCII.
@@ -317,6 +358,38 @@ mod tests {
         let h = SecretHash::new("correct horse battery").unwrap();
         assert!(h.verify("correct horse battery"));
         assert!(!h.verify("correct horse batterz"));
+    }
+
+    /// The timing oracle on consumer names: an unknown name costs the same one
+    /// Argon2id verification, with the same parameters, as a registered one.
+    #[test]
+    fn unknown_and_registered_names_cost_one_verification_alike() {
+        let known = Consumer {
+            name: "tax-agent".into(),
+            registered_at: "2026-01-01T00:00:00Z".into(),
+            secret: SecretHash::new("a long consumer secret").unwrap(),
+        };
+        let calls = std::cell::RefCell::new(Vec::new());
+        let counting = |h: &SecretHash, s: &str| {
+            calls.borrow_mut().push((
+                h.algorithm.clone(),
+                h.memory_kib,
+                h.iterations,
+                h.hash.len(),
+            ));
+            h.verify(s)
+        };
+        assert!(check_consumer(Some(&known), "a long consumer secret", counting).is_some());
+        assert!(check_consumer(Some(&known), "wrong", counting).is_none());
+        assert!(check_consumer(None, "a long consumer secret", counting).is_none());
+        assert!(check_consumer(None, "", counting).is_none());
+        let calls = calls.into_inner();
+        assert_eq!(calls.len(), 4, "one verification per request: {calls:?}");
+        assert!(calls.iter().all(|c| *c == calls[0]), "{calls:?}");
+        assert_eq!(
+            calls[0],
+            ("argon2id".into(), SECRET_MEMORY_KIB, SECRET_ITERATIONS, 64)
+        );
     }
 
     #[test]

@@ -130,3 +130,60 @@ fn request_context_serves_named_fields_through_the_same_view_and_approvals() {
         Refusal::VaultLocked
     );
 }
+
+/// A fresh, unlocked vault served in-process: (service, session token, tempdir).
+fn unlocked() -> (Service, Zeroizing<String>, tempfile::TempDir) {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("v");
+    std::fs::create_dir_all(&dir).unwrap();
+    let created = template::create(&template::Options {
+        dir: &dir,
+        id: "me",
+        name_yaml: "Me",
+        password: PASSWORD.as_bytes(),
+        recovery: Vec::new(),
+        now: "2026-01-01T00:00:00Z",
+        secret_key_file: Some(tmp.path().join("vault.key")),
+    })
+    .unwrap();
+    let (manifest, _) = Manifest::load(&dir.join("opencontext.yaml")).unwrap();
+    let (svc, _control) = Service::open(manifest, Options::default()).unwrap();
+    let user = svc.unlock(PASSWORD, &created.secret_key).unwrap();
+    (svc, user, tmp)
+}
+
+/// `POST /context/tokens/service` with a consumer's credentials: the verifications it ran.
+fn verifications(svc: &Service, consumer: &str, secret: Option<&str>) -> (usize, u16) {
+    use crate::personal::tokens::VERIFICATIONS;
+    let before = VERIFICATIONS.with(|n| n.get());
+    let status = match svc.create_token(
+        None,
+        &TokenRequest {
+            consumer: consumer.into(),
+            secret: secret.map(str::to_string),
+            scope: vec!["identity.*".into()],
+            ..TokenRequest::default()
+        },
+    ) {
+        Ok(_) => 201,
+        Err(r) => r.status(),
+    };
+    (VERIFICATIONS.with(|n| n.get()) - before, status)
+}
+
+/// The timing oracle on consumer names: an unknown name and a wrong secret answer
+/// alike (401) and cost the same work, one Argon2id verification each.
+#[test]
+fn unknown_consumer_names_cost_the_same_verification_as_registered_ones() {
+    let (svc, user, _tmp) = unlocked();
+    svc.register(Some(user.as_str()), "tax-agent", SECRET)
+        .unwrap();
+    assert_eq!(verifications(&svc, "tax-agent", Some(SECRET)), (1, 201));
+    assert_eq!(
+        verifications(&svc, "tax-agent", Some("a wrong secret!!")),
+        (1, 401)
+    );
+    assert_eq!(verifications(&svc, "nobody-here", Some(SECRET)), (1, 401));
+    assert_eq!(verifications(&svc, "nobody-here", None), (1, 401));
+    assert_eq!(verifications(&svc, "tax-agent", None), (1, 401));
+}
