@@ -88,11 +88,15 @@ impl<'v> FieldView<'v> {
     }
 
     /// May this reader create a field `id` of `tier` (the view it would then have)?
+    /// Only a reader whose ceiling admits every tier may create: below it, a field the
+    /// user raised above the ceiling would be hidden yet refuse a create that a missing
+    /// one allows, and the difference would tell the reader that the field exists.
     pub fn may_create(&self, id: &str, tier: Tier) -> bool {
         let Some(s) = self.view.scope() else {
             return false;
         };
         self.in_token_scope(id)
+            && s.ceiling == Tier::Critical.classification()
             && tier.classification() <= s.ceiling
             && s.include.iter().any(|p| p.covers(id))
             && !s.exclude.iter().any(|p| p.covers(id))

@@ -234,11 +234,7 @@ impl Service {
         let open = st.as_ref().expect("open");
         let lens = self.lens(open, &who)?;
         let Some(f) = open.vault.fields.get(&fid.id).filter(|f| lens.may_see(f)) else {
-            return Err(self.deny(
-                &who,
-                &[&fid.id],
-                Refusal::NotFound(format!("no field {}", fid.id)),
-            ));
+            return Err(self.deny(&who, &[&fid.id], no_field(&fid)));
         };
         let items = gated_items(&who, std::slice::from_ref(&f));
         let version = f.version.to_string();
@@ -418,18 +414,22 @@ impl Service {
             )));
         };
         let existing = open.vault.fields.get(&fid.id);
-        let (old_tier, user_only) = match existing {
-            Some(f) => {
-                if !self.lens(open, &who)?.may_see(f) {
-                    drop(st);
-                    return Err(self.deny(
-                        &who,
-                        &[&fid.id],
-                        Refusal::NotFound(format!("no field {}", fid.id)),
-                    ));
-                }
-                (f.tier, f.user_only_write)
+        // A field the consumer cannot see and one that does not exist (and that it
+        // may not create) answer alike, before anything else about the field is
+        // looked at: in a vault the field's name is the secret.
+        if let Who::Consumer { .. } = &who {
+            let lens = self.lens(open, &who)?;
+            let reachable = match existing {
+                Some(f) => lens.may_see(f),
+                None => lens.may_create(&fid.id, category.default_tier(&fid.name)),
+            };
+            if !reachable {
+                drop(st);
+                return Err(self.deny(&who, &[&fid.id], no_field(&fid)));
             }
+        }
+        let (old_tier, user_only) = match existing {
+            Some(f) => (f.tier, f.user_only_write),
             None => (
                 category.default_tier(&fid.name),
                 category.user_only(&fid.name),
@@ -446,25 +446,30 @@ impl Service {
                 )),
             ));
         }
-        let new_tier = tier.unwrap_or(old_tier);
-        if existing.is_none() {
-            if let Who::Consumer { .. } = &who {
-                let v = self.lens(open, &who)?;
-                if !v.may_create(&fid.id, new_tier) {
-                    drop(st);
-                    return Err(self.deny(
-                        &who,
-                        &[&fid.id],
-                        Refusal::NotFound(format!("no field {} may be created here", fid.id)),
-                    ));
-                }
+        // A tier is the user's decision: a consumer may name the tier a field has
+        // (or, for a new field, one at least as strict as the category's), never change it.
+        if let (Who::Consumer { .. }, Some(t)) = (&who, tier) {
+            let keeps = match existing {
+                Some(_) => t == old_tier,
+                None => t >= old_tier,
+            };
+            if !keeps {
+                drop(st);
+                return Err(self.deny(
+                    &who,
+                    &[&fid.id],
+                    Refusal::UserOnlyWrite(format!(
+                        "the sensitivity of {} is the user's decision: leave out `sensitivity`, or ask the user to change it",
+                        fid.id
+                    )),
+                ));
             }
         }
-        let gate_tier = old_tier.max(new_tier);
-        let items = if gate_tier.needs_approval() {
+        let new_tier = tier.unwrap_or(old_tier);
+        let items = if new_tier.needs_approval() {
             vec![approvals::Item {
                 id: fid.id.clone(),
-                classification: gate_tier.classification(),
+                classification: new_tier.classification(),
                 proposed: Some(value.clone()),
             }]
         } else {
@@ -519,19 +524,11 @@ impl Service {
         let open = st.as_mut().ok_or(Refusal::VaultLocked)?;
         let Some(f) = open.vault.fields.get(&fid.id) else {
             drop(st);
-            return Err(self.deny(
-                &who,
-                &[&fid.id],
-                Refusal::NotFound(format!("no field {}", fid.id)),
-            ));
+            return Err(self.deny(&who, &[&fid.id], no_field(&fid)));
         };
         if !self.lens(open, &who)?.may_see(f) {
             drop(st);
-            return Err(self.deny(
-                &who,
-                &[&fid.id],
-                Refusal::NotFound(format!("no field {}", fid.id)),
-            ));
+            return Err(self.deny(&who, &[&fid.id], no_field(&fid)));
         }
         if f.user_only_write && !matches!(who, Who::User { .. }) {
             drop(st);
@@ -567,6 +564,12 @@ impl Service {
                 .finish(),
         ))
     }
+}
+
+/// The one answer for a field a consumer cannot reach: hidden, missing, or not
+/// its to create.
+fn no_field(fid: &FieldId) -> Refusal {
+    Refusal::NotFound(format!("no field {}", fid.id))
 }
 
 /// Fields among `fs` that need approval before this caller receives them.
