@@ -148,6 +148,14 @@ pub fn run(c: Config) -> Result<()> {
         max_connections: connection_cap(c.limits.max_connections, open_files)?,
         max_per_peer: c.limits.max_per_peer,
     };
+    // One server per vault: a second one is refused now, naming the first, before it binds.
+    let vault_lock = match ctx_core::personal::config::PersonalConfig::from_manifest(&c.manifest)? {
+        Some(cfg) => Some(Arc::new(ctx_core::personal::holder::VaultLock::acquire(
+            &cfg.state_dir(&c.manifest),
+            "ctx serve",
+        )?)),
+        None => None,
+    };
     // The repository's write lock file is found now: a confined process cannot look for it.
     let write_lock = ctx_core::fs::RepoLock::acquire(&c.manifest.root)
         .map(|l| l.path().to_path_buf())
@@ -219,6 +227,8 @@ pub fn run(c: Config) -> Result<()> {
                 reads: c.limits.session_rates.0,
                 writes: c.limits.session_rates.1,
             },
+            lock: vault_lock,
+            command: "ctx serve".into(),
             ..service::Options::default()
         };
         let (s, control_token) = service::Service::open(c.manifest.clone(), options)?;

@@ -126,6 +126,7 @@ mod spec_outputs;
 mod support_team;
 mod typed_args;
 mod validate;
+mod vault_lock;
 mod vault_writes;
 mod wheel;
 mod write_plan;

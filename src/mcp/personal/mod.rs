@@ -70,6 +70,7 @@ pub fn serve(o: Options) -> Result<Exit> {
     let options = ps::Options {
         idle_timeout: o.idle_timeout,
         write_lock: Some(write_lock),
+        command: "ctx mcp".into(),
         ..ps::Options::default()
     };
     let (svc, control) = Service::open(o.manifest, options)?;

@@ -18,6 +18,7 @@
 //!   consumers, rate limits, and their encrypted persistence.
 //! - [`audit`]: the sealed, hash-chained audit log.
 //! - [`archive`]: export and import.
+//! - [`holder`]: the one-server-per-vault lock and who holds it.
 //! - [`view`]: the one place a field's visibility to a consumer is decided.
 //! - [`service`]: the operations a front end (`ctx serve`) calls.
 
@@ -25,6 +26,7 @@ pub mod archive;
 pub mod audit;
 pub mod config;
 pub mod field;
+pub mod holder;
 pub mod json;
 pub mod keys;
 pub mod limits;

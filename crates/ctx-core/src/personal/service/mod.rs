@@ -15,7 +15,7 @@ mod tests;
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::{Path, PathBuf};
-use std::sync::{Mutex, MutexGuard, RwLock};
+use std::sync::{Arc, Mutex, MutexGuard, RwLock};
 
 use zeroize::Zeroizing;
 
@@ -27,6 +27,7 @@ use crate::time::Instant;
 
 use super::audit::{Action, Entry, SealedLog};
 use super::config::PersonalConfig;
+use super::holder::VaultLock;
 use super::keys::{Purpose, SecretKey, VaultKeys};
 use super::limits::{Failures, Limiter, Summary};
 use super::state::{self, Stored};
@@ -154,6 +155,11 @@ pub struct Options {
     pub session_rates: Rates,
     /// The repository's write lock file, fixed before the process is confined.
     pub write_lock: Option<PathBuf>,
+    /// The vault's server lock, when the front end took it early (before it binds);
+    /// else [`Service::open`] takes it as [`Options::command`].
+    pub lock: Option<Arc<VaultLock>>,
+    /// Who serves, as the lock records it (`ctx serve`, `ctx mcp`).
+    pub command: String,
 }
 
 impl Default for Options {
@@ -170,6 +176,8 @@ impl Default for Options {
                 writes: 120,
             },
             write_lock: None,
+            lock: None,
+            command: "ctx".into(),
         }
     }
 }
@@ -266,6 +274,8 @@ pub struct Service {
     /// Field count and categories from the clear headers (what a locked vault reports).
     clear: Mutex<(usize, Vec<String>)>,
     control_hash: String,
+    /// One server per vault, for as long as this one lives.
+    _lock: Arc<VaultLock>,
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -283,7 +293,8 @@ fn now() -> Instant {
 }
 
 impl Service {
-    /// Open a vault for serving (locked). Takes the audit log's lock: one server per vault.
+    /// Open a vault for serving (locked). Takes the vault's server lock (refused at once,
+    /// naming the holder, when another process serves it) and the audit log's.
     pub fn open(
         manifest: Manifest,
         options: Options,
@@ -292,6 +303,10 @@ impl Service {
         crate::manifest::roles::require_sound(&manifest)?;
         let state_dir = config.state_dir(&manifest);
         std::fs::create_dir_all(&state_dir).map_err(|e| Error::io(&state_dir, &e))?;
+        let held = match &options.lock {
+            Some(l) => l.clone(),
+            None => Arc::new(VaultLock::acquire(&state_dir, &options.command)?),
+        };
         let audit = SealedLog::open(
             &super::audit::path(&state_dir),
             &config.audit_recipient,
@@ -323,6 +338,7 @@ impl Service {
             audit: Mutex::new(audit),
             clear: Mutex::new(clear),
             control_hash,
+            _lock: held,
         };
         Ok((s, control))
     }
