@@ -51,6 +51,7 @@ pub mod sign;
 pub mod stale;
 pub mod supersede;
 pub mod validate;
+pub mod vault_upgrade;
 pub mod verify;
 pub mod version;
 

@@ -75,12 +75,16 @@ pub enum PrivateCommand {
     /// Personal vaults: print the age identities derived from your password and secret key
     /// (what the `age` CLI and `--identity` need to open the vault's files).
     ExportIdentity(super::personal::ExportIdentityArgs),
+    /// Personal vaults made before ctx authenticated a vault's files: review what the
+    /// vault holds, then authenticate it (unlock refuses it until then).
+    UpgradeVault(super::vault_upgrade::UpgradeArgs),
 }
 
 pub fn run(g: &Global, p: &Printer, a: &PrivateArgs) -> Result<Exit> {
     match &a.command {
         PrivateCommand::Encrypt { paths } => batch::encrypt(g, p, paths),
         PrivateCommand::ExportIdentity(a) => super::personal::export_identity(g, p, a),
+        PrivateCommand::UpgradeVault(a) => super::vault_upgrade::run(g, p, a),
         PrivateCommand::Decrypt { path, id } => decrypt(g, p, path, id),
         PrivateCommand::Edit { path, id } => edit::run(g, p, path, id),
         PrivateCommand::Rekey { force, id } => batch::rekey(g, p, *force, id),

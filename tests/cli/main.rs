@@ -127,6 +127,7 @@ mod support_team;
 mod typed_args;
 mod validate;
 mod vault_lock;
+mod vault_tamper;
 mod vault_writes;
 mod wheel;
 mod write_plan;

@@ -28,6 +28,7 @@ pub fn run(
         recovery: args.recovery.clone(),
         now: &ctx_core::time::format(&g.clock.now()),
         secret_key_file: None,
+        seen: ctx_core::personal::integrity::Seen::Config,
     })?;
     let shown = display(dir, &g.cwd);
     let mut report = String::new();

@@ -33,6 +33,10 @@ pub(super) fn examples(path: &[&str]) -> Option<&'static [Example]> {
             "ctx private export-identity --category identity --password-file pw.txt",
             "Print the age identity derived for one category, so `age -d -i` can open its field files.",
         )],
+        ["private", "upgrade-vault"] => &[(
+            "ctx private upgrade-vault --password-file pw.txt",
+            "List what a vault from before authentication holds, then authenticate it once you answer yes.",
+        )],
         ["private"] | ["private", "status"] => &[(
             "ctx private status",
             "Which private files are encrypted, and to whom.",

@@ -153,7 +153,7 @@ pub(super) fn files(path: &[&str]) -> Vec<File> {
             ),
         ],
         ["completions"] => COMPLETION_FILES.to_vec(),
-        ["private", "export-identity"] => with(&[VAULT_KEY]),
+        ["private", "export-identity"] | ["private", "upgrade-vault"] => with(&[VAULT_KEY]),
         ["private", ..] => with(&[AGE_IDENTITY]),
         ["request", ..] | ["approve"] | ["receipts", ..] | ["discover"] => {
             with(&[EXCHANGE_STATE, KEYS, LOCK])

@@ -80,6 +80,10 @@ pub fn serve(o: Options) -> Result<Exit> {
         .map_err(|r| failed("cannot unlock the vault", r))?;
     drop(o.password);
     drop(o.secret_key);
+    // What unlock refused (planted, changed, put back or missing files): the user's to see.
+    for problem in svc.problems(Some(&session)).unwrap_or_default() {
+        eprintln!("ctx mcp: refused {problem}");
+    }
     let token = svc
         .local_token(Some(&session), &o.consumer, &o.scope, o.mode, None)
         .map_err(|r| failed("cannot grant the consumer its token", r))?;

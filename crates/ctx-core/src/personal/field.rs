@@ -68,6 +68,24 @@ pub enum FieldError {
     Unopened(String),
     #[error("field {id} lies in the folder of category `{category}`")]
     WrongFolder { id: String, category: String },
+    /// No authentication tag: sealed without the vault's key.
+    #[error("the file carries no authentication tag: the vault did not write it (it was sealed with the public key alone, e.g. by `ctx private encrypt`, or predates authentication)")]
+    #[diagnostic(help("if the value is yours, write the field again (PUT /context/fields/ID) or delete it (DELETE /context/fields/ID)"))]
+    Untagged,
+    /// A tag this vault's key did not make over this file at this path.
+    #[error("its authentication tag does not match: the file was changed, planted, or copied from another field's file")]
+    #[diagnostic(help(
+        "write the field again or delete it, or restore the vault's folder from a backup you trust"
+    ))]
+    Forged,
+    /// An authentic but older copy.
+    #[error("an older copy (generation {found}; the vault's index lists generation {listed}): an earlier version of the file was put back")]
+    #[diagnostic(help("write the field again or delete it; its current value is lost unless a backup or an export has it"))]
+    Stale { found: u64, listed: u64 },
+    /// Authentic, but no longer listed: a deleted or replaced field put back.
+    #[error("an authentic file (generation {found}) that the vault's index no longer lists: a deleted or moved field was put back")]
+    #[diagnostic(help("delete it (DELETE /context/fields/ID) or write the field again"))]
+    Unlisted { found: u64 },
 }
 
 /// A parsed field id.
@@ -160,7 +178,40 @@ pub struct FieldDoc {
     pub history: Vec<Previous>,
 }
 
+/// The field a vault file would hold (`personal/addresses/current/city.json` →
+/// `addresses.current.city`), when the path is one.
+pub fn field_of(root: &str, rel: &str) -> Option<String> {
+    let inner = rel
+        .strip_prefix(root)?
+        .strip_prefix('/')?
+        .strip_suffix(".json")?;
+    let id = inner.replace('/', ".");
+    FieldId::parse(&id).ok().map(|f| f.id)
+}
+
 impl FieldDoc {
+    /// The plaintext a vault file holds: the document with its `generation` and
+    /// the tag over it as the file `rel` ([`crate::personal::integrity`]).
+    pub fn render_sealed(
+        &self,
+        key: &crate::personal::integrity::MacKey,
+        rel: &str,
+        generation: u64,
+    ) -> Zeroizing<String> {
+        let mut doc: Value = serde_json::from_str(&self.render()).expect("rendered JSON");
+        crate::personal::integrity::seal(
+            key,
+            "field",
+            rel,
+            &mut doc,
+            &["extensions", EXTENSION],
+            generation,
+        );
+        let mut text = serde_json::to_string_pretty(&doc).expect("JSON value");
+        text.push('\n');
+        Zeroizing::new(text)
+    }
+
     /// The plaintext document (JSON), wiped on drop.
     pub fn render(&self) -> Zeroizing<String> {
         let mut ext = Map::new();

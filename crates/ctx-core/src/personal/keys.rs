@@ -11,7 +11,8 @@
 //! The category's recipient is the public key of that identity, so every field is an
 //! ordinary age file that the `age` CLI opens with the derived identity
 //! (`ctx private export-identity`). Three more subkeys (purposes `state`, `audit`,
-//! `archive`) seal the token store, the audit log and exports.
+//! `archive`) seal the token store, the audit log and exports, and a fourth
+//! (`integrity`) is the MAC key that authenticates every file ([`super::integrity`]).
 //!
 //! Key material lives in [`Zeroizing`] buffers and age identities (which wipe their
 //! secret on drop); [`lock_memory`] asks the OS not to swap the pages that hold it.
@@ -161,6 +162,8 @@ pub enum Purpose<'a> {
     State,
     Audit,
     Archive,
+    /// The MAC key that authenticates every file of the vault ([`super::integrity`]).
+    Integrity,
 }
 
 impl Purpose<'_> {
@@ -170,6 +173,7 @@ impl Purpose<'_> {
             Purpose::State => "ctx.personal.v1 purpose state".into(),
             Purpose::Audit => "ctx.personal.v1 purpose audit".into(),
             Purpose::Archive => "ctx.personal.v1 purpose archive".into(),
+            Purpose::Integrity => "ctx.personal.v1 purpose integrity".into(),
         }
     }
 }
@@ -230,6 +234,11 @@ impl VaultKeys {
 
     pub fn identity(&self, p: Purpose<'_>) -> age::x25519::Identity {
         identity_of(&self.subkey(p))
+    }
+
+    /// The key every tag of this vault is made with.
+    pub fn mac_key(&self) -> super::integrity::MacKey {
+        super::integrity::MacKey::new(self.subkey(Purpose::Integrity))
     }
 
     /// The public key (`age1…`) for a purpose.

@@ -18,6 +18,9 @@
 //!   consumers, rate limits, and their encrypted persistence.
 //! - [`audit`]: the sealed, hash-chained audit log.
 //! - [`archive`]: export and import.
+//! - [`upgrade`]: the explicit upgrade of a vault from before authentication.
+//! - [`integrity`], [`ledger`]: every file authenticated under a key the password
+//!   and secret key give; the tagged index of generations, shared by every writer.
 //! - [`holder`]: the one-server-per-vault lock and who holds it.
 //! - [`view`]: the one place a field's visibility to a consumer is decided.
 //! - [`service`]: the operations a front end (`ctx serve`) calls.
@@ -27,13 +30,16 @@ pub mod audit;
 pub mod config;
 pub mod field;
 pub mod holder;
+pub mod integrity;
 pub mod json;
 pub mod keys;
+pub mod ledger;
 pub mod limits;
 pub mod service;
 pub mod state;
 pub mod template;
 pub mod tokens;
+pub mod upgrade;
 pub mod vault;
 pub mod view;
 

@@ -14,7 +14,9 @@ use crate::object::Format;
 use crate::private::config::{CollectionKeys, Recipient, RecipientEntry};
 
 use super::field::{CATEGORY_FILE, CATEGORY_TYPE};
+use super::integrity::{Seen, INDEX_FILE};
 use super::keys::{self, KdfParams, Purpose, SecretKey, VaultKeys};
+use super::ledger::Ledger;
 use super::STANDARD_CATEGORIES;
 
 /// What a new vault needs.
@@ -29,6 +31,8 @@ pub struct Options<'a> {
     pub now: &'a str,
     /// Where to keep the secret key (default: the user's config folder).
     pub secret_key_file: Option<PathBuf>,
+    /// Where this device records the highest generation of the vault it saw.
+    pub seen: Seen,
 }
 
 /// What was created.
@@ -201,6 +205,10 @@ pub fn create(o: &Options<'_>) -> Result<Created> {
     // The secret key goes last but one: a failure before it leaves no orphaned key,
     // and the manifest (what makes the folder a vault) is written only once the key is safe.
     keys::store_secret_key(&key_file, &vault, &secret)?;
+    // The authenticated index, empty: from the first unlock on, every file is checked.
+    let state_dir = o.dir.join(".ctx").join("personal");
+    Ledger::create(&state_dir, k.mac_key(), &vault, &o.seen).commit(|_, _| {})?;
+    files.push(format!(".ctx/personal/{INDEX_FILE}"));
     let path = o.dir.join("opencontext.yaml");
     crate::fs::write_atomic(
         &path,

@@ -1,22 +1,22 @@
-//! Field endpoints: list, get, put, delete, category, context. Every value leaves
-//! through the consumer's [`Viewer`] and the token's scope; sensitive and critical
-//! fields (and every agent delete) wait for the user's approval.
+//! Field reads: list, get, category, context. Every value leaves through the
+//! consumer's view and the token's scope; sensitive and critical fields wait for the
+//! user's approval. Writes (put, delete) are in `writes`.
 
 use zeroize::Zeroizing;
 
 use crate::approvals::{self, Redeemed};
 use crate::personal::audit::{Action, Entry};
-use crate::personal::field::{inert, value_text, FieldId, ValueText};
+use crate::personal::field::{inert, FieldId, ValueText};
 use crate::personal::json::Obj;
-use crate::personal::vault::{Field, Write};
+use crate::personal::vault::Field;
 use crate::personal::view::{FieldView, Reader};
 use crate::personal::{Tier, CONTEXT_VERSION};
 
-use super::{lock, now, now_text, Answer, Class, Gate, Open, Refusal, Service, Ticket, Who};
+use super::{lock, now, Answer, Class, Gate, Open, Refusal, Service, Ticket, Who};
 
 /// What a field request does with a field, for the token-mode check.
 #[derive(Clone, Copy)]
-enum Access {
+pub(super) enum Access {
     Read,
     Write,
 }
@@ -37,7 +37,7 @@ pub struct WriteOutcome {
 
 impl Service {
     /// The one view this request reads fields through (library view + token scope).
-    fn lens<'a>(&self, open: &'a Open, who: &'a Who) -> Answer<FieldView<'a>> {
+    pub(super) fn lens<'a>(&self, open: &'a Open, who: &'a Who) -> Answer<FieldView<'a>> {
         let reader = match who {
             Who::User { .. } => Reader::Owner,
             Who::Consumer { name, scope, .. } => Reader::Consumer { name, scope },
@@ -54,7 +54,7 @@ impl Service {
 
     /// A consumer token's mode must allow `access`; a refusal is audited
     /// (with `ids`). The user's own session may do both.
-    fn require_mode(&self, who: &Who, access: Access, ids: &[&str]) -> Answer<()> {
+    pub(super) fn require_mode(&self, who: &Who, access: Access, ids: &[&str]) -> Answer<()> {
         let Who::Consumer { mode, .. } = who else {
             return Ok(());
         };
@@ -70,7 +70,7 @@ impl Service {
     }
 
     /// The field must lie within the token's scope; a refusal is audited.
-    fn require_scope(&self, who: &Who, fid: &FieldId) -> Answer<()> {
+    pub(super) fn require_scope(&self, who: &Who, fid: &FieldId) -> Answer<()> {
         if who.in_scope(&fid.id) {
             return Ok(());
         }
@@ -81,7 +81,7 @@ impl Service {
         ))
     }
 
-    fn deny(&self, who: &Who, ids: &[&str], r: Refusal) -> Refusal {
+    pub(super) fn deny(&self, who: &Who, ids: &[&str], r: Refusal) -> Refusal {
         let e = Entry::new(Action::Deny, who.name())
             .fields(ids.iter().map(|s| s.to_string()))
             .denied()
@@ -93,7 +93,7 @@ impl Service {
     }
 
     /// The approval gate: `Ok(None)` to proceed, `Ok(Some(ticket))` to wait.
-    fn gate(
+    pub(super) fn gate(
         &self,
         who: &Who,
         action: &str,
@@ -166,7 +166,7 @@ impl Service {
         }
     }
 
-    fn open_state(&self) -> Answer<std::sync::RwLockReadGuard<'_, Option<Box<Open>>>> {
+    pub(super) fn open_state(&self) -> Answer<std::sync::RwLockReadGuard<'_, Option<Box<Open>>>> {
         let st = self.state.read().unwrap_or_else(|p| p.into_inner());
         if st.is_none() {
             return Err(Refusal::VaultLocked);
@@ -201,10 +201,28 @@ impl Service {
                     .finish(),
             );
         }
-        Ok(Obj::new()
+        let out = Obj::new()
             .str("context_version", CONTEXT_VERSION)
-            .array("fields", &items)
-            .finish())
+            .array("fields", &items);
+        // The owner also sees what unlock refused: files and reasons, never a value.
+        if !matches!(who, Who::User { .. }) {
+            return Ok(out.finish());
+        }
+        let problems: Vec<Zeroizing<String>> = open
+            .vault
+            .problems
+            .iter()
+            .chain(&open.problems)
+            .map(|p| {
+                Obj::new()
+                    .str("file", &p.file)
+                    .opt_str("field", p.field.as_deref())
+                    .str("error", &p.error)
+                    .str("fix", &p.fix)
+                    .finish()
+            })
+            .collect();
+        Ok(out.array("problems", &problems).finish())
     }
 
     fn field_doc(&self, lens: &FieldView<'_>, who: &Who, f: &Field) -> Answer<Zeroizing<String>> {
@@ -383,192 +401,11 @@ impl Service {
         self.used(who);
         Ok(Gate::Ready(body))
     }
-
-    /// `PUT /context/fields/{id}` with `{ value, sensitivity? }`.
-    pub fn put_field(
-        &self,
-        bearer: Option<&str>,
-        id: &str,
-        value: &serde_json::Value,
-        sensitivity: Option<&str>,
-    ) -> Answer<Gate<WriteOutcome>> {
-        let who = self.authenticate(bearer, Class::Write)?;
-        self.require_mode(&who, Access::Write, &[id])?;
-        let fid = FieldId::parse(id).map_err(Refusal::invalid)?;
-        let value = value_text(value).map_err(Refusal::invalid)?;
-        let tier = match sensitivity {
-            None => None,
-            Some(s) => Some(Tier::parse(s).ok_or_else(|| {
-                Refusal::InvalidRequest(
-                    "`sensitivity` is public, standard, sensitive or critical".into(),
-                )
-            })?),
-        };
-        self.require_scope(&who, &fid)?;
-        let mut st = self.state.write().unwrap_or_else(|p| p.into_inner());
-        let open = st.as_mut().ok_or(Refusal::VaultLocked)?;
-        let Some(category) = open.vault.config.categories.get(&fid.category).cloned() else {
-            return Err(Refusal::NotFound(format!(
-                "no category {} in this vault",
-                fid.category
-            )));
-        };
-        let existing = open.vault.fields.get(&fid.id);
-        // A field the consumer cannot see and one that does not exist (and that it
-        // may not create) answer alike, before anything else about the field is
-        // looked at: in a vault the field's name is the secret.
-        if let Who::Consumer { .. } = &who {
-            let lens = self.lens(open, &who)?;
-            let reachable = match existing {
-                Some(f) => lens.may_see(f),
-                None => lens.may_create(&fid.id, category.default_tier(&fid.name)),
-            };
-            if !reachable {
-                drop(st);
-                return Err(self.deny(&who, &[&fid.id], no_field(&fid)));
-            }
-        }
-        let (old_tier, user_only) = match existing {
-            Some(f) => (f.tier, f.user_only_write),
-            None => (
-                category.default_tier(&fid.name),
-                category.user_only(&fid.name),
-            ),
-        };
-        if user_only && !matches!(who, Who::User { .. }) {
-            drop(st);
-            return Err(self.deny(
-                &who,
-                &[&fid.id],
-                Refusal::UserOnlyWrite(format!(
-                    "{} is user-only-write: only the user can set it",
-                    fid.id
-                )),
-            ));
-        }
-        // A tier is the user's decision: a consumer may name the tier a field has
-        // (or, for a new field, one at least as strict as the category's), never change it.
-        if let (Who::Consumer { .. }, Some(t)) = (&who, tier) {
-            let keeps = match existing {
-                Some(_) => t == old_tier,
-                None => t >= old_tier,
-            };
-            if !keeps {
-                drop(st);
-                return Err(self.deny(
-                    &who,
-                    &[&fid.id],
-                    Refusal::UserOnlyWrite(format!(
-                        "the sensitivity of {} is the user's decision: leave out `sensitivity`, or ask the user to change it",
-                        fid.id
-                    )),
-                ));
-            }
-        }
-        let new_tier = tier.unwrap_or(old_tier);
-        let items = if new_tier.needs_approval() {
-            vec![approvals::Item {
-                id: fid.id.clone(),
-                classification: new_tier.classification(),
-                proposed: Some(value.clone()),
-            }]
-        } else {
-            Vec::new()
-        };
-        let digest = crate::canonical::digest(value.as_bytes());
-        if let Some((t, _)) =
-            self.gate(&who, "write", items, &[&fid.id, &digest, new_tier.as_str()])?
-        {
-            return Ok(Gate::Pending(t));
-        }
-        let created = existing.is_none();
-        let f = open
-            .vault
-            .write(Write {
-                id: &fid,
-                value,
-                tier,
-                writer: who.name(),
-                now: &now_text(),
-            })
-            .map_err(Refusal::from_error)?;
-        let body = Obj::new()
-            .str("id", &f.id.id)
-            .str("category", &f.id.category)
-            .str("field_name", &f.id.name)
-            .str("sensitivity", f.tier.as_str())
-            .str("written_by", &f.written_by)
-            .str("updated_at", &f.updated_at)
-            .num("version", f.version)
-            .finish();
-        let detail = format!("version {}", f.version);
-        drop(st);
-        self.record(
-            Entry::new(Action::Write, who.name())
-                .fields([fid.id.clone()])
-                .detail(detail),
-        )
-        .map_err(|e| Refusal::Unavailable(format!("the field was written, but {}", e.message())))?;
-        self.used(&who);
-        Ok(Gate::Ready(WriteOutcome { created, body }))
-    }
-
-    /// `DELETE /context/fields/{id}`: an agent's delete always waits for approval
-    /// (it destroys the value and its history).
-    pub fn delete_field(&self, bearer: Option<&str>, id: &str) -> Answer<Gate<Zeroizing<String>>> {
-        let who = self.authenticate(bearer, Class::Write)?;
-        self.require_mode(&who, Access::Write, &[id])?;
-        let fid = FieldId::parse(id).map_err(Refusal::invalid)?;
-        self.require_scope(&who, &fid)?;
-        let mut st = self.state.write().unwrap_or_else(|p| p.into_inner());
-        let open = st.as_mut().ok_or(Refusal::VaultLocked)?;
-        let Some(f) = open.vault.fields.get(&fid.id) else {
-            drop(st);
-            return Err(self.deny(&who, &[&fid.id], no_field(&fid)));
-        };
-        if !self.lens(open, &who)?.may_see(f) {
-            drop(st);
-            return Err(self.deny(&who, &[&fid.id], no_field(&fid)));
-        }
-        if f.user_only_write && !matches!(who, Who::User { .. }) {
-            drop(st);
-            return Err(self.deny(
-                &who,
-                &[&fid.id],
-                Refusal::UserOnlyWrite(format!(
-                    "{} is user-only-write: only the user can delete it",
-                    fid.id
-                )),
-            ));
-        }
-        let items = vec![approvals::Item {
-            id: fid.id.clone(),
-            classification: f.tier.classification(),
-            proposed: None,
-        }];
-        let version = f.version.to_string();
-        if let Some((t, _)) = self.gate(&who, "delete", items, &[&fid.id, &version])? {
-            return Ok(Gate::Pending(t));
-        }
-        open.vault.delete(&fid.id).map_err(Refusal::from_error)?;
-        drop(st);
-        self.record(Entry::new(Action::Delete, who.name()).fields([fid.id.clone()]))
-            .map_err(|e| {
-                Refusal::Unavailable(format!("the field was deleted, but {}", e.message()))
-            })?;
-        self.used(&who);
-        Ok(Gate::Ready(
-            Obj::new()
-                .str("id", &fid.id)
-                .raw("deleted", "true")
-                .finish(),
-        ))
-    }
 }
 
 /// The one answer for a field a consumer cannot reach: hidden, missing, or not
 /// its to create.
-fn no_field(fid: &FieldId) -> Refusal {
+pub(super) fn no_field(fid: &FieldId) -> Refusal {
     Refusal::NotFound(format!("no field {}", fid.id))
 }
 

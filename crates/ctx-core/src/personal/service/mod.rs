@@ -2,16 +2,21 @@
 //! a front end (`ctx serve`) maps a request onto one call and renders the result.
 //!
 //! - this module: lock state, authentication of bearer tokens, rate limits, idle
-//!   auto-lock, status, unlock and lock;
-//! - `fields`: field reads and writes, the context endpoint, approvals gating;
-//! - `admin`: tokens, consumers, audit, sensitivity, export/import, approvals.
+//!   auto-lock, status;
+//! - `session`: unlock (every file of the vault authenticated) and lock;
+//! - `fields`: field reads, the context endpoint, approvals gating; `writes`: put, delete;
+//! - `admin`: tokens, consumers, audit, sensitivity, export/import; `answers`: approvals.
 //!
-//! Lock order (never reversed): `state` → `access` → `audit`.
+//! Lock order (never reversed): `unlocking` → `state` → `access` → `audit` →
+//! `ledger` (the slot, then the ledger itself).
 
 mod admin;
+mod answers;
 mod fields;
+mod session;
 #[cfg(test)]
 mod tests;
+mod writes;
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::{Path, PathBuf};
@@ -28,14 +33,16 @@ use crate::time::Instant;
 use super::audit::{Action, Entry, SealedLog};
 use super::config::PersonalConfig;
 use super::holder::VaultLock;
-use super::keys::{Purpose, SecretKey, VaultKeys};
+use super::integrity::Seen;
+use super::keys::SecretKey;
+use super::ledger::{self as vledger, Problem, Shared};
 use super::limits::{Failures, Limiter, Summary};
 use super::state::{self, Stored};
 use super::tokens::{self, Consumer, Mode, Rates, TokenRecord, Usage};
-use super::vault::{OpenError, Vault};
-use super::view::{FieldView, Reader};
+use super::vault::Vault;
 
-pub use admin::{ApprovalView, ConsumerView, Decide, TokenRequest, TokenView};
+pub use admin::{ConsumerView, TokenRequest, TokenView};
+pub use answers::{ApprovalView, Decide};
 pub use fields::{FieldQuery, WriteOutcome};
 
 /// Why a request is refused: seed 004's error constraints and their statuses.
@@ -120,7 +127,7 @@ impl Refusal {
             Error::NotFound(m) => Refusal::NotFound(m),
             Error::Usage(m) => Refusal::InvalidRequest(m),
             Error::Field(f) => Refusal::Unavailable(crate::error::one_line(&f)),
-            other => Refusal::Unavailable(other.to_string()),
+            other => Refusal::Unavailable(crate::error::one_line(&other)),
         }
     }
 }
@@ -160,6 +167,8 @@ pub struct Options {
     pub lock: Option<Arc<VaultLock>>,
     /// Who serves, as the lock records it (`ctx serve`, `ctx mcp`).
     pub command: String,
+    /// Where this device records the highest generation of the vault it saw.
+    pub seen: Seen,
 }
 
 impl Default for Options {
@@ -178,6 +187,7 @@ impl Default for Options {
             write_lock: None,
             lock: None,
             command: "ctx".into(),
+            seen: Seen::Config,
         }
     }
 }
@@ -229,6 +239,9 @@ struct Open {
     vault: Vault,
     /// Kept to check the password as a second factor; wiped on lock.
     secret: SecretKey,
+    /// The token store's and the audit log's problems found at unlock (the fields'
+    /// are the vault's own, [`Vault::problems`]).
+    problems: Vec<Problem>,
 }
 
 /// Tokens, consumers, approvals and limits: everything requests mutate briefly.
@@ -276,6 +289,12 @@ pub struct Service {
     control_hash: String,
     /// One server per vault, for as long as this one lives.
     _lock: Arc<VaultLock>,
+    /// The vault's authenticated index while unlocked (shared with the vault and the log).
+    ledger: Mutex<Option<Shared>>,
+    /// Held through an unlock and a lock, so the two never interleave.
+    unlocking: Mutex<()>,
+    /// The token store was refused at unlock: the next write keeps it aside first.
+    state_refused: std::sync::atomic::AtomicBool,
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -339,6 +358,9 @@ impl Service {
             clear: Mutex::new(clear),
             control_hash,
             _lock: held,
+            ledger: Mutex::new(None),
+            unlocking: Mutex::new(()),
+            state_refused: std::sync::atomic::AtomicBool::new(false),
         };
         Ok((s, control))
     }
@@ -394,143 +416,8 @@ impl Service {
         }
     }
 
-    /// Password + secret key → the user's session token.
-    pub fn unlock(&self, password: &str, secret_key: &str) -> Answer<Zeroizing<String>> {
-        {
-            let mut a = lock(&self.access);
-            if !a.limiter.allow(
-                "unlock",
-                self.options.unlock_per_minute,
-                std::time::Instant::now(),
-            ) {
-                let retry_after = a
-                    .limiter
-                    .retry_after("unlock", self.options.unlock_per_minute);
-                return Err(Refusal::RateLimited {
-                    message: "too many unlock attempts".into(),
-                    retry_after,
-                });
-            }
-        }
-        if !self.is_locked() {
-            return Err(Refusal::Conflict("vault is already unlocked".into()));
-        }
-        if password.is_empty() {
-            return Err(Refusal::InvalidRequest("`password` is required".into()));
-        }
-        let secret = SecretKey::parse(secret_key)
-            .map_err(|e| Refusal::InvalidRequest(format!("`secret_key`: {e}")))?;
-        let (manifest, _) =
-            Manifest::load(&self.manifest_path).map_err(|e| Refusal::Unavailable(e.to_string()))?;
-        let config =
-            PersonalConfig::require(&manifest).map_err(|e| Refusal::Unavailable(e.to_string()))?;
-        if config.vault != self.config.vault {
-            return Err(Refusal::Unavailable(
-                "the manifest now names another vault; restart ctx serve".into(),
-            ));
-        }
-        let keys = VaultKeys::derive(password.as_bytes(), &secret, &config.kdf, &config.vault)
-            .map_err(|e| Refusal::Unavailable(e.to_string()))?;
-        let stored = match keys.recipient(Purpose::State) == config.state_recipient {
-            true => state::load(&state::path(&self.state_dir), &keys.keyring(Purpose::State))
-                .map_err(|e| Refusal::Unavailable(e.to_string()))?,
-            false => Stored::default(),
-        };
-        let vault = match Vault::open(manifest, config, keys) {
-            Ok(mut v) => {
-                v.write_lock = self.options.write_lock.clone();
-                v
-            }
-            Err(OpenError::WrongSecrets) => {
-                self.record(
-                    Entry::new(Action::Unlock, "user")
-                        .denied()
-                        .detail("wrong password or secret key"),
-                )?;
-                return Err(Refusal::Unauthenticated(
-                    "wrong password or secret key".into(),
-                ));
-            }
-            Err(OpenError::Other(e)) => return Err(Refusal::Unavailable(e.to_string())),
-        };
-        // The owner's view opens through the policy gate: a broken role set serves nothing.
-        FieldView::open(&vault.governance, &vault.config, Reader::Owner, now())
-            .map_err(|e| Refusal::Unavailable(e.to_string()))?;
-        let mut st = self.state.write().unwrap_or_else(|p| p.into_inner());
-        if st.is_some() {
-            return Err(Refusal::Conflict("vault is already unlocked".into()));
-        }
-        let (token, hash, shown) = tokens::issue(true).map_err(Refusal::from_error)?;
-        let problems = vault.problems.len();
-        let count = vault.fields.len();
-        *st = Some(Box::new(Open { vault, secret }));
-        let mut a = lock(&self.access);
-        a.sessions.insert(
-            hash.clone(),
-            TokenRecord {
-                hash,
-                shown,
-                consumer: None,
-                scope: vec!["*".into()],
-                mode: Mode::ReadWrite,
-                usage: Usage::Multi,
-                created_at: now_text(),
-                expires_at: None,
-                purpose: None,
-                rates: self.options.session_rates,
-                uses: 0,
-            },
-        );
-        a.consumers = stored.consumers;
-        a.tokens = stored
-            .tokens
-            .into_iter()
-            .map(|t| (t.hash.clone(), t))
-            .collect();
-        a.last_activity = std::time::Instant::now();
-        drop(a);
-        drop(st);
-        let mut e = Entry::new(Action::Unlock, "user").detail(format!("{count} fields"));
-        if problems > 0 {
-            e = e.detail(format!(
-                "{count} fields; {problems} files could not be opened"
-            ));
-        }
-        self.record(e)?;
-        Ok(token)
-    }
-
-    /// Lock: drop every key and value from memory, end sessions, forget approvals.
-    pub fn lock(&self, bearer: Option<&str>) -> Answer<()> {
-        let who = self.authenticate(bearer, Class::Admin)?;
-        self.lock_now(&format!("by {}", who.name()))
-    }
-
-    fn lock_now(&self, why: &str) -> Answer<()> {
-        let mut st = self.state.write().unwrap_or_else(|p| p.into_inner());
-        let Some(open) = st.take() else {
-            return Err(Refusal::VaultLocked);
-        };
-        *lock(&self.clear) = (
-            open.vault.fields.len(),
-            open.vault.category_names().cloned().collect(),
-        );
-        drop(open);
-        let mut a = lock(&self.access);
-        a.sessions.clear();
-        a.tokens.clear();
-        a.local.clear();
-        a.consumers.clear();
-        a.approvals.clear();
-        let pending = a.failures.flush(std::time::Instant::now());
-        drop(a);
-        drop(st);
-        let _ = self.record_failures(pending);
-        self.record(Entry::new(Action::Lock, "user").detail(why.to_string()))
-    }
-
     /// Record a window's summary of failed unauthenticated attempts.
-    fn record_failures(&self, s: Option<Summary>) -> Answer<()> {
+    pub(super) fn record_failures(&self, s: Option<Summary>) -> Answer<()> {
         match s {
             Some(s) => self.record(
                 Entry::new(Action::Deny, UNAUTHENTICATED)
@@ -720,12 +607,21 @@ impl Service {
                 tokens,
             }
         };
-        state::save(
-            &state::path(&self.state_dir),
-            &stored,
-            &self.config.state_recipient,
-        )
-        .map_err(|e| Refusal::Unavailable(e.to_string()))
+        let Some(shared) = lock(&self.ledger).clone() else {
+            return Err(Refusal::VaultLocked);
+        };
+        let mut l = vledger::lock(&shared);
+        let file = state::path(&self.state_dir);
+        if self
+            .state_refused
+            .swap(false, std::sync::atomic::Ordering::SeqCst)
+        {
+            // The refused store is evidence: kept aside, never overwritten silently.
+            let aside = self.state_dir.join(state::REFUSED);
+            let _ = std::fs::rename(&file, &aside);
+        }
+        state::save(&file, &stored, &self.config.state_recipient, &mut l)
+            .map_err(|e| Refusal::Unavailable(crate::error::one_line(&e)))
     }
 
     /// Whether a request with this bearer gets past authentication at all, for a

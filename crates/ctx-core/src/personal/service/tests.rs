@@ -4,10 +4,19 @@
 use serde_json::{json, Value};
 
 use super::*;
+use crate::personal::integrity::Seen;
 use crate::personal::template;
 
 const PASSWORD: &str = "correct horse battery staple";
 const SECRET: &str = "a long consumer secret";
+
+/// The service's options for a vault under `tmp` (this device's record there too).
+fn options(tmp: &tempfile::TempDir) -> Options {
+    Options {
+        seen: Seen::At(tmp.path().join("vault.seen")),
+        ..Options::default()
+    }
+}
 
 fn body(z: &Zeroizing<String>) -> Value {
     serde_json::from_str(z).expect("JSON body")
@@ -33,10 +42,11 @@ fn request_context_serves_named_fields_through_the_same_view_and_approvals() {
         recovery: Vec::new(),
         now: "2026-01-01T00:00:00Z",
         secret_key_file: Some(tmp.path().join("vault.key")),
+        seen: Seen::At(tmp.path().join("vault.seen")),
     })
     .unwrap();
     let (manifest, _) = Manifest::load(&dir.join("opencontext.yaml")).unwrap();
-    let (svc, _control) = Service::open(manifest, Options::default()).unwrap();
+    let (svc, _control) = Service::open(manifest, options(&tmp)).unwrap();
     assert!(svc.status().locked);
     let user = svc.unlock(PASSWORD, &created.secret_key).unwrap();
     let u = Some(user.as_str());
@@ -144,10 +154,11 @@ fn unlocked() -> (Service, Zeroizing<String>, tempfile::TempDir) {
         recovery: Vec::new(),
         now: "2026-01-01T00:00:00Z",
         secret_key_file: Some(tmp.path().join("vault.key")),
+        seen: Seen::At(tmp.path().join("vault.seen")),
     })
     .unwrap();
     let (manifest, _) = Manifest::load(&dir.join("opencontext.yaml")).unwrap();
-    let (svc, _control) = Service::open(manifest, Options::default()).unwrap();
+    let (svc, _control) = Service::open(manifest, options(&tmp)).unwrap();
     let user = svc.unlock(PASSWORD, &created.secret_key).unwrap();
     (svc, user, tmp)
 }
@@ -186,4 +197,52 @@ fn unknown_consumer_names_cost_the_same_verification_as_registered_ones() {
     assert_eq!(verifications(&svc, "nobody-here", Some(SECRET)), (1, 401));
     assert_eq!(verifications(&svc, "nobody-here", None), (1, 401));
     assert_eq!(verifications(&svc, "tax-agent", None), (1, 401));
+}
+
+/// A crash between a field's file and the index: the file is ahead of the index,
+/// authentic, and kept (and indexed) at the next unlock, not refused as tampering.
+#[test]
+fn a_write_cut_off_before_its_index_is_kept_at_the_next_unlock() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("v");
+    std::fs::create_dir_all(&dir).unwrap();
+    let created = template::create(&template::Options {
+        dir: &dir,
+        id: "me",
+        name_yaml: "Me",
+        password: PASSWORD.as_bytes(),
+        recovery: Vec::new(),
+        now: "2026-01-01T00:00:00Z",
+        secret_key_file: Some(tmp.path().join("vault.key")),
+        seen: Seen::At(tmp.path().join("vault.seen")),
+    })
+    .unwrap();
+    let (manifest, _) = Manifest::load(&dir.join("opencontext.yaml")).unwrap();
+    let (svc, _control) = Service::open(manifest, options(&tmp)).unwrap();
+    let put = |u: &str, v: &str| {
+        assert!(matches!(
+            svc.put_field(Some(u), "identity.full_name", &json!(v), None),
+            Ok(Gate::Ready(_))
+        ));
+    };
+    let user = svc.unlock(PASSWORD, &created.secret_key).unwrap();
+    put(&user, "Cool Cucumber");
+    let index = dir.join(".ctx/personal/index.json");
+    let seen = tmp.path().join("vault.seen");
+    let before = (
+        std::fs::read(&index).unwrap(),
+        std::fs::read(&seen).unwrap(),
+    );
+    put(&user, "Cool Q. Cucumber");
+    svc.lock(Some(&user)).unwrap();
+    // As if the process died after the field's file, before its index was saved.
+    std::fs::write(&index, &before.0).unwrap();
+    std::fs::write(&seen, &before.1).unwrap();
+    for _ in 0..2 {
+        let user = svc.unlock(PASSWORD, &created.secret_key).unwrap();
+        assert!(svc.problems(Some(&user)).unwrap().is_empty());
+        let got = ready(svc.get_field(Some(&user), "identity.full_name"));
+        assert_eq!(got["value"], "Cool Q. Cucumber");
+        svc.lock(Some(&user)).unwrap();
+    }
 }

@@ -1,14 +1,16 @@
 //! An unlocked vault: every field decrypted into memory once, at unlock, and kept
 //! there (values in wipe-on-drop buffers) until the vault locks. Writes re-seal one
 //! field file atomically and update memory; nothing plaintext touches the disk.
+//!
+//! Every field file is authenticated ([`super::integrity`]): at unlock a file whose
+//! tag fails, that is older than the index lists, that the index no longer lists, or
+//! that the index lists but is gone becomes a [`Problem`] and is never loaded.
 
 use std::collections::BTreeMap;
 use std::path::Path;
 
 use crate::error::{Error, Result};
 use crate::fs::{Existing, Mode, RelPath};
-use crate::load::parse::{self, Defaults};
-use crate::load::walk::{Member, MemberSource};
 use crate::load::{LoadOptions, Repo};
 use crate::manifest::Manifest;
 use crate::object::{ContextObject, Format};
@@ -16,9 +18,15 @@ use crate::private::config::CollectionKeys;
 use crate::private::{Keyring, PrivateConfig};
 
 use super::config::PersonalConfig;
-use super::field::{FieldDoc, FieldError, FieldId, Previous, ValueText, CATEGORY_TYPE, FIELD_TYPE};
+use super::field::{field_of, FieldDoc, FieldId, Previous, ValueText, CATEGORY_TYPE};
+use super::integrity::{MacKey, Verdict};
 use super::keys::{Purpose, VaultKeys};
+use super::ledger::{self, Problem, Shared};
 use super::Tier;
+
+mod file;
+
+use file::{open_field, parse_object, Auth};
 
 /// One field in memory.
 #[derive(Debug)]
@@ -50,8 +58,12 @@ pub struct Vault {
     pub keys: VaultKeys,
     categories: BTreeMap<String, CategoryKeys>,
     pub fields: BTreeMap<String, Field>,
-    /// Field files that could not be opened (file and reason; never content).
-    pub problems: Vec<String>,
+    /// Field files refused at unlock (file, field, reason, fix; never content), until
+    /// the user writes or deletes that field.
+    pub problems: Vec<Problem>,
+    /// The authenticated index every write commits to (`None` only while a vault
+    /// from before authentication is read for its upgrade).
+    ledger: Option<Shared>,
     /// The repository's write lock file, when fixed in advance (a confined server
     /// cannot look for it); else [`crate::fs::RepoLock`] finds it.
     pub write_lock: Option<std::path::PathBuf>,
@@ -82,11 +94,34 @@ impl From<Error> for OpenError {
 }
 
 impl Vault {
-    /// Check the derived keys against the manifest, then load and decrypt every field.
+    /// Check the derived keys against the manifest, then load, authenticate (against
+    /// `ledger`'s index) and decrypt every field. A file that was ahead of the index
+    /// (a crash between the file and the index) is authentic: it is kept and indexed.
     pub fn open(
         manifest: Manifest,
         config: PersonalConfig,
         keys: VaultKeys,
+        ledger: Shared,
+    ) -> std::result::Result<Vault, OpenError> {
+        Vault::load(manifest, config, keys, Some(ledger))
+    }
+
+    /// Read a vault from before authentication, for its upgrade: files without a
+    /// tag are taken as they are (the user reviews them), tagged ones must verify.
+    /// It cannot be written until [`Vault::adopt`] gives it an index.
+    pub fn open_unauthenticated(
+        manifest: Manifest,
+        config: PersonalConfig,
+        keys: VaultKeys,
+    ) -> std::result::Result<Vault, OpenError> {
+        Vault::load(manifest, config, keys, None)
+    }
+
+    fn load(
+        manifest: Manifest,
+        config: PersonalConfig,
+        keys: VaultKeys,
+        ledger: Option<Shared>,
     ) -> std::result::Result<Vault, OpenError> {
         if keys.recipient(Purpose::State) != config.state_recipient {
             return Err(OpenError::WrongSecrets);
@@ -121,7 +156,10 @@ impl Vault {
         }
         let repo = crate::load::load(manifest, Vec::new(), &LoadOptions::default());
         let Repo {
-            manifest, objects, ..
+            manifest,
+            objects,
+            diags,
+            ..
         } = repo;
         let governance = Repo {
             manifest: manifest.clone(),
@@ -137,8 +175,36 @@ impl Vault {
             categories,
             fields: BTreeMap::new(),
             problems: Vec::new(),
+            ledger,
             write_lock: None,
         };
+        let key = v.keys.mac_key();
+        let index = v.ledger.as_ref().map(|l| ledger::lock(l).index().clone());
+        let mut seen = std::collections::BTreeSet::new();
+        let mut ahead = Vec::new();
+        let root = format!("{}/", v.config.root);
+        let loaded: std::collections::BTreeSet<&str> =
+            objects.iter().map(|o| o.origin.file.as_str()).collect();
+        // A file under the vault's folder that the loader could not make an object of.
+        for d in diags
+            .iter()
+            .filter(|d| d.severity == crate::diag::Severity::Error)
+        {
+            let Some(file) = d
+                .file
+                .as_deref()
+                .filter(|f| f.starts_with(&root) && !loaded.contains(f))
+            else {
+                continue;
+            };
+            if seen.insert(file.to_string()) {
+                v.refuse(
+                    file,
+                    format!("the file cannot be read: {}", d.message),
+                    "restore it from a backup, write the field again, or delete it".into(),
+                );
+            }
+        }
         for o in objects {
             let Some(cat) = o.origin.collection.clone() else {
                 continue;
@@ -149,26 +215,84 @@ impl Vault {
             if o.meta.kind == CATEGORY_TYPE {
                 continue;
             }
-            match open_field(&o, &ck.ring, &cat) {
-                Ok(doc) => {
+            let rel = o.origin.file.clone();
+            seen.insert(rel.clone());
+            let auth = match &index {
+                Some(ix) => Auth::Index(&key, ix),
+                None => Auth::Upgrade(&key),
+            };
+            match open_field(&o, &ck.ring, &cat, &v.config.root, auth) {
+                Ok((doc, generation)) => {
                     if v.fields.contains_key(&doc.id.id) {
-                        v.problems.push(format!(
-                            "{}: a second file for field {}",
-                            o.origin.file, doc.id.id
-                        ));
+                        let id = doc.id.id.clone();
+                        v.refuse(
+                            &rel,
+                            format!("a second file for field {id}"),
+                            "delete it".into(),
+                        );
                         continue;
+                    }
+                    if let (Some(ix), Some(g)) = (&index, generation) {
+                        if ix.judge(ix.files.get(&rel).copied(), g) == Verdict::Ahead {
+                            ahead.push((rel.clone(), g));
+                        }
                     }
                     let f = Field::from_doc(doc, o);
                     v.fields.insert(f.id.id.clone(), f);
                 }
-                Err(why) => v.problems.push(format!(
-                    "{}: {}",
-                    o.origin.file,
-                    crate::error::one_line(&why)
-                )),
+                Err(why) => {
+                    let fix = miette::Diagnostic::help(&why)
+                        .map(|h| h.to_string())
+                        .unwrap_or_else(|| {
+                            "restore it from a backup, write the field again, or delete it".into()
+                        });
+                    v.refuse(&rel, why.to_string(), fix);
+                }
             }
         }
+        if let Some(ix) = &index {
+            for (rel, g) in &ix.files {
+                if !seen.contains(rel) {
+                    v.refuse(
+                        rel,
+                        format!("missing: the vault's index lists it at generation {g}, but the file is gone"),
+                        "restore it from a backup, write the field again, or delete the field to stop this report".into(),
+                    );
+                }
+            }
+        }
+        if let (Some(l), false) = (&v.ledger, ahead.is_empty()) {
+            ledger::lock(l).commit(|ix, _| {
+                for (rel, g) in ahead {
+                    ix.files.insert(rel, g);
+                    ix.generation = ix.generation.max(g);
+                }
+            })?;
+        }
         Ok(v)
+    }
+
+    /// Give a vault read by [`Vault::open_unauthenticated`] its new index.
+    pub fn adopt(&mut self, ledger: Shared) {
+        self.ledger = Some(ledger);
+    }
+
+    pub fn ledger(&self) -> Option<&Shared> {
+        self.ledger.as_ref()
+    }
+
+    fn refuse(&mut self, rel: &str, error: String, fix: String) {
+        let field = field_of(&self.config.root, rel);
+        let fix = match &field {
+            Some(id) => fix.replace("/ID", &format!("/{id}")),
+            None => fix,
+        };
+        self.problems.push(Problem {
+            file: rel.to_string(),
+            field,
+            error,
+            fix,
+        });
     }
 
     pub fn category_names(&self) -> impl Iterator<Item = &String> {
@@ -193,7 +317,16 @@ impl Vault {
         let rel = RelPath::parse(&f.object.origin.file)
             .map_err(|e| Error::Invalid(format!("{}: {e:?}", f.object.origin.file)))?;
         let o = parse_object(&self.manifest, &rel, &text)?;
-        Ok(open_field(&o, &ck.ring, &f.id.category)?)
+        let key = self.keys.mac_key();
+        let index = self
+            .ledger
+            .as_ref()
+            .map(|l| ledger::lock(l).index().clone());
+        let auth = match &index {
+            Some(ix) => Auth::Index(&key, ix),
+            None => Auth::Upgrade(&key),
+        };
+        Ok(open_field(&o, &ck.ring, &f.id.category, &self.config.root, auth)?.0)
     }
 
     /// Create or update a field; the previous version goes into its history.
@@ -253,34 +386,57 @@ impl Vault {
         self.store(doc, &file)
     }
 
-    /// Seal and write one field document, then refresh it in memory.
+    /// Seal and write one field document, commit it to the index, then refresh it
+    /// in memory. The index's lock is held from the file's generation to its commit.
     fn store(&mut self, doc: FieldDoc, file: &str) -> Result<&Field> {
+        let shared = self.ledger.clone().ok_or_else(|| {
+            Error::Invalid(
+                "this vault has no authenticated index: run `ctx private upgrade-vault`".into(),
+            )
+        })?;
+        let mut l = ledger::lock(&shared);
+        let g = l.next();
+        let o = self.write_sealed(&doc, file, l.key(), g)?;
+        l.commit(|ix, g| {
+            ix.files.insert(file.to_string(), g);
+        })?;
+        drop(l);
+        self.problems.retain(|p| p.file != file);
+        let id = doc.id.id.clone();
+        self.fields.insert(id.clone(), Field::from_doc(doc, o));
+        Ok(&self.fields[&id])
+    }
+
+    /// Tag, seal and write one field file as generation `g` (the caller commits it).
+    pub(super) fn write_sealed(
+        &self,
+        doc: &FieldDoc,
+        file: &str,
+        key: &MacKey,
+        g: u64,
+    ) -> Result<ContextObject> {
         let ck = self
             .categories
             .get(&doc.id.category)
             .ok_or_else(|| Error::NotFound(format!("no category `{}`", doc.id.category)))?;
-        let plain = doc.render();
+        let plain = doc.render_sealed(key, file, g);
         let sealed = crate::private::ops::seal(Format::Json, &plain, &ck.keys, None, None, false)
             .map_err(|e| Error::Invalid(format!("{file}: {e}")))?;
         let rel = RelPath::parse(file).map_err(|e| Error::Invalid(format!("{file}: {e:?}")))?;
         let o = parse_object(&self.manifest, &rel, &sealed.text)?;
         let path = rel.to_path(self.root());
-        {
-            let _lock = self.hold()?;
-            if let Some(parent) = path.parent() {
-                std::fs::create_dir_all(parent).map_err(|e| Error::io(parent, &e))?;
-            }
-            crate::fs::write_atomic(
-                &path,
-                sealed.text.as_bytes(),
-                Mode::Preserve,
-                Existing::Replace,
-            )
-            .map_err(|e| Error::io(&path, &e))?;
+        let _lock = self.hold()?;
+        if let Some(parent) = path.parent() {
+            std::fs::create_dir_all(parent).map_err(|e| Error::io(parent, &e))?;
         }
-        let id = doc.id.id.clone();
-        self.fields.insert(id.clone(), Field::from_doc(doc, o));
-        Ok(&self.fields[&id])
+        crate::fs::write_atomic(
+            &path,
+            sealed.text.as_bytes(),
+            Mode::Preserve,
+            Existing::Replace,
+        )
+        .map_err(|e| Error::io(&path, &e))?;
+        Ok(o)
     }
 
     /// Remove a field's file (its history goes with it; the audit log keeps the event).
@@ -289,15 +445,53 @@ impl Vault {
             .fields
             .get(id)
             .ok_or_else(|| Error::NotFound(format!("no field {id}")))?;
-        let path = self.root().join(&f.object.origin.file);
+        let file = f.object.origin.file.clone();
+        self.remove_file(&file)?;
+        self.fields.remove(id);
+        Ok(())
+    }
+
+    /// The user's way out of a refused field (`DELETE` of its id): its file, if any,
+    /// goes, the index stops listing it and the report ends. False when `id` has none.
+    pub fn discard(&mut self, id: &str) -> Result<bool> {
+        let files: Vec<String> = self
+            .problems
+            .iter()
+            .filter(|p| p.field.as_deref() == Some(id))
+            .map(|p| p.file.clone())
+            .collect();
+        if files.is_empty() {
+            return Ok(false);
+        }
+        for file in &files {
+            self.remove_file(file)?;
+        }
+        self.problems.retain(|p| !files.contains(&p.file));
+        Ok(true)
+    }
+
+    /// Remove one file of the vault and the index's entry for it.
+    fn remove_file(&mut self, file: &str) -> Result<()> {
+        let shared = self
+            .ledger
+            .clone()
+            .ok_or_else(|| Error::Invalid("this vault has no authenticated index".into()))?;
+        let mut l = ledger::lock(&shared);
+        let path = self.root().join(file);
         {
             let _lock = self.hold()?;
-            std::fs::remove_file(&path).map_err(|e| Error::io(&path, &e))?;
+            match std::fs::remove_file(&path) {
+                Ok(()) => {}
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                Err(e) => return Err(Error::io(&path, &e)),
+            }
             if let Some(dir) = path.parent() {
                 let _ = crate::fs::sync_dir(dir);
             }
         }
-        self.fields.remove(id);
+        l.commit(|ix, _| {
+            ix.files.remove(file);
+        })?;
         Ok(())
     }
 
@@ -347,58 +541,4 @@ impl Field {
             object,
         }
     }
-}
-
-/// Decrypt one loaded field object with its category's identity.
-fn open_field(
-    o: &ContextObject,
-    ring: &Keyring,
-    category: &str,
-) -> std::result::Result<FieldDoc, FieldError> {
-    if o.meta.kind != FIELD_TYPE {
-        return Err(FieldError::NotAField(o.meta.kind.clone()));
-    }
-    if o.meta.sealed.is_none() {
-        return Err(FieldError::NotEncrypted);
-    }
-    let opened =
-        crate::private::open_object(o, Some(ring)).map_err(|e| FieldError::Unopened(e.reason()))?;
-    let doc = FieldDoc::from_opened(&opened.fields, opened.content.as_ref())?;
-    if doc.id.category != category {
-        return Err(FieldError::WrongFolder {
-            id: doc.id.id,
-            category: category.to_string(),
-        });
-    }
-    Ok(doc)
-}
-
-/// Parse a sealed field file into an object, as the loader would.
-fn parse_object(m: &Manifest, rel: &RelPath, text: &str) -> Result<ContextObject> {
-    let (name, base) = m.members.collection_of(rel).ok_or_else(|| {
-        Error::Invalid(format!(
-            "{} is not inside a collection of {}",
-            rel.as_str(),
-            m.file
-        ))
-    })?;
-    let member = Member {
-        rel: rel.clone(),
-        abs: rel.to_path(&m.root),
-        source: MemberSource::Collection {
-            name: name.into(),
-            base: base.as_str().into(),
-        },
-    };
-    let parsed = parse::parse(&member, text.as_bytes(), &Defaults::for_member(m, &member));
-    if let Some(d) = parsed
-        .diags
-        .iter()
-        .find(|d| d.severity == crate::diag::Severity::Error)
-    {
-        return Err(Error::Invalid(format!("{}: {}", rel.as_str(), d.message)));
-    }
-    parsed
-        .object
-        .ok_or_else(|| Error::Invalid(format!("{}: not an object", rel.as_str())))
 }

@@ -14,6 +14,14 @@
 //! locked too (a wrong password); reading them needs the unlocked vault (or the
 //! exported `audit` identity and the `age` CLI). The chain and head are checked
 //! without any key (`ctx audit verify` on the file), so a cut or edited line shows.
+//!
+//! Anyone can seal to the public key and recompute a keyless chain, so while the
+//! vault is unlocked each line also carries `mac`: a tag under the vault's MAC key
+//! over its sequence number, its link to the line before and its ciphertext
+//! ([`super::integrity`]); and the vault's index pins the last entry after every
+//! append. At unlock [`check`] reports an entry whose tag fails, an untagged entry
+//! after the pinned one that is not a failed unlock (the only event written while
+//! locked), and a log cut below (or rewritten at) the pinned entry.
 
 use std::path::{Path, PathBuf};
 
@@ -24,6 +32,16 @@ use crate::audit::{Appender, Log};
 use crate::error::{Error, Result};
 use crate::private::config::Recipient;
 use crate::private::Keyring;
+
+use super::integrity::{AuditHead, MacKey};
+use super::ledger::{self, Shared};
+
+mod check;
+#[cfg(test)]
+mod tests;
+
+pub use check::check;
+use check::{last_link, line_tag, lines, link_text, Tagged};
 
 pub const FILE: &str = "audit.jsonl";
 
@@ -45,6 +63,10 @@ pub enum Action {
     Sensitivity,
     Export,
     Import,
+    /// A file of the vault refused at unlock (planted, changed, put back, gone).
+    Integrity,
+    /// A vault from before authentication reviewed and authenticated.
+    Upgrade,
 }
 
 impl Action {
@@ -65,6 +87,8 @@ impl Action {
             Action::Sensitivity => "SENSITIVITY",
             Action::Export => "EXPORT",
             Action::Import => "IMPORT",
+            Action::Integrity => "INTEGRITY",
+            Action::Upgrade => "UPGRADE",
         }
     }
 
@@ -75,7 +99,7 @@ impl Action {
             Action::Write | Action::Delete | Action::Sensitivity | Action::Import => {
                 "context.write"
             }
-            Action::Deny => "context.denied",
+            Action::Deny | Action::Integrity => "context.denied",
             _ => "decision.record",
         }
     }
@@ -172,6 +196,11 @@ pub struct SealedLog {
     appender: Appender,
     recipient: Recipient,
     namespace: String,
+    file: PathBuf,
+    /// The last entry's sequence number and hash: what the next line links to.
+    last: (u64, Value),
+    /// While unlocked: the index that tags lines and pins the last one.
+    ledger: Option<Shared>,
 }
 
 impl SealedLog {
@@ -179,20 +208,62 @@ impl SealedLog {
     pub fn open(file: &Path, recipient: &str, namespace: &str) -> Result<SealedLog> {
         let (recipient, _) =
             Recipient::parse(recipient).map_err(|e| Error::Invalid(e.to_string()))?;
+        let appender = Log::new(file.to_path_buf()).begin()?;
+        let last = last_link(file)?;
         Ok(SealedLog {
-            appender: Log::new(file.to_path_buf()).begin()?,
+            appender,
             recipient,
             namespace: namespace.to_string(),
+            file: file.to_path_buf(),
+            last,
+            ledger: None,
         })
     }
 
-    /// Seal and append one entry (written and synced before this returns).
+    /// Tag lines with (and pin them in) this index from now on; `None` at lock.
+    pub fn attach(&mut self, ledger: Option<Shared>) {
+        self.ledger = ledger;
+    }
+
+    /// The entry the index would pin now.
+    pub fn head(&self) -> Option<AuditHead> {
+        match &self.last {
+            (0, _) => None,
+            (seq, Value::String(hash)) => Some(AuditHead {
+                seq: *seq,
+                hash: hash.clone(),
+            }),
+            _ => None,
+        }
+    }
+
+    /// Seal and append one entry (written and synced before this returns); while
+    /// unlocked it is tagged and the index pins it.
     pub fn append(&mut self, entry: &Entry, at: &str) -> Result<u64> {
         let event = entry.event(at, &self.namespace);
         let plain = zeroize::Zeroizing::new(serde_json::to_vec(&event).expect("JSON"));
         let sealed = seal(&plain, &self.recipient)?;
-        let line = json!({"extensions": {(super::EXTENSION): {"sealed": sealed}}});
-        Ok(self.appender.append(line)?.seq)
+        let (seq, prev) = (self.last.0 + 1, link_text(&self.last.1));
+        let mut inner = json!({ "sealed": sealed });
+        let guard = self.ledger.as_ref().map(ledger::lock);
+        if let Some(l) = &guard {
+            inner["mac"] = json!(line_tag(l.key(), seq, &prev, &sealed));
+        }
+        let line = json!({"extensions": {(super::EXTENSION): inner}});
+        let written = self.appender.append(line)?;
+        if written.seq != seq {
+            return Err(Error::Invalid(format!(
+                "{}: entry {} was appended where {seq} was expected",
+                self.file.display(),
+                written.seq
+            )));
+        }
+        self.last = (written.seq, json!(written.hash));
+        if let Some(mut l) = guard {
+            let head = self.head();
+            l.commit(|ix, _| ix.audit = head)?;
+        }
+        Ok(written.seq)
     }
 }
 
@@ -241,34 +312,34 @@ fn unseal(b64: &str, ring: &Keyring) -> std::result::Result<Value, EntryError> {
 }
 
 /// The last `limit` entries, oldest first, decrypted. A line that does not open is
-/// reported as such (with its sequence number), never skipped silently.
-pub fn tail(file: &Path, limit: usize, ring: &Keyring) -> Result<Vec<Value>> {
+/// reported as such (with its sequence number), never skipped silently. With the
+/// vault's MAC key, each entry says whether its tag holds
+/// (`extensions.ctx.personal.authenticated`).
+pub fn tail(file: &Path, limit: usize, ring: &Keyring, key: Option<&MacKey>) -> Result<Vec<Value>> {
     let bytes = match std::fs::read(file) {
         Ok(b) => b,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
         Err(e) => return Err(Error::io(file, &e)),
     };
-    let lines: Vec<&[u8]> = bytes
-        .split(|b| *b == b'\n')
-        .filter(|l| !l.is_empty())
-        .collect();
-    let start = lines.len().saturating_sub(limit);
+    let all = lines(&bytes, key);
+    let start = all.len().saturating_sub(limit);
     let mut out = Vec::new();
-    for (n, line) in lines.iter().enumerate().skip(start) {
-        let v: Value = serde_json::from_slice(line).unwrap_or(Value::Null);
-        let seq = v["extensions"]["ctx.audit"]["seq"]
-            .as_u64()
-            .unwrap_or(n as u64 + 1);
-        let opened = v["extensions"][super::EXTENSION]["sealed"]
-            .as_str()
+    for l in all.iter().skip(start) {
+        let opened = l
+            .sealed
+            .as_deref()
             .ok_or(EntryError::NotSealed)
             .and_then(|s| unseal(s, ring));
         out.push(match opened {
             Ok(mut e) => {
-                e["seq"] = json!(seq);
+                e["seq"] = json!(l.seq);
+                if key.is_some() {
+                    e["extensions"][super::EXTENSION]["authenticated"] =
+                        json!(l.tagged == Tagged::Valid);
+                }
                 e
             }
-            Err(why) => json!({"seq": seq, "error": format!("entry cannot be opened: {why}")}),
+            Err(why) => json!({"seq": l.seq, "error": format!("entry cannot be opened: {why}")}),
         });
     }
     Ok(out)
@@ -294,7 +365,7 @@ pub fn line(e: &Value) -> String {
             .unwrap_or_default(),
     };
     format!(
-        "{}  {:<11} {:<20} {}{}",
+        "{}  {:<11} {:<20} {}{}{}",
         e["at"].as_str().unwrap_or("?"),
         p["action"].as_str().unwrap_or("?"),
         e["actor"]["id"].as_str().unwrap_or("?"),
@@ -302,56 +373,11 @@ pub fn line(e: &Value) -> String {
         e["reason"]
             .as_str()
             .map(|r| format!("  ({r})"))
-            .unwrap_or_default()
+            .unwrap_or_default(),
+        if p["authenticated"] == false {
+            "  [not authenticated]"
+        } else {
+            ""
+        }
     )
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn sealed_entries_chain_and_open_only_with_the_key() {
-        let dir = tempfile::tempdir().unwrap();
-        let file = dir.path().join(FILE);
-        let id = age::x25519::Identity::generate();
-        let r = id.to_public().to_string();
-        let mut log = SealedLog::open(&file, &r, "me").unwrap();
-        log.append(
-            &Entry::new(Action::Grant, "tax-agent").scope(&["identity.*".into()]),
-            "2026-03-15T10:32:00Z",
-        )
-        .unwrap();
-        log.append(
-            &Entry::new(Action::Read, "tax-agent").fields(["identity.full_name"]),
-            "2026-03-15T10:32:05Z",
-        )
-        .unwrap();
-        drop(log);
-        let text = std::fs::read_to_string(&file).unwrap();
-        assert!(
-            !text.contains("tax-agent") && !text.contains("identity"),
-            "{text}"
-        );
-        let report = Log::new(file.clone()).verify().unwrap();
-        assert!(report.problems.is_empty(), "{:?}", report.problems);
-        assert_eq!(report.entries, 2);
-        let ring = Keyring::from_keys(vec![crate::private::identity::Key::x25519(id)]);
-        let got = tail(&file, 1, &ring).unwrap();
-        assert_eq!(got.len(), 1);
-        assert_eq!(got[0]["objects"], json!(["identity.full_name"]));
-        assert!(crate::schema::check(crate::schema::Kind::AuditEvent, &{
-            let mut e = got[0].clone();
-            e.as_object_mut().unwrap().remove("seq");
-            e
-        })
-        .is_empty());
-        assert!(line(&got[0]).contains("READ"));
-        let other = Keyring::from_keys(vec![crate::private::identity::Key::x25519(
-            age::x25519::Identity::generate(),
-        )]);
-        assert!(tail(&file, 5, &other).unwrap()[0]["error"].is_string());
-        assert_eq!(unseal("%", &other).unwrap_err().to_string(), "not base64");
-        assert_eq!(EntryError::NotSealed.to_string(), "not a sealed entry");
-    }
 }
