@@ -16,8 +16,9 @@ use super::{Global, Printer};
 /// Where the profile password comes from.
 #[derive(Debug, Args, Clone, Default)]
 pub struct PasswordArgs {
-    /// Read the profile password from this file's first line (for scripts and tests;
-    /// keep the file private). Default: ask on the terminal.
+    /// Read the profile password from this file's first line (for scripts and tests).
+    /// It must be yours, mode 600: one the group or others can read or write is refused.
+    /// Default: ask on the terminal.
     #[arg(long, value_name = "FILE")]
     pub password_file: Option<PathBuf>,
 }
