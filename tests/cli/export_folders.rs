@@ -247,6 +247,10 @@ fn rules_files_scope_each_folder_by_its_globs() {
     assert_eq!(windsurf[0].0["trigger"].as_str(), Some("always_on"));
     assert_eq!(windsurf[1].0["trigger"].as_str(), Some("glob"));
     assert_eq!(windsurf[1].0["globs"].as_str(), Some("services/billing/**"));
+
+    // Every one of them is where its host reads it.
+    let v = repo.ctx(&["validate", "--strict"]);
+    assert_eq!(v.code, 0, "{}{}", v.stdout, v.stderr);
 }
 
 #[test]
@@ -276,6 +280,14 @@ fn a_broken_or_missing_folder_map_writes_nothing() {
         !repo.path().join("AGENTS.md").exists(),
         "nothing is written"
     );
+    let v = repo.ctx(&["validate", "--format", "json"]);
+    assert_eq!(v.code, 1);
+    assert!(
+        v.stdout.contains("\"code\": \"manifest-invalid\""),
+        "{}",
+        v.stdout
+    );
+
     repo.write(
         "opencontext.yaml",
         &MANIFEST.replace("services/billing:", "services/payments:"),
@@ -305,6 +317,91 @@ fn a_broken_or_missing_folder_map_writes_nothing() {
     ]);
     assert_eq!(r.code, 2);
     assert!(r.stderr.contains("--target copilot-rules"), "{}", r.stderr);
+}
+
+#[test]
+fn generated_files_no_host_reads_are_reported() {
+    let repo = monorepo();
+    repo.write(
+        "context/policies/long.md",
+        &format!(
+            "---\nid: policies.long\ntype: policy\nowner: support\n---\n{}\n",
+            "A long policy line. ".repeat(700)
+        ),
+    );
+    std::fs::create_dir_all(repo.path().join("out")).unwrap();
+    let exports = [
+        (
+            "cursor-rules",
+            ".cursor/rules/context.md",
+            "Cursor reads only `.mdc` files",
+        ),
+        (
+            "copilot-rules",
+            ".github/instructions/context.md",
+            "named `<name>.instructions.md`",
+        ),
+        (
+            "agents-md",
+            "out/AGENTS.md",
+            "`out/` holds no file besides agent instructions",
+        ),
+        ("agents-md", "docs/agents.md", "named exactly `AGENTS.md`"),
+        (
+            "windsurf-rules",
+            ".windsurf/rules/opencontext.md",
+            "first 12000 characters",
+        ),
+    ];
+    for (target, out, why) in exports {
+        let r = repo.ctx(&["export", "--target", target, "--role", "dev", "-o", out]);
+        assert_eq!(r.code, 0, "{}", r.stderr);
+        assert!(
+            r.stderr.contains(&format!("warning: {out}: ")) && r.stderr.contains(why),
+            "export warns as it writes {out}: {}",
+            r.stderr
+        );
+    }
+    // A hand-written rule is not ctx's to judge; a well-placed export is fine.
+    repo.write(".cursor/rules/mine.md", "# my rule\n");
+    assert_eq!(
+        repo.ctx(&["export", "--target", "agents-md", "--role", "dev"])
+            .code,
+        0
+    );
+    let v = repo.ctx(&["validate", "--format", "json"]);
+    assert_eq!(v.code, 0, "warnings only: {}", v.stdout);
+    let report: serde_json::Value = serde_json::from_str(&v.stdout).unwrap();
+    let misplaced: Vec<(&str, &str, &str)> = report["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| f["code"] == "orphaned")
+        .map(|f| {
+            (
+                f["file"].as_str().unwrap(),
+                f["severity"].as_str().unwrap(),
+                f["message"].as_str().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(misplaced.len(), exports.len(), "{misplaced:#?}");
+    for (_, out, why) in exports {
+        let (_, severity, message) = misplaced
+            .iter()
+            .find(|m| m.0 == out)
+            .unwrap_or_else(|| panic!("{out} is reported: {misplaced:#?}"));
+        assert_eq!(*severity, "warning");
+        assert!(message.contains(why), "{message}");
+    }
+    // --strict fails on them; so does doctor's report list them.
+    assert_eq!(repo.ctx(&["validate", "--strict"]).code, 1);
+    let d = repo.ctx(&["doctor", "--format", "json"]);
+    assert!(
+        d.stdout.contains(".cursor/rules/context.md"),
+        "{}",
+        d.stdout
+    );
 }
 
 #[test]
