@@ -80,7 +80,7 @@ pub enum Command {
     Supersede(supersede::SupersedeArgs),
     /// Sign off the canonical or approved authority an object declares (recorded in .ctx/signoffs/).
     Promote(promote::PromoteArgs),
-    /// Write the resolved context as AGENTS.md, CLAUDE.md or Cursor rules (with --check for CI).
+    /// Write the resolved context as an agent file: AGENTS.md, CLAUDE.md, GEMINI.md, Copilot, Cursor or Windsurf rules (--check for CI).
     Export(export::ExportArgs),
     /// Context Layer requests: write, check and evaluate them against the repository's policy.
     Request(request::RequestArgs),

@@ -63,6 +63,8 @@ mod exchange_keys;
 mod exchange_receipts;
 mod explain_causes;
 mod export;
+mod export_folders;
+mod export_targets;
 mod fail_closed;
 mod files;
 mod fmt;

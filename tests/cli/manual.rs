@@ -68,7 +68,7 @@ fn words(line: &str) -> Vec<String> {
 
 /// Examples that need what a fresh repository does not have (other files, keys,
 /// history, a private collection), with why.
-const NOT_RUN: [(&str, &str); 19] = [
+const NOT_RUN: [(&str, &str); 20] = [
     (
         "ctx conformance",
         "needs the official fixtures beside the project",
@@ -128,6 +128,10 @@ const NOT_RUN: [(&str, &str); 19] = [
     (
         "ctx init --template personal",
         "needs a password file (tests/cli/personal.rs runs it)",
+    ),
+    (
+        "ctx export --target agents-md --role support --per-folder",
+        "needs extensions.ctx.export.folders (tests/cli/export_folders.rs runs it)",
     ),
     (
         "ctx mcp -C vault",

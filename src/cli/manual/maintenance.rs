@@ -102,6 +102,8 @@ pub(super) fn examples(path: &[&str]) -> Option<&'static [Example]> {
         ["export"] => &[
             ("ctx export --target agents-md --role support", "Write AGENTS.md from what the support role may see."),
             ("ctx export --target agents-md --role support --check", "Fail in CI when AGENTS.md is out of date."),
+            ("ctx export --target cursor-rules --role support", "Write .cursor/rules/opencontext.mdc (front matter first, then the marker)."),
+            ("ctx export --target agents-md --role support --per-folder", "One AGENTS.md per folder of extensions.ctx.export.folders, each with that folder's objects."),
         ],
         ["redaction-key"] => &[(
             "ctx redaction-key",

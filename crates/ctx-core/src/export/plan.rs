@@ -1,11 +1,15 @@
-//! What `ctx export` does with the file it renders: the command line its marker
-//! records, whether to write, refuse or report it stale (`--check`), and the
-//! write itself (atomic, after the bundle event is recorded).
+//! What `ctx export` does with the files it renders: the command line their
+//! marker records, whether to write, refuse or report each stale (`--check`),
+//! whether a host reads it where it goes, and which generated files a
+//! `--per-folder` export no longer writes.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
-use super::{State, Target};
+use super::placement::{self, Misplaced, Place, Tree, INSTRUCTION_FILES};
+use super::{scan, State, Target};
 use crate::error::{Error, Result};
+use crate::fs::RelPath;
+use crate::manifest::Manifest;
 
 /// How export was asked for, as recorded in the file's marker so that running
 /// that command line regenerates the file.
@@ -17,6 +21,8 @@ pub struct Invocation<'a> {
     pub task: Option<&'a str>,
     pub include: &'a [String],
     pub output: Option<&'a Path>,
+    /// `--per-folder`: one file per folder of `extensions.ctx.export.folders`.
+    pub per_folder: bool,
     pub allow_private_output: bool,
     pub allow_findings: bool,
     /// `--allow-classification`: the ceiling raised above the target's.
@@ -43,6 +49,9 @@ pub fn command_line(i: &Invocation<'_>) -> String {
     }
     if let Some(o) = i.output {
         c.push_str(&format!(" --output {}", quote(&o.to_string_lossy())));
+    }
+    if i.per_folder {
+        c.push_str(" --per-folder");
     }
     if i.allow_private_output {
         c.push_str(" --allow-private-output");
@@ -124,6 +133,98 @@ impl<R: std::io::BufRead> Iterator for Lines<R> {
     }
 }
 
+/// The manifest entry or collection that would load a file written at `path` as
+/// a context object (an agent file must never become one).
+pub fn loaded_as_object(m: &Manifest, cwd: &Path, path: &Path) -> Option<String> {
+    let rel = crate::fs::confine::rel_in_root(&m.root, cwd, path)?;
+    if let Some(entry) = m.members.entry_of(&rel) {
+        return Some(format!("the `context:` entry `{entry}`"));
+    }
+    m.members
+        .collection_of(&rel)
+        .map(|(name, _)| format!("collection `{name}`"))
+}
+
+/// Will `target`'s host read the file about to be written at `path` with `text`?
+pub fn placement(
+    m: &Manifest,
+    cwd: &Path,
+    target: Target,
+    path: &Path,
+    text: &str,
+) -> Option<Misplaced> {
+    let Some(rel) = crate::fs::confine::rel_in_root(&m.root, cwd, path) else {
+        return Some(Misplaced {
+            reason: format!(
+                "`{}` is outside the repository, where {} never reads it as this project's instructions",
+                path.display(),
+                target.host()
+            ),
+            fix: format!(
+                "export without -o to write `{}` in the repository",
+                target.default_path()
+            ),
+        });
+    };
+    let below = scan::below_git_root(&m.root);
+    let place = Place {
+        rel: rel.as_str(),
+        below_git_root: below.as_deref(),
+    };
+    let disk = Disk {
+        root: &m.root,
+        file: &rel,
+    };
+    placement::check(target, place, text, text.chars().count(), &disk)
+}
+
+/// The file system around one file about to be written: its folder's entries
+/// (globs are left to `ctx validate`, which walks the whole tree once).
+struct Disk<'a> {
+    root: &'a Path,
+    file: &'a RelPath,
+}
+
+impl Tree for Disk<'_> {
+    fn has_work_under(&self, dir: &str) -> bool {
+        let Ok(entries) = std::fs::read_dir(self.root.join(dir)) else {
+            return false;
+        };
+        let own = self.file.rsplit('/').next().unwrap_or("");
+        entries.flatten().any(|e| {
+            let name = e.file_name();
+            let name = name.to_string_lossy();
+            !INSTRUCTION_FILES.contains(&name.as_ref()) && name != own
+        })
+    }
+
+    fn matches_any(&self, _: &[String]) -> Option<bool> {
+        None
+    }
+}
+
+/// Generated files of `target` whose marker records `command` and that this run
+/// does not write: what is left of folders since removed from the map.
+pub fn leftovers(
+    m: &Manifest,
+    cwd: &Path,
+    target: Target,
+    command: &str,
+    written: &[PathBuf],
+) -> Vec<RelPath> {
+    let written: Vec<RelPath> = written
+        .iter()
+        .filter_map(|p| crate::fs::confine::rel_in_root(&m.root, cwd, p))
+        .collect();
+    scan::scan(m, &Default::default())
+        .generated
+        .into_iter()
+        .filter(|g| g.target == Some(target) && g.command.as_deref() == Some(command))
+        .filter(|g| !written.contains(&g.rel))
+        .map(|g| g.rel)
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -139,6 +240,7 @@ mod tests {
             task: Some("refund request"),
             include: &include,
             output: Some(Path::new("out dir/CLAUDE.md")),
+            per_folder: false,
             allow_private_output: true,
             allow_findings: false,
             allow_classification: None,

@@ -6,6 +6,8 @@
 //!   ([`redaction`]);
 //! - an object whose declared id differs from the id its path gives, an error when
 //!   the declared id slips past an `exclude` its folder would have met ([`ids`]);
+//! - an agent file `ctx export` generated where its host never reads it, and a
+//!   broken `extensions.ctx.export` folder map ([`agent_files`]);
 //!
 //! Files that no `context:` or `collections:` entry loads are found by the loader's
 //! walk (see [`crate::load::walk`]), which already visits every folder involved.
@@ -15,6 +17,7 @@
 //! [`gate`] is the other half: consumer output refuses a repository whose
 //! error-level findings concern what it would hand out.
 
+pub mod agent_files;
 pub mod fix;
 pub mod gate;
 pub mod hints;
@@ -40,6 +43,7 @@ pub fn check(repo: &Repo, superseded: &HashSet<usize>) -> Vec<Diagnostic> {
     redaction::check(repo, &mut out);
     ids::check(repo, &mut out);
     promotion::check(repo, superseded, &mut out);
+    agent_files::check(repo, &mut out);
     out
 }
 

@@ -24,8 +24,9 @@ pub struct ValidateOptions {
 }
 
 /// Extensions ctx itself defines under its `ctx.` namespace.
-pub const KNOWN_CTX_EXTENSIONS: [&str; 11] = [
+pub const KNOWN_CTX_EXTENSIONS: [&str; 12] = [
     "ctx.collections",
+    "ctx.export",
     "ctx.keys",
     "ctx.exchange",
     "ctx.personal",
