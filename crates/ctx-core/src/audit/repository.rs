@@ -137,6 +137,15 @@ fn receipts(m: &Manifest, repair: bool) -> Option<Checked> {
             }
         }
     }
+    let waiting = state
+        .all(crate::exchange::state::Kind::Pending)
+        .map_or(0, |v| v.len());
+    if waiting > 0 {
+        report.pending.push(format!(
+            "{waiting} receipt(s) of completed operations wait in {} for the log (a kill or a failed append came between): run `ctx receipts retry`",
+            state.dir.join("pending").display()
+        ));
+    }
     let kept = recover::rolled_back(&log_path);
     if !kept.is_empty() {
         report.notes.push(format!(

@@ -42,6 +42,7 @@ impl RepoLock {
     /// confined server keeps the path. (Recovery is the caller's:
     /// [`super::txn::recover`].)
     pub fn acquire_at(path: &Path) -> io::Result<RepoLock> {
+        super::failpoint::hit("lock.wait");
         let file = lock_file(path, Mode::RepositoryDefault)?;
         Ok(RepoLock {
             _file: file,
@@ -111,4 +112,21 @@ pub fn lock_file(path: &Path, mode: Mode) -> io::Result<File> {
 /// Take an exclusive lock on an open file (a folder handle, or the file being appended to).
 pub fn lock_open(file: &File) -> io::Result<()> {
     fs4::FileExt::lock(file)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_lock_is_found_from_the_folder_alone() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(dir.path().join(".git")).unwrap();
+        let lock = RepoLock::acquire(dir.path()).unwrap();
+        assert_eq!(lock.path(), dir.path().join(LOCK_FILE));
+        assert_eq!(RepoLock::path_for(dir.path()), dir.path().join(LOCK_FILE));
+        assert!(RepoLock::try_acquire(dir.path()).unwrap().is_none(), "held");
+        drop(lock);
+        assert!(RepoLock::try_acquire(dir.path()).unwrap().is_some());
+    }
 }
