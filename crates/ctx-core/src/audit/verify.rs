@@ -155,12 +155,10 @@ impl Log {
                 self.head.display()
             )),
             None => {}
-            Some(h) if h.seq == 0 => {
-                if h.end != 0 {
-                    r.problems
-                        .push("the head records entry 0 ending after byte 0: it was edited".into());
-                }
-            }
+            Some(h) if h.seq == 0 && h.end != 0 => r
+                .problems
+                .push("the head records entry 0 ending after byte 0: it was edited".into()),
+            Some(h) if h.seq == 0 => {}
             Some(h) if h.seq > r.entries => r.problems.push(format!(
                 "the head records {} entries but the log has {}: the log was truncated",
                 h.seq, r.entries

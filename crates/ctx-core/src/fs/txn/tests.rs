@@ -50,9 +50,13 @@ fn a_failed_precondition_writes_nothing() {
     assert!(staged_names(&root).is_empty());
 }
 
+/// One file of a killed transaction: target, old bytes (None: a new file),
+/// new bytes, renamed before the kill.
+type Killed<'a> = (&'a str, Option<&'a [u8]>, &'a [u8], bool);
+
 /// A journal as a process killed after the commit point would leave it: the
 /// staged files of the targets not yet renamed, under a dead pid's names.
-fn killed_after_journal(root: &Path, files: &[(&str, Option<&[u8]>, &[u8], bool)]) -> PathBuf {
+fn killed_after_journal(root: &Path, files: &[Killed<'_>]) -> PathBuf {
     let staging = root.join(tmp::DIR);
     tmp::prepare(&staging).unwrap();
     let dead = 4_194_305u32; // above Linux's pid_max: no such process
