@@ -2,6 +2,7 @@
 //! manifest's `audit` block configures.
 
 use clap::{Args, Subcommand};
+use ctx_core::audit::repository::{self, Repair};
 use ctx_core::audit::{render, Log};
 use ctx_core::error::{Exit, Result};
 use ctx_core::manifest::Manifest;
@@ -52,6 +53,11 @@ pub struct VerifyArgs {
     /// (truncation before this point can then no longer be detected).
     #[arg(long)]
     pub rehead: bool,
+    /// Repair now what killed commands left (a torn final line, entries after
+    /// the head, an unanchored receipt suffix, a half-done write), as the next
+    /// write would; damage is never repaired.
+    #[arg(long)]
+    pub repair: bool,
     /// Output format.
     #[arg(long, value_enum, default_value = "human")]
     pub format: TextFormat,
@@ -92,14 +98,43 @@ fn show(g: &Global, p: &Printer, a: &ShowArgs) -> Result<Exit> {
 
 fn verify(g: &Global, p: &Printer, a: &VerifyArgs) -> Result<Exit> {
     let (m, log) = log(g)?;
-    let report = log.verify_and_rehead(a.rehead)?;
+    let how = Repair {
+        rehead: a.rehead,
+        repair: a.repair,
+    };
+    let checked = repository::check(&m, how)?;
     let rel = |x: &std::path::Path| x.strip_prefix(&m.root).unwrap_or(x).display().to_string();
+    let ok = checked.iter().all(|c| c.report.ok());
+    let audit = checked
+        .iter()
+        .find(|c| c.kind == "audit")
+        .expect("the audit log is always checked");
+    let others = checked.iter().filter(|c| c.kind != "audit" && !quiet(c));
     let text = if a.format == TextFormat::Json {
-        let doc = report.json(&rel(log.path()), &rel(log.head_path()));
+        let mut doc = audit.report.json(&rel(log.path()), &rel(log.head_path()));
+        doc["ok"] = ok.into();
+        doc["logs"] = checked
+            .iter()
+            .map(|c| {
+                let mut d = c.report.json(&rel(&c.path), "");
+                d["kind"] = c.kind.into();
+                d.as_object_mut().map(|o| o.remove("head"));
+                d
+            })
+            .collect();
         serde_json::to_string_pretty(&doc).expect("JSON") + "\n"
     } else {
-        report.text(&rel(log.path()))
+        let mut t = audit.report.text(&rel(log.path()));
+        for c in others {
+            t.push_str(&c.report.text_for(c.kind, &rel(&c.path)));
+        }
+        t
     };
     super::io_result(p.product(&text, a.output.as_deref()))?;
-    Ok(if report.ok() { Exit::Ok } else { Exit::Invalid })
+    Ok(if ok { Exit::Ok } else { Exit::Invalid })
+}
+
+/// A log with nothing to say (no interrupted write) is not listed.
+fn quiet(c: &repository::Checked) -> bool {
+    c.kind == "writes" && c.report.problems.is_empty() && c.report.pending.is_empty()
 }

@@ -83,10 +83,8 @@ pub fn run(g: &Global, p: &Printer, a: &PromoteArgs) -> Result<Exit> {
 fn all(g: &Global, p: &Printer, s: &Session, by: &str, dry_run: bool) -> Result<Exit> {
     let planned = promote::missing(&s.repo, None, by, &g.clock.stamp(), "promote")?;
     let mut out = String::new();
-    for pending in &planned {
-        if !dry_run {
-            signoff::write(&s.repo.manifest.root, pending)?;
-        }
+    if !dry_run {
+        signoff::write_all(&s.repo.manifest.root, &planned)?;
     }
     for pending in &planned {
         let r = &pending.record;

@@ -85,6 +85,12 @@ impl Exchange for LocalExchange {
         let root = repo.manifest.root.clone();
         let _lock = ctx_core::fs::RepoLock::acquire(&root).map_err(|e| Error::io(&root, &e))?;
         let created_at = ctx_core::evidence::now();
+        // The id is the record's digest and `created_at` has whole seconds: two
+        // identical proposals in one second would share an id (and the second
+        // fail to store). A random component keeps every proposal its own.
+        let mut nonce = [0u8; 12];
+        getrandom::fill(&mut nonce)
+            .map_err(|e| Error::Invalid(format!("no randomness for a proposal id: {e}")))?;
         let mut record = json!({
             "format": "ctx.memory-proposal.v0",
             "status": "pending_validation",
@@ -99,6 +105,7 @@ impl Exchange for LocalExchange {
             "reason": draft.reason,
             "created_at": created_at,
             "namespace": repo.manifest.id,
+            "nonce": nonce.iter().map(|b| format!("{b:02x}")).collect::<String>(),
         });
         let digest = ctx_core::jcs::sha256(&record);
         let hexpart = digest.trim_start_matches("sha256:");

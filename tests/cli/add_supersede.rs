@@ -13,8 +13,8 @@ fn snapshot(root: &std::path::Path) -> Vec<(String, Vec<u8>)> {
     while let Some(d) = stack.pop() {
         for e in std::fs::read_dir(&d).unwrap() {
             let p = e.unwrap().path();
-            if p.ends_with(".ctx/cache") {
-                continue; // the parse cache is not the user's files
+            if p.ends_with(".ctx/cache") || p.ends_with(".ctx/tmp") {
+                continue; // the parse cache and the (git-ignored) staging folder are not the user's files
             }
             if p.is_dir() {
                 stack.push(p);

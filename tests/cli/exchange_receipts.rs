@@ -124,10 +124,12 @@ fn rewrite_rollback_and_unanchored_suffix_are_detected() {
     let first_two: String = good_log.split_inclusive('\n').take(2).collect();
     std::fs::write(&log, &first_two).unwrap();
     code("RECEIPT_LOG_ROLLBACK");
-    // Unanchored suffix: the log is intact but the anchor is older.
+    // Unanchored suffix: the log is intact but the anchor is older. A check
+    // reports it as what an interrupted append leaves, and repairs nothing.
     std::fs::write(&log, &good_log).unwrap();
     std::fs::write(&anchor, &anchor_two).unwrap();
     code("RECEIPT_LOG_UNANCHORED_SUFFIX");
+    code("an interrupted append");
     // Missing anchor for a non-empty log.
     std::fs::remove_file(&anchor).unwrap();
     code("RECEIPT_ANCHOR_MISSING");

@@ -46,6 +46,7 @@ mod cache;
 mod cache_faults;
 mod canary;
 mod completion_dynamic;
+mod crash;
 mod diff;
 mod distribution;
 mod docs_guide;
@@ -133,6 +134,7 @@ mod vault_tamper;
 mod vault_writes;
 mod wheel;
 mod write_plan;
+mod writers;
 
 /// The shared fixtures' old module path, kept only so that test files written
 /// on other branches against `crate::ops_support` still build once merged.

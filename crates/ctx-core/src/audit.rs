@@ -26,7 +26,6 @@
 //! Which events are written is the manifest's `audit` block ([`Config`]);
 //! commands record through [`crate::evidence::record()`], never here directly.
 use std::fs::{File, OpenOptions};
-use std::io::{BufRead, BufReader, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 
 use serde_json::{json, Map, Value};
@@ -159,7 +158,9 @@ pub struct Entry {
     pub event: Value,
 }
 
-/// A chain position recorded in the head file.
+/// A chain position recorded in the head file. A log ctx creates starts with
+/// the head at entry 0 (`seq` 0, empty `hash`, `start` = `end` = 0), written
+/// before the first line.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[serde(deny_unknown_fields)]
 struct Head {
@@ -169,6 +170,18 @@ struct Head {
     /// Byte offset of the last entry's first byte, and one past its newline.
     start: u64,
     end: u64,
+}
+
+impl Head {
+    fn genesis() -> Head {
+        Head {
+            format: HEAD_FORMAT.into(),
+            seq: 0,
+            hash: String::new(),
+            start: 0,
+            end: 0,
+        }
+    }
 }
 
 /// A hash-chained JSON Lines log and its head file.
@@ -194,6 +207,11 @@ impl Appender {
     /// one `write` of the whole line on an `O_APPEND` handle, fsync, then
     /// the head is replaced atomically.
     pub fn append(&mut self, event: Value) -> Result<Entry> {
+        self.append_linked(event, None)
+    }
+
+    /// Append `event` with `extra` added to its chain link.
+    fn append_linked(&mut self, event: Value, extra: Option<(&str, Value)>) -> Result<Entry> {
         let mut event = event;
         let obj = event
             .as_object_mut()
@@ -207,16 +225,26 @@ impl Appender {
             ));
         };
         let seq = self.seq + 1;
-        ext.insert(EXTENSION.into(), json!({ "seq": seq, "prev": self.prev }));
+        let mut link = json!({ "seq": seq, "prev": self.prev });
+        if let Some((k, v)) = extra {
+            link[k] = v;
+        }
+        ext.insert(EXTENSION.into(), link);
         let line = serde_json::to_string(&event).expect("JSON value");
         let hash = line_hash(line.as_bytes());
         let mut bytes = line.into_bytes();
         bytes.push(b'\n');
         let path = &self.log.path;
-        self.file
-            .write_all(&bytes)
-            .map_err(|e| Error::io(path, &e))?;
-        self.file.sync_data().map_err(|e| Error::io(path, &e))?;
+        if let Err(e) = crate::fs::failpoint::write_all("audit.append", &mut self.file, &bytes)
+            .and_then(|()| self.file.sync_data())
+        {
+            // A full disk may have taken part of the line: cut it off again,
+            // so this process leaves the log as it found it.
+            let _ = self.file.set_len(self.len);
+            let _ = self.file.sync_data();
+            return Err(Error::io(path, &e));
+        }
+        crate::fs::failpoint::hit("audit.appended");
         let head = Head {
             format: HEAD_FORMAT.into(),
             seq,
@@ -235,16 +263,11 @@ impl Appender {
     pub fn log(&self) -> &Log {
         &self.log
     }
-}
 
-/// What `verify` found.
-#[derive(Debug, Clone, Default)]
-pub struct Report {
-    pub entries: u64,
-    /// Tampering or damage: the log cannot be trusted.
-    pub problems: Vec<String>,
-    /// Worth knowing, not a breach (e.g. entries appended after the head).
-    pub notes: Vec<String>,
+    /// The seq of the last entry (0 for an empty log).
+    pub fn seq(&self) -> u64 {
+        self.seq
+    }
 }
 
 fn line_hash(line: &[u8]) -> String {
@@ -272,24 +295,6 @@ impl Log {
         &self.path
     }
 
-    /// [`Log::verify`]; with `rehead`, a lost head file (the only problem
-    /// found) is re-anchored at the last entry, and a note says that
-    /// truncation before now can no longer be detected.
-    pub fn verify_and_rehead(&self, rehead: bool) -> Result<Report> {
-        let mut report = self.verify()?;
-        let only_head_missing = report.problems.len() == 1
-            && report.problems[0].contains("head file")
-            && report.problems[0].contains("missing");
-        if rehead && only_head_missing {
-            let n = self.rehead()?;
-            report.problems.clear();
-            report.notes.push(format!(
-                "head re-anchored at entry {n}; truncation before now cannot be detected"
-            ));
-        }
-        Ok(report)
-    }
-
     pub fn head_path(&self) -> &Path {
         &self.head
     }
@@ -300,10 +305,10 @@ impl Log {
         self.begin()?.append(event)
     }
 
-    /// Lock the log and verify the chain it would extend. The returned
-    /// [`Appender`] holds the lock until it is dropped, so a caller can
-    /// check the log, produce its output, and then append, with no other
-    /// writer in between.
+    /// Lock the log and verify the chain it would extend, repairing what an
+    /// interrupted append left ([`recover`]). The returned [`Appender`]
+    /// holds the lock until it is dropped, so a caller can check the log,
+    /// produce its output, and then append, with no other writer in between.
     pub fn begin(&self) -> Result<Appender> {
         let io = |p: &Path, e: std::io::Error| Error::io(p, &e);
         if let Some(dir) = self.path.parent() {
@@ -316,272 +321,34 @@ impl Log {
             .open(&self.path)
             .map_err(|e| io(&self.path, e))?;
         crate::fs::lock_open(&file).map_err(|e| io(&self.path, e))?;
-        let (seq, prev, len) = self.check_chain(&mut file)?;
-        Ok(Appender {
+        let len = file.metadata().map_err(|e| io(&self.path, e))?.len();
+        if len == 0 && !self.head.exists() {
+            // A new log: its head comes first, so no kill leaves lines without one.
+            self.write_head(&Head::genesis())?;
+        }
+        let tail = self.check_chain(&mut file)?;
+        let mut a = Appender {
             log: self.clone(),
             file,
-            seq,
-            prev,
-            len,
-        })
-    }
-
-    /// Verify the whole chain before extending it: every line links to the
-    /// one before (`seq`, `prev`), the head's entry is where the head says
-    /// with the hash it records, and the file ends with a whole line.
-    /// Returns the last `(seq, hash)` and the file length.
-    ///
-    /// Why the whole chain and not just the tail against the head: an
-    /// in-place edit of a middle line (same length, so every offset still
-    /// matches) is only visible by hashing that line, and appending to such
-    /// a log would bury the damage under fresh, valid-looking entries; a
-    /// "full check only while small" threshold would reopen exactly that
-    /// hole for large logs. The check streams the file once (SHA-256 per
-    /// line, plus a parse that materialises only the chain link), so it is
-    /// linear and holds one line in memory. Measured on the shared 2-core
-    /// machine under load (release build, `ctx resolve` with reads audited):
-    /// 25,000 events (13 MB) add about 0.18 s per command, 100,000 events
-    /// (54 MB) about 0.5 s. Logs that grow beyond that are meant to be
-    /// rotated: move the log and its head away together (and keep them);
-    /// the next append starts a new chain.
-    fn check_chain(&self, file: &mut File) -> Result<(u64, Value, u64)> {
-        let len = file
-            .metadata()
-            .map_err(|e| Error::io(&self.path, &e))?
-            .len();
-        let damaged = |why: String| {
-            Error::from(AuditError::Damaged {
-                path: self.path.clone(),
-                why,
-            })
+            seq: tail.seq,
+            prev: tail.prev,
+            len: tail.len,
         };
-        let head = self.read_head()?;
-        if head.is_none() && len > 0 {
-            return Err(damaged(format!(
-                "the head file {} is missing, so truncation could not be detected",
-                self.head.display()
-            )));
+        if let Some(torn) = tail.torn {
+            recover::cut_torn(&mut a, torn)?;
         }
-        file.seek(SeekFrom::Start(0))
-            .map_err(|e| Error::io(&self.path, &e))?;
-        let mut reader = BufReader::with_capacity(1 << 16, &*file);
-        let mut line = Vec::new();
-        let (mut seq, mut prev, mut offset) = (0u64, Value::Null, 0u64);
-        let mut head_seen = false;
-        loop {
-            line.clear();
-            let n = reader
-                .read_until(b'\n', &mut line)
-                .map_err(|e| Error::io(&self.path, &e))?;
-            if n == 0 {
-                break;
-            }
-            if line.last() != Some(&b'\n') {
-                return Err(damaged("the last line is incomplete".into()));
-            }
-            let body = &line[..line.len() - 1];
-            let at = seq + 1;
-            let Some((s, p)) = link(body) else {
-                return Err(damaged(format!("entry {at} has no chain link")));
-            };
-            if s != at {
-                return Err(damaged(format!(
-                    "entry {at} records seq {s}: an entry was deleted, inserted or moved"
-                )));
-            }
-            if p != prev {
-                return Err(damaged(format!(
-                    "entry {at} does not link to the hash of entry {seq}: entry {seq} was edited or replaced"
-                )));
-            }
-            let hash = line_hash(body);
-            if let Some(h) = &head {
-                if h.seq == at {
-                    head_seen = true;
-                    if h.start != offset || h.end != offset + n as u64 || h.hash != hash {
-                        return Err(damaged(format!(
-                            "entry {} is not where the head says or has another hash: the log was edited",
-                            h.seq
-                        )));
-                    }
-                }
-            }
-            seq = at;
-            prev = json!(hash);
-            offset += n as u64;
-        }
-        if let Some(h) = &head {
-            if !head_seen {
-                return Err(damaged(format!(
-                    "the log is shorter than its head records (entry {} ends at byte {}, the file has {len} bytes): it was truncated",
-                    h.seq, h.end
-                )));
-            }
-        }
-        Ok((seq, prev, offset))
+        Ok(a)
     }
+}
 
-    fn read_head(&self) -> Result<Option<Head>> {
-        let bytes = match std::fs::read(&self.head) {
-            Ok(b) => b,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-            Err(e) => return Err(Error::io(&self.head, &e)),
-        };
-        let head: Head = canonical::parse_strict(&bytes)
-            .map_err(|e| e.to_string())
-            .and_then(|v| serde_json::from_value(v).map_err(|e| e.to_string()))
-            .map_err(|e| {
-                Error::Invalid(format!(
-                    "{}: not an audit head file: {e}",
-                    self.head.display()
-                ))
-            })?;
-        if head.format != HEAD_FORMAT {
-            return Err(Error::Invalid(format!(
-                "{}: format: expected {HEAD_FORMAT:?}, found {:?}",
-                self.head.display(),
-                head.format
-            )));
-        }
-        Ok(Some(head))
-    }
-
-    fn write_head(&self, head: &Head) -> Result<()> {
-        let mut text = serde_json::to_string(head).expect("JSON value");
-        text.push('\n');
-        crate::fs::write_atomic(
-            &self.head,
-            text.as_bytes(),
-            crate::fs::Mode::Preserve,
-            crate::fs::Existing::Replace,
-        )
-        .map_err(|e| Error::io(&self.head, &e))
-    }
-
-    /// Every entry, in file order; a line that is not a JSON object is an error.
-    pub fn read(&self) -> Result<Vec<Entry>> {
-        let bytes = match std::fs::read(&self.path) {
-            Ok(b) => b,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
-            Err(e) => return Err(Error::io(&self.path, &e)),
-        };
-        let mut out = Vec::new();
-        for (i, line) in lines(&bytes).into_iter().enumerate() {
-            let event = canonical::parse_strict(line)
-                .map_err(|e| Error::Invalid(format!("{}:{}: {e}", self.path.display(), i + 1)))?;
-            let seq = link(line).map_or(0, |(s, _)| s);
-            out.push(Entry {
-                seq,
-                hash: line_hash(line),
-                event,
-            });
-        }
-        Ok(out)
-    }
-
-    /// Check the whole chain, each event's schema, and the head.
-    pub fn verify(&self) -> Result<Report> {
-        let mut r = Report::default();
-        let bytes = match std::fs::read(&self.path) {
-            Ok(b) => b,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Vec::new(),
-            Err(e) => return Err(Error::io(&self.path, &e)),
-        };
-        if !bytes.is_empty() && bytes.last() != Some(&b'\n') {
-            r.problems.push("the last line is incomplete (no final newline): an append was cut short or the file was truncated".into());
-        }
-        let mut prev = Value::Null;
-        let mut hashes = Vec::new();
-        for (i, line) in lines(&bytes).into_iter().enumerate() {
-            let n = i as u64 + 1;
-            match canonical::parse_strict(line) {
-                Err(e) => r.problems.push(format!("line {n}: not JSON: {e}")),
-                Ok(event) => {
-                    // A sealed entry (personal vaults) is checked when it is decrypted.
-                    let schema = if sealed(&event) {
-                        Vec::new()
-                    } else {
-                        crate::schema::check(crate::schema::Kind::AuditEvent, &event)
-                    };
-                    for v in schema {
-                        r.problems.push(format!(
-                            "line {n}: not a valid audit event: {}: {}",
-                            if v.field.is_empty() {
-                                "(root)"
-                            } else {
-                                &v.field
-                            },
-                            v.message
-                        ));
-                    }
-                    match link(line) {
-                        None => r
-                            .problems
-                            .push(format!("line {n}: no extensions.{EXTENSION} chain link")),
-                        Some((seq, p)) => {
-                            if seq != n {
-                                r.problems.push(format!("line {n}: seq is {seq}, expected {n}: an entry was deleted, inserted or moved before it"));
-                            }
-                            if p != prev {
-                                r.problems.push(format!("line {n}: prev is {p}, expected {prev} (the hash of line {}): the previous entry was edited, deleted or moved", n - 1));
-                            }
-                        }
-                    }
-                }
-            }
-            prev = json!(line_hash(line));
-            hashes.push(line_hash(line));
-            r.entries = n;
-        }
-        match self.read_head() {
-            Err(e) => r.problems.push(e.to_string()),
-            Ok(None) if r.entries > 0 => r.problems.push(format!(
-                "the head file {} is missing: truncation of the log's tail cannot be ruled out",
-                self.head.display()
-            )),
-            Ok(None) => {}
-            Ok(Some(h)) => {
-                if h.seq > r.entries {
-                    r.problems.push(format!(
-                        "the head records {} entries but the log has {}: the log was truncated",
-                        h.seq, r.entries
-                    ));
-                } else if h.seq == 0 || hashes[h.seq as usize - 1] != h.hash {
-                    r.problems.push(format!(
-                        "entry {} does not have the hash the head records ({}): it was edited or replaced",
-                        h.seq, h.hash
-                    ));
-                } else if h.seq < r.entries {
-                    r.notes.push(format!(
-                        "{} entr{} after the head (an interrupted append, or written by another tool); the next append re-anchors the head",
-                        r.entries - h.seq,
-                        if r.entries - h.seq == 1 { "y" } else { "ies" }
-                    ));
-                }
-            }
-        }
-        Ok(r)
-    }
-
-    /// Re-anchor the head at the log's last entry after the chain verified
-    /// (used when a head was lost; truncation before now goes unnoticed).
-    pub fn rehead(&self) -> Result<u64> {
-        let bytes = std::fs::read(&self.path).map_err(|e| Error::io(&self.path, &e))?;
-        let ls = lines(&bytes);
-        let Some(last) = ls.last() else {
-            return Ok(0);
-        };
-        let end = bytes.len() as u64;
-        let start = end - last.len() as u64 - 1;
-        self.write_head(&Head {
-            format: HEAD_FORMAT.into(),
-            seq: ls.len() as u64,
-            hash: line_hash(last),
-            start,
-            end,
-        })?;
-        Ok(ls.len() as u64)
-    }
+/// Where a verified chain ends.
+struct Tail {
+    seq: u64,
+    prev: Value,
+    /// One past the last whole line.
+    len: u64,
+    /// A torn final line after everything the head vouches for.
+    torn: Option<recover::Torn>,
 }
 
 /// Is this line a sealed (age-encrypted) event of a personal vault's log?
@@ -632,9 +399,24 @@ fn link(line: &[u8]) -> Option<(u64, Value)> {
     (l.prev.is_null() || l.prev.is_string()).then_some((l.seq, l.prev))
 }
 
+/// The repair a recovery entry records (see [`recover`]), when `event` is one.
+pub fn recovery(event: &Value) -> Option<&Value> {
+    let o = event.as_object()?;
+    let ext = o.get("extensions")?.as_object()?;
+    (o.len() == 1 && ext.len() == 1)
+        .then(|| ext.get(EXTENSION)?.get("recovery"))
+        .flatten()
+}
+
+mod chain;
 mod events;
+pub mod recover;
 pub mod render;
+pub mod repository;
 #[cfg(test)]
 mod tests;
+mod verify;
 
 pub use events::{bundle_event, conflict_events, objects_event, Actor};
+pub use recover::complete;
+pub use verify::Report;

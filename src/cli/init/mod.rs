@@ -151,9 +151,7 @@ fn sign_starter_objects(g: &Global, dir: &Path, steps: &[init::Step]) -> Result<
     let by = ctx_core::write::signoff::signer(None, &[]);
     let planned =
         ctx_core::write::promote::missing(&repo, Some(&written), &by, &g.clock.stamp(), "init")?;
-    for p in &planned {
-        ctx_core::write::signoff::write(&repo.manifest.root, p)?;
-    }
+    ctx_core::write::signoff::write_all(&repo.manifest.root, &planned)?;
     Ok(match planned.len() {
         0 => String::new(),
         n => format!(

@@ -12,7 +12,7 @@ use super::{keyring, report_config, IdentityArgs};
 use crate::cli::{Global, Printer};
 
 pub fn encrypt(g: &Global, p: &Printer, paths: &[PathBuf]) -> Result<Exit> {
-    let scope = Scope::load(g.dir.as_deref(), &g.cwd)?;
+    let scope = Scope::load_for_write(g.dir.as_deref(), &g.cwd)?;
     if report_config(p, &scope) {
         return Ok(Exit::Invalid);
     }
@@ -56,7 +56,7 @@ pub fn encrypt(g: &Global, p: &Printer, paths: &[PathBuf]) -> Result<Exit> {
 }
 
 pub fn rekey(g: &Global, p: &Printer, force: bool, ida: &IdentityArgs) -> Result<Exit> {
-    let scope = Scope::load(g.dir.as_deref(), &g.cwd)?;
+    let scope = Scope::load_for_write(g.dir.as_deref(), &g.cwd)?;
     if report_config(p, &scope) {
         return Ok(Exit::Invalid);
     }

@@ -24,6 +24,9 @@ pub fn entries(entries: &[Entry], limit: Option<usize>, jsonl: bool) -> String {
 /// `seq  at  event  actor-type:actor-id  outcome  [bundle digest]`.
 fn line(e: &Entry) -> String {
     let ev = &e.event;
+    if let Some(what) = super::recovery(ev) {
+        return format!("{:>5}  {}\n", e.seq, super::verify::describe_recovery(what));
+    }
     let get = |v: &Value, k: &str| v.get(k).and_then(Value::as_str).unwrap_or("-").to_string();
     format!(
         "{:>5}  {}  {:<17} {}:{}  {:<8} {}\n",
@@ -54,7 +57,44 @@ impl Report {
             "entries": self.entries,
             "problems": self.problems,
             "notes": self.notes,
+            "pending": self.pending,
         })
+    }
+
+    /// [`Report::text`] for a log of `kind` ([`super::repository::Checked`]).
+    pub fn text_for(&self, kind: &str, log: &str) -> String {
+        if kind == "audit" || kind == "vault-audit" {
+            return self.text(log);
+        }
+        let mut s = String::new();
+        for x in &self.problems {
+            s.push_str(&format!("error: {x}\n"));
+        }
+        for x in &self.notes {
+            s.push_str(&format!("note: {x}\n"));
+        }
+        for x in &self.pending {
+            s.push_str(&format!("interrupted: {x}\n"));
+        }
+        let what = match kind {
+            "receipts" => "chain and anchor intact",
+            _ => "nothing waiting",
+        };
+        let count = match kind {
+            "writes" => format!("{} interrupted write(s)", self.entries),
+            _ => format!("{} entries", self.entries),
+        };
+        if self.ok() && (kind != "writes" || self.pending.is_empty()) {
+            s.push_str(&format!("✓ {log}: {count}, {what}\n"));
+        } else if self.ok() {
+            s.push_str(&format!("! {log}: {count}, completed by the next write\n"));
+        } else {
+            s.push_str(&format!(
+                "✗ {log}: {count}, {} problem(s)\n",
+                self.problems.len()
+            ));
+        }
+        s
     }
 
     /// Problems, notes, then a verdict line naming `log`.
@@ -65,6 +105,9 @@ impl Report {
         }
         for x in &self.notes {
             s.push_str(&format!("note: {x}\n"));
+        }
+        for x in &self.pending {
+            s.push_str(&format!("interrupted: {x}\n"));
         }
         if self.ok() {
             s.push_str(&format!(
@@ -119,8 +162,8 @@ mod tests {
     fn the_report_says_ok_or_counts_problems() {
         let mut r = Report {
             entries: 3,
-            problems: Vec::new(),
             notes: vec!["appended after the head".into()],
+            ..Report::default()
         };
         assert_eq!(
             r.text("log.jsonl"),

@@ -1,3 +1,6 @@
+use std::fs::OpenOptions;
+use std::io::Write;
+
 use serde_json::json;
 
 use super::*;
@@ -219,19 +222,109 @@ fn an_append_interrupted_before_the_head_update_is_adopted() {
     assert!(log.verify().unwrap().notes.is_empty());
 }
 
+/// A short write (a full disk, a kill inside one `write`) leaves a torn line
+/// after the head's entry: the next appender cuts it off, records that in the
+/// chain, and goes on.
 #[test]
-fn an_incomplete_last_line_stops_appends() {
+fn a_torn_final_line_after_the_head_is_cut_off_and_recorded() {
     let (_d, log) = log_with(1);
+    let good = std::fs::read(log.path()).unwrap();
     let mut f = OpenOptions::new().append(true).open(log.path()).unwrap();
     f.write_all(b"{\"opencontext\":\"1.0\",\"ev").unwrap();
-    assert!(log
+    let r = log.verify().unwrap();
+    assert!(r.problems.is_empty(), "{r:?}");
+    assert!(r.pending[0].contains("torn final line (24 bytes"), "{r:?}");
+    let e = log
         .append(bundle_event(
             "context.bundle",
             &bundle(),
-            "2026-08-09T13:00:00Z"
+            "2026-08-09T13:00:00Z",
         ))
-        .is_err());
+        .unwrap();
+    assert_eq!(e.seq, 3, "the recovery entry is entry 2");
+    let bytes = std::fs::read(log.path()).unwrap();
+    assert!(bytes.starts_with(&good));
+    let entries = log.read().unwrap();
+    let what = recovery(&entries[1].event).expect("a recovery entry");
+    assert_eq!(what["removed_bytes"], 24);
+    let r = log.verify().unwrap();
+    assert!(r.problems.is_empty() && r.pending.is_empty(), "{r:?}");
+    assert!(r.notes[0].contains("cut off a torn final line"), "{r:?}");
+}
+
+/// A line cut short inside what the head vouches for is truncation, not an
+/// interrupted append: refused, never repaired.
+#[test]
+fn a_torn_line_inside_the_head_stops_appends() {
+    let (_d, log) = log_with(2);
+    let bytes = std::fs::read(log.path()).unwrap();
+    std::fs::write(log.path(), &bytes[..bytes.len() - 10]).unwrap();
     assert!(problems(&log).iter().any(|p| p.contains("incomplete")));
+    let err = log
+        .append(bundle_event(
+            "context.bundle",
+            &bundle(),
+            "2026-08-09T13:00:00Z",
+        ))
+        .unwrap_err();
+    assert!(err.to_string().contains("truncated"), "{err}");
+}
+
+/// The head comes before the first line, so a kill in the first audited
+/// command (line written, head not yet updated) leaves a log the next
+/// append takes up.
+#[test]
+fn a_new_log_gets_its_head_before_its_first_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = Log::new(dir.path().join(".ctx/audit.jsonl"));
+    let mut a = log.begin().unwrap();
+    assert!(log.head_path().exists(), "the head is written at begin");
+    assert_eq!(a.seq(), 0);
+    let head = std::fs::read(log.head_path()).unwrap();
+    a.append(bundle_event(
+        "context.bundle",
+        &bundle(),
+        "2026-08-09T13:00:00Z",
+    ))
+    .unwrap();
+    drop(a);
+    std::fs::write(log.head_path(), head).unwrap(); // killed before the head update
+    let r = log.verify().unwrap();
+    assert!(r.problems.is_empty() && r.notes.len() == 1, "{r:?}");
+    assert_eq!(
+        log.append(bundle_event(
+            "context.bundle",
+            &bundle(),
+            "2026-08-09T13:00:01Z"
+        ))
+        .unwrap()
+        .seq,
+        2
+    );
+}
+
+/// An interrupted transaction's events are appended once: those already in
+/// the log are recognised.
+#[test]
+fn journaled_events_are_completed_once() {
+    let (d, log) = log_with(1);
+    let e = |t: &str| bundle_event("context.bundle", &bundle(), t);
+    let journal = json!({
+        "log": log.path(),
+        "after": 1,
+        "events": [e("2026-08-09T14:00:00Z"), e("2026-08-09T14:00:01Z")],
+    });
+    // Killed after the first of the two was appended.
+    log.append(e("2026-08-09T14:00:00Z")).unwrap();
+    assert_eq!(complete(d.path(), &journal).unwrap(), 1);
+    assert_eq!(complete(d.path(), &journal).unwrap(), 0, "never twice");
+    let entries = log.read().unwrap();
+    assert_eq!(entries.len(), 3);
+    assert_eq!(
+        entries[2].event["extensions"]["ctx.audit"]["recovered"],
+        true
+    );
+    assert!(log.verify().unwrap().problems.is_empty());
 }
 
 /// An in-place edit of a middle line keeps every byte offset, so the

@@ -85,6 +85,7 @@ codes! {
     SecretDetected => "secret-detected",
     UntrustedCanonical => "untrusted-canonical",
     UnknownExtension => "unknown-extension",
+    LogIntegrity => "log-integrity",
 }
 
 impl Serialize for Code {
@@ -253,7 +254,7 @@ mod tests {
 
     #[test]
     fn codes_round_trip_and_are_closed() {
-        assert_eq!(Code::ALL.len(), 30);
+        assert_eq!(Code::ALL.len(), 31);
         for c in Code::ALL {
             assert_eq!(Code::parse(c.as_str()), Some(*c));
         }

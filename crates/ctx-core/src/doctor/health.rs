@@ -17,7 +17,7 @@ use crate::manifest::Manifest;
 /// Default weights: how much of the repository's health one occurrence costs.
 /// Anything that makes the resolver answer *wrongly* costs more than anything
 /// that makes it answer *incompletely*.
-pub const DEFAULT_WEIGHTS: [(Code, f64); 30] = [
+pub const DEFAULT_WEIGHTS: [(Code, f64); 31] = [
     (Code::SchemaInvalid, 1.0),
     (Code::ManifestInvalid, 1.0),
     (Code::DuplicateId, 1.0),
@@ -48,6 +48,8 @@ pub const DEFAULT_WEIGHTS: [(Code, f64); 30] = [
     (Code::EmptyScope, 0.1),
     (Code::UnknownExtension, 0.1),
     (Code::NotYetValid, 0.05),
+    // About the repository's logs, not its context: reported and gated, not scored.
+    (Code::LogIntegrity, 0.0),
 ];
 
 /// The effective `health` configuration.

@@ -5,6 +5,7 @@
 
 pub mod clock;
 pub mod health;
+pub mod logs;
 pub mod reach;
 mod readers;
 pub mod render;
@@ -107,6 +108,7 @@ pub fn findings(
     out.extend(reach::orphaned(repo, &sup));
     out.extend(reach::broken_sources(repo, &sup));
     out.extend(cfg_diags.iter().cloned());
+    out.extend(logs::findings(&repo.manifest));
     diag::normalize(&mut out);
     out
 }

@@ -9,22 +9,28 @@
 //!    is audited as an `error` outcome), check the receipt's destination,
 //!    lock the audit log and verify its chain, and sign the receipt in
 //!    memory over the rendering about to be emitted.
-//! 2. [`Prepared::commit`] once the product can no longer fail to appear:
-//!    for a file, after its bytes are staged in a temporary file beside the
-//!    destination and before the rename; for stdout, right before printing.
-//!    The receipt is stored first, then the audit events; if the events
-//!    cannot be appended, the receipt just written is removed again.
+//! 2. [`Prepared::commit_with_file`] for a file: product, receipt and
+//!    events are one transaction ([`crate::fs::txn`]). The product and the
+//!    receipt file are staged and synced, a journal is written, the product
+//!    is renamed into place first, then the receipt, then the events are
+//!    appended. Nothing is recorded before the product is in place, and a
+//!    kill after the journal leaves a state the next writer completes (the
+//!    product, its receipt, its events); a kill before it leaves the old
+//!    state and staged files the next run sweeps (`.ctx/tmp/`, ignored by
+//!    git: the staged product never shows up as a stray file beside the
+//!    destination). [`Prepared::commit`] for a stream: the receipt and the
+//!    events, committed right before the product is printed (a stream
+//!    cannot be staged).
 //!
-//! What is left: the rename of the staged file after a successful commit
-//! can still fail (the folder vanished in between); the records then
-//! describe a product that does not exist. A rename in the same folder
-//! failing after a successful create is the narrowest window ctx can offer.
+//! What is left: an audit append that fails after the product is in place
+//! (a full disk) is reported, and its events are appended by the next write.
 
 use std::path::{Path, PathBuf};
 
 use serde_json::{json, Value};
 
 use crate::error::{Error, Result};
+use crate::fs::txn::{Txn, TxnError};
 use crate::keys;
 use crate::manifest::Manifest;
 use crate::receipt::{self, Draft, ReceiptError, Store};
@@ -99,6 +105,7 @@ struct Signed {
 pub struct Prepared {
     pending: Pending,
     receipt: Option<Signed>,
+    root: PathBuf,
 }
 
 /// A stored receipt.
@@ -176,86 +183,105 @@ pub fn prepare(
             })
         }
     };
-    Ok(Prepared { pending, receipt })
+    Ok(Prepared {
+        pending,
+        receipt,
+        root: m.root.clone(),
+    })
 }
 
 impl Prepared {
     /// Step 2 for a product written to `path`: `fill` writes it to a staged
-    /// file beside the destination, the evidence is committed, and only then
-    /// is the file renamed into place. Evidence that cannot be recorded leaves
-    /// no product; the file keeps the mode of the one it replaces.
+    /// file, and the product, its receipt and its events are committed as one
+    /// transaction, product first. The file keeps the mode of the one it
+    /// replaces.
     pub fn commit_with_file(
         self,
         path: &Path,
         fill: impl FnOnce(&mut dyn std::io::Write) -> std::io::Result<()>,
     ) -> Result<Option<ReceiptWritten>> {
-        let mut outcome = None;
-        let io = crate::fs::write_atomic_with(
-            path,
-            crate::fs::Mode::Preserve,
-            crate::fs::Existing::Replace,
-            |f| {
-                fill(f)?;
-                let committed = self.commit();
-                let failed = committed.is_err();
-                outcome = Some(committed);
-                if failed {
-                    return Err(std::io::Error::other("evidence not recorded"));
-                }
-                Ok(())
-            },
-        );
-        match (outcome, io) {
-            (Some(Err(e)), _) => Err(e),
-            (_, Err(e)) => Err(Error::io(path, &e)),
-            (Some(Ok(w)), Ok(())) => Ok(w),
-            (None, Ok(())) => Ok(None),
-        }
+        let mut txn = Txn::new(&self.root);
+        txn.put_with(path, crate::fs::Mode::Preserve, fill)
+            .map_err(|e| match e {
+                TxnError::Io { path, source } => Error::io(&path, &source),
+                other => Error::Invalid(other.to_string()),
+            })?;
+        self.commit_in(txn)
     }
 
-    /// Step 2: store the receipt, then append the audit events. Call it
-    /// once the product is staged (file) or right before it is streamed.
+    /// Step 2 for a stream: store the receipt, then append the audit events.
+    /// Call it right before the product is streamed.
     pub fn commit(self) -> Result<Option<ReceiptWritten>> {
-        let written = match &self.receipt {
-            None => None,
-            Some(s) => Some(
-                s.store()
-                    .map_err(|err| refused(&format!("a receipt ({})", s.why), &Error::from(err)))?,
-            ),
-        };
-        if let Err(err) = self.pending.commit() {
-            if let Some(w) = &written {
-                // Best effort: a receipt for output that will not appear is withdrawn.
-                let _ = std::fs::remove_file(&w.path);
+        let txn = Txn::new(&self.root);
+        self.commit_in(txn)
+    }
+
+    fn commit_in(self, mut txn: Txn) -> Result<Option<ReceiptWritten>> {
+        let (written, placed) = match &self.receipt {
+            None => (None, None),
+            Some(s) => {
+                let (w, placed) = s
+                    .stage(&mut txn)
+                    .map_err(|err| refused(&format!("a receipt ({})", s.why), &Error::from(err)))?;
+                (Some(w), placed)
             }
-            return Err(refused("an audit event", &err));
-        }
+        };
+        let what = match &self.receipt {
+            Some(s) => format!("a receipt ({})", s.why),
+            None => "an audit event".into(),
+        };
+        let done = txn.commit(self.pending);
+        drop(placed);
+        done.map_err(|e| match e {
+            TxnError::Evidence(err) => Error::Invalid(format!(
+                "the output and its receipt were written, but an audit event could not be recorded yet (the next write records it): {err}"
+            )),
+            other => refused(&what, &Error::Invalid(other.to_string())),
+        })?;
         Ok(written)
     }
 }
 
 impl Signed {
-    fn store(&self) -> std::result::Result<ReceiptWritten, ReceiptError> {
-        let path = match &self.file {
-            Some(file) => {
-                receipt::store::write_new(file, receipt::to_pretty(&self.receipt).as_bytes())
-                    .map_err(|e| ReceiptError::file(file, e))
-                    .map(|()| file.clone())?
+    /// Stage the receipt's file into `txn` (a file chosen in the store under
+    /// its lock, which the returned guard holds until the commit).
+    fn stage(
+        &self,
+        txn: &mut Txn,
+    ) -> std::result::Result<(ReceiptWritten, Option<receipt::store::Placed>), ReceiptError> {
+        let bytes = receipt::to_pretty(&self.receipt);
+        let (path, placed) = match &self.file {
+            Some(file) => (file.clone(), None),
+            None => {
+                let placed = Store::new(receipt::default_dir(&self.root)).place(&self.receipt)?;
+                (placed.path.clone(), Some(placed))
             }
-            None => Store::new(receipt::default_dir(&self.root)).append(&self.receipt)?,
         };
+        txn.create(&path, bytes.as_bytes(), crate::fs::Mode::RepositoryDefault)
+            .map_err(|e| {
+                ReceiptError::file(
+                    &path,
+                    match e {
+                        TxnError::Io { source, .. } => source,
+                        other => std::io::Error::other(other.to_string()),
+                    },
+                )
+            })?;
         let s = |k: &str| {
             self.receipt
                 .get(k)
                 .and_then(Value::as_str)
                 .map(str::to_string)
         };
-        Ok(ReceiptWritten {
-            path,
-            id: s("id").unwrap_or_default(),
-            key_id: self.key_id.clone(),
-            supersedes: s("supersedes"),
-        })
+        Ok((
+            ReceiptWritten {
+                path,
+                id: s("id").unwrap_or_default(),
+                key_id: self.key_id.clone(),
+                supersedes: s("supersedes"),
+            },
+            placed,
+        ))
     }
 }
 

@@ -22,7 +22,9 @@ pub mod verify;
 #[cfg(test)]
 mod tests;
 
-pub use record::{record, record_after, Access, BundleEvent, Record, Recorder, WriteKind};
+pub use record::{
+    record, record_after, record_transaction, Access, BundleEvent, Record, Recorder, WriteKind,
+};
 
 /// The current time, whole seconds, RFC 3339: the clock of audit events
 /// and receipts.

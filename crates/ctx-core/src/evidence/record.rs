@@ -202,6 +202,23 @@ impl Pending {
     }
 }
 
+/// What a transaction's journal keeps of the events, so that a recovery
+/// appends them when the process that began them was killed.
+impl crate::fs::txn::Evidence for Pending {
+    fn journal(&self) -> Option<Value> {
+        let a = self.appender.as_ref().filter(|_| !self.events.is_empty())?;
+        Some(serde_json::json!({
+            "log": a.log().path(),
+            "after": a.seq(),
+            "events": self.events,
+        }))
+    }
+
+    fn commit(self) -> Result<()> {
+        Pending::commit(self).map(|_| ())
+    }
+}
+
 impl Recorder {
     /// Read the manifest's `audit` block (an invalid block is an error).
     pub fn open(m: &Manifest) -> Result<Recorder> {
@@ -334,6 +351,49 @@ pub fn record(m: &Manifest, record: Record<'_>) -> Result<()> {
     Recorder::open(m)?
         .record(&record, &super::now())
         .map(|_| ())
+}
+
+/// Write files and record them as one transaction ([`crate::fs::txn`]): the
+/// log is locked and verified first, `stage` stages the files, then the
+/// transaction renames them into place and appends the events — a kill at any
+/// point leaves the old state, or a journal the next writer completes (the
+/// files and their events). `None` (a dry run) records nothing.
+pub fn record_transaction<T>(
+    m: &Manifest,
+    record: Option<Record<'_>>,
+    stage: impl FnOnce(&mut crate::fs::Txn) -> Result<T>,
+) -> Result<T> {
+    let pending = match record {
+        Some(r) => Some(Recorder::open(m)?.begin(&r, &super::now())?),
+        None => None,
+    };
+    let mut txn = crate::fs::Txn::new(&m.root);
+    let out = stage(&mut txn)?;
+    match pending {
+        Some(p) => txn.commit(p),
+        None => txn.commit(()),
+    }
+    .map_err(|e| txn_error(&m.root, e))?;
+    Ok(out)
+}
+
+/// A failed transaction as a command error (paths relative to `root`).
+pub fn txn_error(root: &std::path::Path, e: crate::fs::txn::TxnError) -> Error {
+    use crate::fs::txn::TxnError;
+    let rel = |p: &std::path::Path| {
+        p.strip_prefix(root)
+            .unwrap_or(p)
+            .to_string_lossy()
+            .replace('\\', "/")
+    };
+    match e {
+        TxnError::Exists(p) => crate::write::WriteError::Exists(rel(&p)).into(),
+        TxnError::Changed(p) => crate::write::WriteError::Changed(rel(&p)).into(),
+        TxnError::Io { path, source } => Error::io(&path, &source),
+        TxnError::Evidence(e) => Error::Invalid(format!(
+            "the output was written, but its audit event could not be recorded yet (the next write records it): {e}"
+        )),
+    }
 }
 
 /// Produce an output that lands in files, then record it: the log is

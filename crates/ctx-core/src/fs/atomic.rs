@@ -1,6 +1,8 @@
-//! Atomic writes: a temporary file in the target's folder, filled, synced, given
-//! its final mode, renamed over the target, and the folder synced. Readers never
-//! see a partial file, and a crash leaves either the old file or the new one.
+//! Atomic writes: a staged file (in the repository's `.ctx/tmp/`, else beside the
+//! target: [`super::tmp`]), filled, synced, given its final mode, renamed over the
+//! target, and the folder synced. Readers never see a partial file, a crash leaves
+//! either the old file or the new one, and what a crash leaves staged is named so
+//! that git ignores it and the next run removes it.
 
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
@@ -54,10 +56,12 @@ pub fn write_atomic_with(
     fill: impl FnOnce(&mut dyn Write) -> io::Result<()>,
 ) -> io::Result<()> {
     let tmp = prepare(path, mode, fill)?;
+    super::failpoint::hit("atomic.staged");
     match existing {
         Existing::Replace => tmp.persist(path).map_err(|e| e.error)?,
         Existing::Refuse => tmp.persist_noclobber(path).map_err(|e| e.error)?,
     };
+    super::failpoint::hit("atomic.renamed");
     sync_dir(&folder(path))
 }
 
@@ -75,7 +79,9 @@ pub fn replace_if_unchanged(
     if std::fs::read(path)? != expected {
         return Err(ReplaceError::Changed);
     }
+    super::failpoint::hit("atomic.staged");
     tmp.persist(path).map_err(|e| e.error)?;
+    super::failpoint::hit("atomic.renamed");
     sync_dir(&folder(path))?;
     Ok(())
 }
@@ -123,8 +129,8 @@ pub fn sync_dir(dir: &Path) -> io::Result<()> {
     }
 }
 
-/// The folder a path's temporary sibling goes into.
-fn folder(path: &Path) -> PathBuf {
+/// The folder a path is in.
+pub(crate) fn folder(path: &Path) -> PathBuf {
     match path.parent() {
         Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
         _ => PathBuf::from("."),
@@ -141,8 +147,9 @@ fn creation_bits(mode: Mode) -> u32 {
     }
 }
 
-/// A filled, synced temporary sibling of `path` that already has its final mode.
-fn prepare(
+/// A filled, synced staged file for `path` (on its file system, named after this
+/// process: [`super::tmp`]) that already has its final mode. Removed if dropped.
+pub(crate) fn prepare(
     path: &Path,
     mode: Mode,
     fill: impl FnOnce(&mut dyn Write) -> io::Result<()>,
@@ -153,19 +160,32 @@ fn prepare(
         Mode::Preserve => std::fs::metadata(path).ok().map(|m| m.permissions()),
         _ => None,
     };
-    let mut builder = tempfile::Builder::new();
-    builder.prefix(".ctx-").suffix(".tmp");
-    #[cfg(unix)]
-    {
-        use std::fs::Permissions;
-        use std::os::unix::fs::PermissionsExt;
-        let bits = match (mode, &old) {
-            (Mode::Preserve, None) => creation_bits(Mode::RepositoryDefault),
-            _ => creation_bits(mode),
-        };
-        builder.permissions(Permissions::from_mode(bits));
+    let staging = super::tmp::staging_dir(&dir);
+    if staging.is_none() {
+        super::tmp::sweep_siblings(&dir);
     }
-    let mut tmp = builder.tempfile_in(&dir)?;
+    let pid = std::process::id();
+    let sibling = format!("{}{pid}-", super::tmp::SIBLING_PREFIX);
+    let staged = format!("{pid}-");
+    let bits = match (mode, &old) {
+        (Mode::Preserve, None) => creation_bits(Mode::RepositoryDefault),
+        _ => creation_bits(mode),
+    };
+    let create = |prefix: &str, dir: &Path| {
+        let mut builder = tempfile::Builder::new();
+        builder.prefix(prefix).suffix(".tmp");
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            builder.permissions(std::fs::Permissions::from_mode(bits));
+        }
+        builder.tempfile_in(dir)
+    };
+    let mut tmp = match &staging {
+        // The staging folder may have been removed since it was found.
+        Some(s) => create(&staged, s).or_else(|_| create(&sibling, &dir))?,
+        None => create(&sibling, &dir)?,
+    };
     fill(tmp.as_file_mut())?;
     if let Some(perms) = old {
         tmp.as_file().set_permissions(perms)?;
@@ -245,5 +265,23 @@ mod tests {
         assert_eq!(std::fs::read(&p).unwrap(), b"c");
         // No temporary file is left behind either way.
         assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1);
+    }
+
+    #[test]
+    fn writes_in_a_repository_stage_in_its_ignored_folder_and_leave_nothing() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        std::fs::write(root.join("opencontext.yaml"), "x").unwrap();
+        std::fs::create_dir_all(root.join("context")).unwrap();
+        let doc = root.join("context/a.md");
+        write_atomic(&doc, b"a", Mode::Preserve, Existing::Refuse).unwrap();
+        assert_eq!(std::fs::read(&doc).unwrap(), b"a");
+        let staged: Vec<_> = std::fs::read_dir(root.join(super::super::tmp::DIR))
+            .unwrap()
+            .flatten()
+            .map(|e| e.file_name())
+            .collect();
+        assert_eq!(staged, vec![std::ffi::OsString::from(".gitignore")]);
+        assert_eq!(std::fs::read_dir(root.join("context")).unwrap().count(), 1);
     }
 }

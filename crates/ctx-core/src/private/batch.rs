@@ -14,7 +14,7 @@ use super::config::{short, CollectionKeys};
 use super::format;
 use super::identity::Keyring;
 use super::ops;
-use super::scope::{format_of, write_in_place, Scope};
+use super::scope::{format_of, Scope};
 
 /// What happened to one file.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -49,6 +49,9 @@ pub struct Change {
     pub outcome: Outcome,
     /// The new file text (ciphertext and clear header), when it changes.
     pub text: Option<String>,
+    /// The digest of the file as planned from: it is replaced only while it
+    /// still holds those bytes.
+    pub planned_from: String,
 }
 
 /// A plan over many files; nothing is written until [`Plan::apply`].
@@ -76,15 +79,32 @@ impl Plan {
             .collect()
     }
 
-    /// Write every changed file, in order (stops at the first failure), and
-    /// record the rewritten objects as writes when the manifest's `audit`
-    /// block asks (`context_writes`; the log is checked before any write).
+    /// Write every changed file and record the rewritten objects as writes
+    /// when the manifest's `audit` block asks (`context_writes`; the log is
+    /// checked before any write), as one transaction: a kill leaves every
+    /// file as it was, or a journal the next writer completes. Nothing is
+    /// replaced that changed since it was planned. Takes the repository lock
+    /// unless the scope holds it ([`Scope::load_for_write`]).
     pub fn apply(&self, scope: &Scope) -> Result<()> {
+        let _lock = match scope.holds_lock() {
+            true => None,
+            false => Some(
+                crate::fs::RepoLock::acquire(&scope.m.root)
+                    .map_err(|e| crate::error::Error::io(&scope.m.root, &e))?,
+            ),
+        };
         let written = Record::write(None, &[], WriteKind::Reencrypt, self.written());
-        crate::evidence::record_after(&scope.m, Some(written), || {
+        crate::evidence::record_transaction(&scope.m, Some(written), |txn| {
             for c in &self.changes {
                 if let Some(text) = &c.text {
-                    write_in_place(&scope.m.root.join(&c.file), text)?;
+                    let path = scope.m.root.join(&c.file);
+                    txn.replace_digest(
+                        &path,
+                        &c.planned_from,
+                        text.as_bytes(),
+                        crate::fs::Mode::Preserve,
+                    )
+                    .map_err(|e| crate::evidence::record::txn_error(&scope.m.root, e))?;
                 }
             }
             Ok(())
@@ -106,13 +126,20 @@ fn object_id(member: &Member, fields: &Map<String, Value>) -> (String, bool) {
     (id, decision)
 }
 
-fn change(member: &Member, ids: (String, bool), outcome: Outcome, text: Option<String>) -> Change {
+fn change(
+    member: &Member,
+    planned_from: &str,
+    ids: (String, bool),
+    outcome: Outcome,
+    text: Option<String>,
+) -> Change {
     Change {
         file: member.rel.to_string(),
         id: ids.0,
         decision: ids.1,
         outcome,
         text,
+        planned_from: crate::canonical::digest(planned_from.as_bytes()),
     }
 }
 
@@ -128,13 +155,14 @@ pub fn plan_encrypt(targets: &[(&Member, &CollectionKeys)]) -> Result<Plan> {
         let c = match format::parse_sealed(format, &text) {
             Ok(Some(s)) => change(
                 member,
+                &text,
                 no_id(),
                 Outcome::AlreadyEncrypted {
                     stale: s.recipients != keys.keys(),
                 },
                 None,
             ),
-            Err(e) => change(member, no_id(), Outcome::Failed(e.to_string()), None),
+            Err(e) => change(member, &text, no_id(), Outcome::Failed(e.to_string()), None),
             Ok(None) => match ops::seal(format, &text, keys, None, None, false) {
                 Ok(sealing) => {
                     let ids = format::parse_plain(format, &text)
@@ -142,6 +170,7 @@ pub fn plan_encrypt(targets: &[(&Member, &CollectionKeys)]) -> Result<Plan> {
                         .unwrap_or_else(|_| no_id());
                     change(
                         member,
+                        &text,
                         ids,
                         Outcome::Encrypted {
                             recipients: keys.recipients.len(),
@@ -151,6 +180,7 @@ pub fn plan_encrypt(targets: &[(&Member, &CollectionKeys)]) -> Result<Plan> {
                 }
                 Err(e) => change(
                     member,
+                    &text,
                     no_id(),
                     Outcome::Failed(format!("cannot encrypt: {e}")),
                     None,
@@ -175,12 +205,17 @@ pub fn plan_rekey(scope: &Scope, ring: &Keyring, force: bool) -> Result<Plan> {
             Ok(Some(s)) => s,
             Ok(None) => {
                 plan.changes
-                    .push(change(member, none(), Outcome::Plaintext, None));
+                    .push(change(member, &text, none(), Outcome::Plaintext, None));
                 continue;
             }
             Err(e) => {
-                plan.changes
-                    .push(change(member, none(), Outcome::Failed(e.to_string()), None));
+                plan.changes.push(change(
+                    member,
+                    &text,
+                    none(),
+                    Outcome::Failed(e.to_string()),
+                    None,
+                ));
                 continue;
             }
         };
@@ -188,7 +223,7 @@ pub fn plan_rekey(scope: &Scope, ring: &Keyring, force: bool) -> Result<Plan> {
         let wanted = keys.keys();
         if sealed.recipients == wanted && !force {
             plan.changes
-                .push(change(member, ids, Outcome::Current, None));
+                .push(change(member, &text, ids, Outcome::Current, None));
             continue;
         }
         let plain = match ops::decrypt(&member.rel, &sealed.armor, Some(ring)) {
@@ -196,12 +231,12 @@ pub fn plan_rekey(scope: &Scope, ring: &Keyring, force: bool) -> Result<Plan> {
             Err(e) => {
                 let msg = format!("{}\n  fix: {}", e.reason(), e.fix());
                 plan.changes
-                    .push(change(member, ids, Outcome::Failed(msg), None));
+                    .push(change(member, &text, ids, Outcome::Failed(msg), None));
                 continue;
             }
         };
         let c = match ops::seal(format, &plain, keys, Some(&text), Some(ring), force) {
-            Ok(s) if s.text == text => change(member, ids, Outcome::Current, None),
+            Ok(s) if s.text == text => change(member, &text, ids, Outcome::Current, None),
             Ok(s) => {
                 let added = wanted
                     .iter()
@@ -218,10 +253,11 @@ pub fn plan_rekey(scope: &Scope, ring: &Keyring, force: bool) -> Result<Plan> {
                     added,
                     removed,
                 };
-                change(member, ids, outcome, Some(s.text))
+                change(member, &text, ids, outcome, Some(s.text))
             }
             Err(e) => change(
                 member,
+                &text,
                 ids,
                 Outcome::Failed(format!("cannot re-encrypt: {e}")),
                 None,

@@ -10,7 +10,7 @@ use zeroize::Zeroizing;
 
 use crate::diag::{Code, Severity};
 use crate::error::{Error, Result};
-use crate::evidence::{Record, Recorder, WriteKind};
+use crate::evidence::{Record, WriteKind};
 use crate::load::parse::{self, Defaults};
 use crate::load::walk::{Member, MemberSource};
 use crate::object::Format;
@@ -19,7 +19,7 @@ use super::config::CollectionKeys;
 use super::format::{self, content_free};
 use super::identity::Keyring;
 use super::ops;
-use super::scope::{format_of, require_identity, write_in_place, Scope};
+use super::scope::{format_of, require_identity, Scope};
 use super::scratch::PlaintextDir;
 
 /// One open edit. Dropping it wipes the plaintext.
@@ -201,13 +201,22 @@ impl Session<'_> {
         let id = field("id").unwrap_or_else(|| template_id(&self.member));
         let decision = field("type").as_deref() == Some("decision");
         let record = Record::write(None, &[], WriteKind::Write, [(id.clone(), decision)]);
-        let pending = Recorder::open(&self.scope.m)?.begin(&record, &crate::evidence::now())?;
-        write_in_place(&self.member.abs, &sealing.text)?;
-        pending.commit().map_err(|e| {
-            Error::Invalid(format!(
-                "{} was saved, but its audit event could not be recorded: {e}",
-                self.rel
-            ))
+        // The editor session ran unlocked; the save takes the lock and replaces
+        // the file only while it still holds what the session opened.
+        let root = &self.scope.m.root;
+        let _lock = crate::fs::RepoLock::acquire(root).map_err(|e| Error::io(root, &e))?;
+        let path = &self.member.abs;
+        if let Some(dir) = path.parent() {
+            std::fs::create_dir_all(dir).map_err(|e| Error::io(dir, &e))?;
+        }
+        let new = sealing.text.as_bytes();
+        let mode = crate::fs::Mode::Preserve;
+        crate::evidence::record_transaction(&self.scope.m, Some(record), |txn| {
+            match self.existing.as_deref() {
+                Some(old) => txn.replace(path, old.as_bytes(), new, mode),
+                None => txn.create(path, new, mode),
+            }
+            .map_err(|e| crate::evidence::record::txn_error(root, e))
         })?;
         Ok(Saved::Written {
             recipients: self.keys.recipients.len(),

@@ -10,10 +10,13 @@ use super::{format, strict};
 
 /// Findings for the private collections of a loaded repository.
 ///
-/// Also sweeps plaintext folders left by killed `private edit` runs, so the
-/// hook and CI clean up after them ([`super::scratch::sweep_stale`]).
+/// Also sweeps plaintext folders left by killed `private edit` runs, and the
+/// staged files and interrupted transactions of killed writers, so the hook
+/// and CI clean up after them ([`super::scratch::sweep_stale`],
+/// [`crate::fs::tidy`]).
 pub fn check(repo: &Repo) -> Vec<Diagnostic> {
     super::scratch::sweep_stale();
+    crate::fs::tidy(&repo.manifest.root);
     let (cfg, mut out) = PrivateConfig::from_manifest(&repo.manifest);
     for o in &repo.objects {
         let at = |d: Diagnostic| {

@@ -22,22 +22,47 @@ pub struct Scope {
     pub cfg_diags: Vec<Diagnostic>,
     /// Every member file (private or not), sorted.
     pub members: Vec<Member>,
+    /// The repository lock, when loaded to write ([`Scope::load_for_write`]).
+    lock: Option<crate::fs::RepoLock>,
 }
 
 impl Scope {
     /// Find the repository from `dir` or `cwd`, and sweep plaintext folders
-    /// left by killed `private edit` runs (see [`super::scratch`]).
+    /// left by killed `private edit` runs (see [`super::scratch`]) and staged
+    /// files of killed writers ([`crate::fs::tidy`]).
     pub fn load(dir: Option<&Path>, cwd: &Path) -> Result<Scope> {
         super::scratch::sweep_stale();
         let (m, _) = Manifest::discover(dir, cwd)?;
+        crate::fs::tidy(&m.root);
+        Ok(Scope::of(m, None))
+    }
+
+    /// [`Scope::load`] for `encrypt` and `rekey`: the repository lock is
+    /// taken before the members are read and held while the scope lives, so
+    /// the plan is made from what no other writer changes meanwhile.
+    pub fn load_for_write(dir: Option<&Path>, cwd: &Path) -> Result<Scope> {
+        super::scratch::sweep_stale();
+        let (m, _) = Manifest::discover(dir, cwd)?;
+        let lock = crate::fs::RepoLock::acquire(&m.root).map_err(|e| Error::io(&m.root, &e))?;
+        let (m, _) = Manifest::discover(dir, cwd)?;
+        Ok(Scope::of(m, Some(lock)))
+    }
+
+    fn of(m: Manifest, lock: Option<crate::fs::RepoLock>) -> Scope {
         let (cfg, cfg_diags) = PrivateConfig::from_manifest(&m);
         let (members, _) = walk::members(&m);
-        Ok(Scope {
+        Scope {
             m,
             cfg,
             cfg_diags,
             members,
-        })
+            lock,
+        }
+    }
+
+    /// Was the scope loaded under the repository lock?
+    pub fn holds_lock(&self) -> bool {
+        self.lock.is_some()
     }
 
     /// Does the `ctx.private` configuration have errors?
@@ -172,19 +197,4 @@ pub fn require_identity(ring: Option<Keyring>, why: &str) -> Result<Keyring> {
             "{why}: give an identity that can decrypt it (--identity FILE, CTX_AGE_IDENTITY, or ~/.config/ctx/age/identity.txt)"
         ))
     })
-}
-
-/// Replace a file atomically (temporary file in the same folder, then a
-/// rename), keeping its permission bits; a new file gets the folder's
-/// default. Only ciphertext goes through here.
-pub fn write_in_place(path: &Path, text: &str) -> Result<()> {
-    let dir = path.parent().unwrap_or(Path::new("."));
-    std::fs::create_dir_all(dir).map_err(|e| Error::io(dir, &e))?;
-    crate::fs::write_atomic(
-        path,
-        text.as_bytes(),
-        crate::fs::Mode::Preserve,
-        crate::fs::Existing::Replace,
-    )
-    .map_err(|e| Error::io(path, &e))
 }

@@ -80,8 +80,23 @@ impl Store {
     /// name a receipt in this store that nothing supersedes yet, so
     /// corrections form chains, never forks. Returns the new file's path.
     pub fn append(&self, receipt: &Value) -> Result<PathBuf, ReceiptError> {
+        let text = super::to_pretty(receipt);
+        loop {
+            let placed = self.place(receipt)?;
+            match write_new(&placed.path, text.as_bytes()) {
+                Ok(()) => return Ok(placed.path),
+                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
+                Err(e) => return Err(ReceiptError::file(&placed.path, e)),
+            }
+        }
+    }
+
+    /// Check that `receipt` may be added and choose its file, under the
+    /// store's lock (held by the returned [`Placed`] until it is dropped):
+    /// for a caller that writes the file in a transaction with its product.
+    pub fn place(&self, receipt: &Value) -> Result<Placed, ReceiptError> {
         std::fs::create_dir_all(&self.dir).map_err(|e| ReceiptError::file(&self.dir, e))?;
-        let _lock = self.lock()?;
+        let lock = self.lock()?;
         if let Some(target) = receipt.get("supersedes").and_then(Value::as_str) {
             let all = self.all()?;
             let by = supersessions(&all)?;
@@ -105,7 +120,6 @@ impl Store {
             .get("bundle_ref")
             .and_then(Value::as_str)
             .unwrap_or("receipt");
-        let text = super::to_pretty(receipt);
         let mut n = 1u32;
         loop {
             let name = if n == 1 {
@@ -115,13 +129,8 @@ impl Store {
             };
             n += 1;
             let path = self.dir.join(name);
-            if path.exists() {
-                continue;
-            }
-            match write_new(&path, text.as_bytes()) {
-                Ok(()) => return Ok(path),
-                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
-                Err(e) => return Err(ReceiptError::file(&path, e)),
+            if !path.exists() {
+                return Ok(Placed { path, _lock: lock });
             }
         }
     }
@@ -138,6 +147,13 @@ impl Store {
         crate::fs::lock_file(&path, crate::fs::Mode::RepositoryDefault)
             .map_err(|e| ReceiptError::file(&path, e))
     }
+}
+
+/// A receipt's file, chosen under the store's lock, which it holds.
+#[derive(Debug)]
+pub struct Placed {
+    pub path: PathBuf,
+    _lock: File,
 }
 
 /// Superseded receipt id → the id of the receipt that corrects it. A

@@ -18,7 +18,7 @@ pub use error::{SignoffError, WriteError};
 use serde_json::Value;
 
 use crate::diag::{Diagnostic, Severity};
-use crate::fs::{self, confine, Existing, Mode, RelPath};
+use crate::fs::{self, confine, Mode, RelPath};
 use crate::load::matcher::Source;
 use crate::load::parse::{self, Defaults};
 use crate::load::walk::{Member, MemberSource};
@@ -195,11 +195,20 @@ pub fn planned_repo(repo: &Repo, replaced: &[String], added: Vec<ContextObject>)
     }
 }
 
-/// Apply the writes: annotations (replacements) first, then new files, each atomically.
-/// A replacement is refused if the file changed since it was read and keeps the
-/// file's mode; a new file is never created over an existing one and gets the mode
-/// an editor would give it. The caller holds the repository lock ([`crate::fs::RepoLock`]).
-pub fn apply(root: &Path, writes: &[FileWrite]) -> Result<(), WriteError> {
+/// Apply the writes as one transaction ([`stage`], then commit) with no
+/// evidence. The caller holds the repository lock ([`crate::fs::RepoLock`]).
+pub fn apply(root: &Path, writes: &[FileWrite]) -> crate::error::Result<()> {
+    let mut txn = fs::Txn::new(root);
+    stage(&mut txn, root, writes)?;
+    txn.commit(())
+        .map_err(|e| crate::evidence::record::txn_error(root, e))
+}
+
+/// Stage the writes into `txn`: annotations (replacements) first, then new
+/// files. At commit a replacement is refused if the file changed since it was
+/// read and keeps the file's mode; a new file is never created over an
+/// existing one and gets the mode an editor would give it.
+pub fn stage(txn: &mut fs::Txn, root: &Path, writes: &[FileWrite]) -> Result<(), WriteError> {
     let mut ordered: Vec<&FileWrite> = writes.iter().filter(|w| w.replaces.is_some()).collect();
     ordered.extend(writes.iter().filter(|w| w.replaces.is_none()));
     for w in ordered {
@@ -208,39 +217,20 @@ pub fn apply(root: &Path, writes: &[FileWrite]) -> Result<(), WriteError> {
             .filter(|r| confine::is_plain(r))
             .ok_or_else(|| WriteError::NotPlain(w.rel.clone()))?;
         let path = rel.to_path(root);
-        match &w.replaces {
-            Some(expected) => {
-                fs::replace_if_unchanged(&path, expected, &w.bytes, Mode::Preserve).map_err(
-                    |e| match e {
-                        fs::ReplaceError::Changed => WriteError::Changed(w.rel.clone()),
-                        fs::ReplaceError::Io(e) => WriteError::Io {
-                            path: w.rel.clone().into(),
-                            why: e.to_string(),
-                        },
-                    },
-                )?;
-            }
-            None => {
-                if let Some(parent) = path.parent() {
-                    std::fs::create_dir_all(parent).map_err(|e| WriteError::Io {
-                        path: parent.to_path_buf(),
-                        why: e.to_string(),
-                    })?;
-                }
-                fs::write_atomic(&path, &w.bytes, Mode::Preserve, Existing::Refuse).map_err(
-                    |e| {
-                        if e.kind() == std::io::ErrorKind::AlreadyExists {
-                            WriteError::Exists(w.rel.clone())
-                        } else {
-                            WriteError::Io {
-                                path: w.rel.clone().into(),
-                                why: e.to_string(),
-                            }
-                        }
-                    },
-                )?;
-            }
+        if let Some(parent) = path.parent() {
+            std::fs::create_dir_all(parent).map_err(|e| WriteError::Io {
+                path: parent.to_path_buf(),
+                why: e.to_string(),
+            })?;
         }
+        let staged = match &w.replaces {
+            Some(expected) => txn.replace(&path, expected, &w.bytes, Mode::Preserve),
+            None => txn.create(&path, &w.bytes, Mode::Preserve),
+        };
+        staged.map_err(|e| WriteError::Io {
+            path: w.rel.clone().into(),
+            why: e.to_string(),
+        })?;
     }
     Ok(())
 }

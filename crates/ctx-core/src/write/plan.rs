@@ -209,7 +209,9 @@ impl Session {
         })
     }
 
-    /// Write the plan: audit event begun, files written atomically, event committed.
+    /// Write the plan as one transaction: the objects, their sign-off and
+    /// their audit event all land, or (after a kill) the next writer
+    /// completes them ([`crate::fs::txn`]).
     pub fn apply(&self, plan: &Plan) -> Result<()> {
         let m = &self.repo.manifest;
         let record = Record::write(
@@ -218,10 +220,10 @@ impl Session {
             plan.kind,
             [(plan.id.clone(), plan.decision)],
         );
-        crate::evidence::record_after(m, Some(record), || {
-            super::apply(&m.root, &plan.writes)?;
+        crate::evidence::record_transaction(m, Some(record), |txn| {
+            super::stage(txn, &m.root, &plan.writes)?;
             match &plan.signoff {
-                Some(p) => signoff::write(&m.root, p),
+                Some(p) => signoff::stage(txn, &m.root, p),
                 None => Ok(()),
             }
         })

@@ -21,7 +21,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 use crate::error::{Error, Result};
-use crate::fs::{self, Existing, Mode};
+use crate::fs::{self, Mode};
 use crate::manifest::Manifest;
 use crate::model::Authority;
 use crate::object::ContextObject;
@@ -345,21 +345,30 @@ fn ledger_bytes(ledger: &Ledger) -> Result<Vec<u8>> {
 /// Write a planned sign-off atomically. The caller holds the repository lock; a
 /// ledger that changed since it was read is not replaced.
 pub fn write(root: &Path, p: &Pending) -> Result<()> {
+    write_all(root, std::slice::from_ref(p))
+}
+
+/// Write several planned sign-offs as one transaction (`ctx promote --all`).
+pub fn write_all(root: &Path, ps: &[Pending]) -> Result<()> {
+    let mut txn = fs::Txn::new(root);
+    for p in ps {
+        stage(&mut txn, root, p)?;
+    }
+    txn.commit(())
+        .map_err(|e| crate::evidence::record::txn_error(root, e))
+}
+
+/// Stage a planned sign-off into `txn`, so it is written in the same
+/// transaction as the object it signs off: a kill never leaves the object
+/// without it. At commit, a ledger that changed since it was read is refused.
+pub fn stage(txn: &mut fs::Txn, root: &Path, p: &Pending) -> Result<()> {
     let path = root.join(&p.rel);
     if let Some(parent) = path.parent() {
         std::fs::create_dir_all(parent).map_err(|e| Error::io(parent, &e))?;
     }
     match &p.replaces {
-        Some(old) => {
-            fs::replace_if_unchanged(&path, old, &p.bytes, Mode::Preserve).map_err(|e| match e {
-                fs::ReplaceError::Changed => Error::Invalid(format!(
-                    "{} changed while ctx was writing; the sign-off was not recorded",
-                    p.rel
-                )),
-                fs::ReplaceError::Io(e) => Error::io(&path, &e),
-            })
-        }
-        None => fs::write_atomic(&path, &p.bytes, Mode::RepositoryDefault, Existing::Refuse)
-            .map_err(|e| Error::io(&path, &e)),
+        Some(old) => txn.replace(&path, old, &p.bytes, Mode::Preserve),
+        None => txn.create(&path, &p.bytes, Mode::RepositoryDefault),
     }
+    .map_err(|e| Error::Invalid(format!("{}: the sign-off could not be staged: {e}", p.rel)))
 }

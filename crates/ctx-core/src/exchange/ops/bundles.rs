@@ -146,15 +146,29 @@ pub fn issue_prepared(
     if let Some(l) = &log {
         l.preflight()?;
     }
-    let issued = bundle::issue(&IssueInput {
-        request,
-        decision: &o.decision,
-        claims: &claims,
-        at: o.at,
-        issuer: None,
-        key: &key,
-        kid: &kid_of(&key_id),
-    })?;
+    // A bundle is single-use and content-addressed (ids at millisecond
+    // resolution): two issuances of one decision in the same millisecond
+    // would be one bundle, which only the first opener could open. Under the
+    // lock, a bundle id already stored moves the issue time on by a
+    // millisecond until the id is new.
+    let _lock = ex.state.lock()?;
+    let mut at = o.at;
+    let issued = loop {
+        let issued = bundle::issue(&IssueInput {
+            request,
+            decision: &o.decision,
+            claims: &claims,
+            at,
+            issuer: None,
+            key: &key,
+            kid: &kid_of(&key_id),
+        })?;
+        let name = state::name_of(&issued.bundle_id);
+        if !ex.state.path(Kind::Bundle, &name).exists() {
+            break issued;
+        }
+        at += chrono::Duration::milliseconds(1);
+    };
     let text = serde_json::to_vec(&issued.envelope).expect("JSON");
     if text.len() > crate::exchange::envelope::MAX_ENVELOPE_BYTES {
         return fail(
@@ -172,7 +186,14 @@ pub fn issue_prepared(
         &disclosure.bundle,
     )
     .map_err(|e| ClError::new("AUDIT_UNAVAILABLE", e.to_string()))?;
-    let _lock = ex.state.lock()?;
+    // Product before evidence: the envelope and its provenance map are stored
+    // first (content-addressed; one that was never receipted was never handed
+    // out), then the receipt, then the audit event.
+    let name = state::name_of(&issued.bundle_id);
+    ex.state
+        .store(Kind::Provenance, &name, &json!(issued.provenance))?;
+    let path = ex.state.store(Kind::Bundle, &name, &issued.envelope)?;
+    crate::fs::failpoint::hit("exchange.issue.stored");
     ex.record(
         log.as_ref(),
         &ReceiptDraft {
@@ -194,13 +215,10 @@ pub fn issue_prepared(
             metadata: meta(&[("provenance_map", &canon::digest(&json!(issued.provenance)))]),
             ..Default::default()
         },
-        o.at,
+        at,
         SpecVersion::of(b, "bundle")?,
     )?;
-    let name = state::name_of(&issued.bundle_id);
-    ex.state
-        .store(Kind::Provenance, &name, &json!(issued.provenance))?;
-    let path = ex.state.store(Kind::Bundle, &name, &issued.envelope)?;
+    crate::fs::failpoint::hit("exchange.issue.receipted");
     audit.commit().map_err(|e| {
         ClError::new(
             "AUDIT_UNAVAILABLE",

@@ -7,6 +7,16 @@
 //! contradiction never overwrites: the earlier version stays on disk and the
 //! new one declares `supersedes` and, in `extensions.ctx.exchange`, what it
 //! contradicts, who proposed it (`written_by`) and its provenance.
+//!
+//! Concurrency and crashes: the lock is taken first and the repository and
+//! the proposal's status are read again under it, so parallel commits plan
+//! one after another, each from what the one before wrote. The objects, their
+//! sign-offs, their audit events and the commit receipt (as a pending receipt
+//! under `.ctx/exchange/pending/`) are one transaction ([`crate::fs::txn`]);
+//! the receipt then goes into the anchored log and the pending copy is
+//! removed. A kill before the receipt reached the log leaves the pending copy,
+//! which the next commit (or `ctx receipts retry`) appends first: the proposal
+//! then reads as committed and is never written twice.
 
 use std::collections::BTreeMap;
 
@@ -17,7 +27,7 @@ use crate::diag::Severity;
 use crate::evidence::{Record, WriteKind};
 use crate::exchange::canon;
 use crate::exchange::error::{fail, ClError, ClResult};
-use crate::exchange::receipts::ReceiptDraft;
+use crate::exchange::receipts::{self, ReceiptDraft};
 use crate::exchange::state::{self, Kind};
 use crate::exchange::wire::{self, SpecVersion};
 use crate::load::Repo;
@@ -121,6 +131,25 @@ fn planned(repo: &Repo, rel: &str, bytes: &[u8]) -> ClResult<ContextObject> {
 
 /// Commit an approved proposal through the governed write path.
 pub fn commit(ex: &Exchange<'_>, o: &CommitOptions) -> ClResult<Committed> {
+    let lock = ex.state.lock()?;
+    // Receipts a killed commit left pending come first: they decide whether
+    // this proposal (or another) is committed already.
+    if ex.config.anchor_key.is_some() {
+        super::ledger::retry_locked(ex)?;
+    }
+    let root = ex.repo.manifest.root.clone();
+    let repo = crate::load::open(Some(&root), &root, &crate::load::LoadOptions::default())
+        .map_err(|e| ClError::new("STATE_UNAVAILABLE", e.to_string()))?;
+    let mut fresh = Exchange::new(&repo, ex.view_options.clone())?;
+    fresh.state = ex.state.clone();
+    fresh.keys = ex.keys.clone();
+    let done = commit_locked(&fresh, o)?;
+    drop(lock);
+    Ok(done)
+}
+
+/// [`commit`] under the lock, over a repository loaded under it.
+fn commit_locked(ex: &Exchange<'_>, o: &CommitOptions) -> ClResult<Committed> {
     let reviewed = super::proposals::show(ex, &o.id, o.at)?;
     if let Some(e) = reviewed.problem {
         return Err(e);
@@ -152,7 +181,6 @@ pub fn commit(ex: &Exchange<'_>, o: &CommitOptions) -> ClResult<Committed> {
     let sources = sources(ex, p["bundle_ref"].as_str().unwrap_or(""), &refs)?;
     let repo = ex.repo;
     let m = &repo.manifest;
-    let lock = ex.state.lock()?;
     let idx = Index::new(&repo.objects);
     let sup = supersession::analyse(&idx);
     let operation = p["operation"].as_str().unwrap_or("add");
@@ -368,22 +396,15 @@ pub fn commit(ex: &Exchange<'_>, o: &CommitOptions) -> ClResult<Committed> {
     }
     let log = ex.log()?;
     log.preflight()?;
-    // A governed write like `ctx add`/`ctx supersede`: recorded in the audit
-    // log (when the manifest asks) by the one recorder, after the write succeeds.
+    // A governed write like `ctx add`/`ctx supersede`: the objects, sign-offs,
+    // audit events (when the manifest asks) and the commit receipt are one
+    // transaction; the receipt then goes into the anchored log.
     let kind = if superseding {
         WriteKind::Supersede
     } else {
         WriteKind::Write
     };
-    crate::evidence::record_after(m, Some(Record::write(None, &[], kind, audited)), || {
-        write::apply(&m.root, &writes)?;
-        signoffs
-            .iter()
-            .try_for_each(|p| write::signoff::write(&m.root, p))
-    })
-    .map_err(|e| ClError::new("WRITE_FAILED", e.to_string()))?;
-    ex.record(
-        Some(&log),
+    let receipt = receipts::build(
         &ReceiptDraft {
             operation: "memory.proposal.commit".into(),
             actor: o.reviewer.clone(),
@@ -403,7 +424,29 @@ pub fn commit(ex: &Exchange<'_>, o: &CommitOptions) -> ClResult<Committed> {
         o.at,
         SpecVersion::of(&reviewed.proposal, "proposal")?,
     )?;
-    drop(lock);
+    let pending_name = state::name_of(receipt["id"].as_str().unwrap_or_default());
+    let pending = ex.state.path(Kind::Pending, &pending_name);
+    let mut pending_bytes = serde_json::to_vec_pretty(&receipt).expect("JSON value");
+    pending_bytes.push(b'\n');
+    crate::evidence::record_transaction(m, Some(Record::write(None, &[], kind, audited)), |txn| {
+        write::stage(txn, &m.root, &writes)?;
+        for s in &signoffs {
+            write::signoff::stage(txn, &m.root, s)?;
+        }
+        let dir = pending.parent().expect("state paths have a folder");
+        std::fs::create_dir_all(dir).map_err(|e| crate::error::Error::io(dir, &e))?;
+        txn.create(&pending, &pending_bytes, crate::fs::Mode::RepositoryDefault)
+            .map_err(|e| crate::error::Error::Invalid(e.to_string()))
+    })
+    .map_err(|e| ClError::new("WRITE_FAILED", e.to_string()))?;
+    crate::fs::failpoint::hit("proposal.committed");
+    log.append(&receipt).map_err(|e| {
+        ClError::new(
+            "INDETERMINATE_OUTCOME",
+            format!("the proposal was written, but its commit receipt could not be made durable ({}: {}); it waits in {} for `ctx receipts retry`", e.code, e.message, pending.display()),
+        )
+    })?;
+    ex.state.remove_pending(&pending_name)?;
     Ok(Committed {
         writes,
         objects: written,

@@ -4,8 +4,8 @@
 use serde_json::{Map, Value};
 
 use super::{meta, Exchange};
-use crate::exchange::error::{fail, ClResult};
-use crate::exchange::receipts::{self, LogState, ReceiptDraft};
+use crate::exchange::error::{fail, ClError, ClResult};
+use crate::exchange::receipts::{self, LogState, ReceiptDraft, ReceiptLog};
 use crate::exchange::state::{self, Kind};
 use crate::exchange::wire::SpecVersion;
 use crate::time::Instant;
@@ -26,14 +26,39 @@ pub struct Listed {
     pub superseded_by: Option<String>,
 }
 
-/// The verified log (anchor checked).
+/// `ctx receipts verify`: the whole log against its anchor, from the first
+/// byte, with the anchor's declared public key; nothing is repaired. What an
+/// interrupted append left is told apart from damage, with how to recover.
 pub fn verify(ex: &Exchange<'_>) -> ClResult<LogState> {
-    ex.log()?.verify()
+    let Some(public) = ex
+        .config
+        .anchor_key
+        .as_deref()
+        .and_then(|id| ex.config.keys.get(id))
+        .map(|(k, _)| *k)
+    else {
+        return ex.log()?.verify_full();
+    };
+    let (log, anchor) = (ex.state.log_path(), ex.state.anchor_path());
+    if !log.exists() && !anchor.exists() {
+        return ex.log()?.verify_full();
+    }
+    match ReceiptLog::inspect(&log, &anchor, public) {
+        (Ok(state), _) => Ok(state),
+        (Err(e), true) => Err(ClError::new(
+            e.code,
+            format!(
+                "{}; an interrupted append (a kill or a full disk) left this: the next operation that writes a receipt rolls it back and records that in a receipt (or run `ctx audit verify --repair`)",
+                e.message
+            ),
+        )),
+        (Err(e), false) => Err(e),
+    }
 }
 
 /// Receipts matching the filters, in log order.
 pub fn list(ex: &Exchange<'_>, o: &ListOptions) -> ClResult<Vec<Listed>> {
-    let state = verify(ex)?;
+    let state = ex.log()?.verify()?;
     let mut superseded: Map<String, Value> = Map::new();
     for r in state.receipts() {
         if let (Some(old), Some(new)) = (r["supersedes_ref"].as_str(), r["id"].as_str()) {
@@ -93,15 +118,24 @@ pub struct RetryReport {
 /// Store every pending completion receipt (idempotent: a receipt already in
 /// the log is not added again), then clear its pending record.
 pub fn retry(ex: &Exchange<'_>) -> ClResult<RetryReport> {
-    let log = ex.log()?;
     let _lock = ex.state.lock()?;
+    retry_locked(ex)
+}
+
+/// [`retry`] for a caller that holds the repository lock already (a commit
+/// completes what a killed one left before it plans).
+pub fn retry_locked(ex: &Exchange<'_>) -> ClResult<RetryReport> {
+    let pending = ex.state.all(Kind::Pending)?;
     let mut report = RetryReport::default();
-    for (path, r) in ex.state.all(Kind::Pending)? {
+    if pending.is_empty() {
+        return Ok(report);
+    }
+    let log = ex.log()?;
+    for (_, r) in pending {
         receipts::validate(&r)?;
         log.append(&r)?;
         let id = r["id"].as_str().unwrap_or_default().to_string();
         ex.state.remove_pending(&state::name_of(&id))?;
-        let _ = path;
         report.completed.push(id);
     }
     Ok(report)

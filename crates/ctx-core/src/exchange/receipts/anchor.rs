@@ -4,8 +4,13 @@
 //! fewer entries is a rollback, more an unanchored suffix, the same count with
 //! other bytes a rewrite. (Replacing both files with an older authentic pair
 //! is not caught; that needs an external checkpoint.)
+//!
+//! The genesis record is written atomically (a staged file renamed into
+//! place, never created empty and then filled), so a kill during the first
+//! write leaves no anchor or a whole one; each later record is one append,
+//! cut back again when a full disk takes part of it. A record torn by a kill
+//! is cut off by the log's recovery (`receipts/recover.rs`).
 
-use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -14,7 +19,7 @@ use base64::Engine;
 use serde_json::{json, Map, Value};
 
 use super::log::LogState;
-use super::seen::Memo;
+use super::seen::{Memo, Read};
 use crate::exchange::canon;
 use crate::exchange::error::{fail, ClError, ClResult};
 use crate::signing::{PublicKey, Signature, SigningKeyPair};
@@ -34,7 +39,9 @@ static VERIFIED_ANCHORS: Memo<Arc<Vec<Value>>> = Memo::new();
 pub struct Anchor {
     pub path: PathBuf,
     pub log_id: String,
-    key: SigningKeyPair,
+    public: PublicKey,
+    /// None: verify only (`ctx audit verify` on a machine without the key).
+    key: Option<SigningKeyPair>,
 }
 
 const MEMBERS: [&str; 9] = [
@@ -53,22 +60,47 @@ impl Anchor {
     /// `log_path` must be the absolute, resolved log path: it names the log.
     pub fn new(path: PathBuf, log_path: &Path, key: SigningKeyPair) -> Anchor {
         let log_id = canon::digest(&json!({"receipt_log_path": log_path.to_string_lossy()}));
-        Anchor { path, log_id, key }
+        Anchor {
+            path,
+            log_id,
+            public: key.public_key(),
+            key: Some(key),
+        }
+    }
+
+    /// An anchor that can only be verified, against its declared public key.
+    pub fn verifier(path: PathBuf, log_path: &Path, public: PublicKey) -> Anchor {
+        let log_id = canon::digest(&json!({"receipt_log_path": log_path.to_string_lossy()}));
+        Anchor {
+            path,
+            log_id,
+            public,
+            key: None,
+        }
     }
 
     pub fn public_key(&self) -> PublicKey {
-        self.key.public_key()
+        self.public
     }
 
-    fn sign(&self, unsigned: &Map<String, Value>) -> String {
+    fn sign(&self, unsigned: &Map<String, Value>) -> ClResult<String> {
+        let Some(key) = &self.key else {
+            return fail(
+                "RECEIPT_ANCHOR_REQUIRED",
+                "the anchor key is not available here: this receipt log can be verified, not appended to",
+            );
+        };
         let sig = crate::signing::sign_bytes(
             &canon::canonical_bytes(&Value::Object(unsigned.clone())),
-            &self.key,
+            key,
         );
-        format!("ed25519:{}", URL_SAFE_NO_PAD.encode(sig.to_bytes()))
+        Ok(format!(
+            "ed25519:{}",
+            URL_SAFE_NO_PAD.encode(sig.to_bytes())
+        ))
     }
 
-    fn record(&self, sequence: u64, state: &LogState, previous_sig: String) -> Value {
+    fn record(&self, sequence: u64, state: &LogState, previous_sig: String) -> ClResult<Value> {
         let mut m = Map::new();
         m.insert("anchor_version".into(), json!(ANCHOR_VERSION));
         m.insert("log_id".into(), json!(self.log_id));
@@ -78,27 +110,31 @@ impl Anchor {
         m.insert("byte_length".into(), json!(state.byte_length));
         m.insert("file_digest".into(), json!(state.file_digest));
         m.insert("previous_sig".into(), json!(previous_sig));
-        let sig = self.sign(&m);
+        let sig = self.sign(&m)?;
         m.insert("sig".into(), json!(sig));
-        Value::Object(m)
+        Ok(Value::Object(m))
     }
 
     /// Read and verify the whole anchor chain. `Ok(None)`: there is no anchor
     /// file. Records this process already verified (same bytes, same key)
     /// are not verified again; see `receipts/seen.rs`.
     pub fn read(&self) -> ClResult<Option<Arc<Vec<Value>>>> {
-        let bytes = match std::fs::read(&self.path) {
-            Ok(b) => b,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-            Err(e) => {
-                return fail(
-                    "RECEIPT_STORE_UNAVAILABLE",
-                    format!(
-                        "{}: cannot read the receipt anchor: {e}",
-                        self.path.display()
-                    ),
-                )
-            }
+        let public = self.public_key();
+        let key = self.memo_key();
+        let unavailable = |e: std::io::Error| {
+            ClError::new(
+                "RECEIPT_STORE_UNAVAILABLE",
+                format!(
+                    "{}: cannot read the receipt anchor: {e}",
+                    self.path.display()
+                ),
+            )
+        };
+        let Some(reading) = VERIFIED_ANCHORS
+            .read(&key, &self.path)
+            .map_err(unavailable)?
+        else {
+            return Ok(None);
         };
         let invalid = |why: String| {
             ClError::new(
@@ -109,30 +145,59 @@ impl Anchor {
                 ),
             )
         };
-        if bytes.is_empty() {
-            return Err(invalid(
-                "the anchor file exists but is empty (corruption, not new storage)".into(),
-            ));
-        }
-        let text = std::str::from_utf8(&bytes).map_err(|_| invalid("not UTF-8".into()))?;
-        if !text.ends_with('\n') {
-            return Err(invalid("the last anchor record is incomplete".into()));
-        }
-        let public = self.public_key();
-        let key = format!(
+        let (records, tail) = match reading.read {
+            Read::Same(records, tail) => (records, tail),
+            Read::Grew {
+                value: mut records,
+                appended,
+                ..
+            } => {
+                let text = whole_text(&appended, &invalid)?;
+                self.extend(Arc::make_mut(&mut records), text, &public, &invalid)?;
+                (records, appended)
+            }
+            Read::Whole(bytes) => {
+                if bytes.is_empty() {
+                    return Err(invalid(
+                        "the anchor file exists but is empty (corruption, not new storage)".into(),
+                    ));
+                }
+                let text = whole_text(&bytes, &invalid)?;
+                let mut records = Arc::default();
+                self.extend(Arc::make_mut(&mut records), text, &public, &invalid)?;
+                (records, bytes)
+            }
+        };
+        VERIFIED_ANCHORS.keep(key, reading.stamp, &tail, records.clone());
+        Ok(Some(records))
+    }
+
+    fn memo_key(&self) -> String {
+        format!(
             "{}\n{}\n{}",
             self.path.display(),
             self.log_id,
-            public.to_base64()
-        );
-        let (start, mut out) = VERIFIED_ANCHORS
-            .take(&key, &bytes)
-            .unwrap_or_else(|| (0, Arc::default()));
-        if start < bytes.len() {
-            self.extend(Arc::make_mut(&mut out), &text[start..], &public, &invalid)?;
-        }
-        VERIFIED_ANCHORS.keep(key, bytes, out.clone());
-        Ok(Some(out))
+            self.public_key().to_base64()
+        )
+    }
+
+    /// Forget what this process verified of the anchor (it was cut back).
+    pub(super) fn forget(&self) {
+        VERIFIED_ANCHORS.forget(&self.memo_key());
+    }
+
+    /// Verify `bytes` (whole records) as a complete anchor chain.
+    pub(super) fn verify_bytes(&self, bytes: &[u8]) -> ClResult<Vec<Value>> {
+        let invalid = |why: String| {
+            ClError::new(
+                "RECEIPT_ANCHOR_INVALID",
+                format!("{}: {why}", self.path.display()),
+            )
+        };
+        let text = whole_text(bytes, &invalid)?;
+        let mut records = Vec::new();
+        self.extend(&mut records, text, &self.public_key(), &invalid)?;
+        Ok(records)
     }
 
     /// Verify `text` (whole records) as the records after `records` and add them.
@@ -248,10 +313,24 @@ impl Anchor {
         Ok(())
     }
 
-    /// Write the genesis record for new, empty storage.
+    /// Write the genesis record for new, empty storage: atomically, and never
+    /// over an existing anchor.
     pub fn create_genesis(&self, empty: &LogState) -> ClResult<()> {
-        let rec = self.record(0, empty, genesis_previous_sig());
-        append_line(&self.path, &canon::canonical_text(&rec), true)
+        let rec = self.record(0, empty, genesis_previous_sig())?;
+        let mut line = canon::canonical_text(&rec).into_bytes();
+        line.push(b'\n');
+        crate::fs::write_atomic(
+            &self.path,
+            &line,
+            crate::fs::Mode::Private,
+            crate::fs::Existing::Refuse,
+        )
+        .map_err(|e| {
+            ClError::new(
+                "RECEIPT_STORE_UNAVAILABLE",
+                format!("{}: cannot create the anchor: {e}", self.path.display()),
+            )
+        })
     }
 
     /// Append the record for `next`, chained to `records`' last.
@@ -261,19 +340,25 @@ impl Anchor {
             .and_then(|r| r["sig"].as_str())
             .map(str::to_string)
             .unwrap_or_else(genesis_previous_sig);
-        let rec = self.record(records.len() as u64, next, prev);
-        append_line(&self.path, &canon::canonical_text(&rec), false)
+        let rec = self.record(records.len() as u64, next, prev)?;
+        append_line(&self.path, &canon::canonical_text(&rec), "receipts.anchor")
     }
 }
 
-/// Append one line and flush it to disk. `create_new`: the file must not exist.
-pub fn append_line(path: &Path, line: &str, create_new: bool) -> ClResult<()> {
-    let mut o = std::fs::OpenOptions::new();
-    if create_new {
-        o.write(true).create_new(true);
-    } else {
-        o.append(true).create(true);
+/// `bytes` as whole UTF-8 lines (ending in a newline).
+fn whole_text<'a>(bytes: &'a [u8], invalid: &dyn Fn(String) -> ClError) -> ClResult<&'a str> {
+    let text = std::str::from_utf8(bytes).map_err(|_| invalid("not UTF-8".into()))?;
+    if !text.ends_with('\n') {
+        return Err(invalid("the last anchor record is incomplete".into()));
     }
+    Ok(text)
+}
+
+/// Append one line and flush it to disk, at the failpoint `point`. A write
+/// that fails (a full disk) is cut back off, so the file stays as it was.
+pub fn append_line(path: &Path, line: &str, point: &'static str) -> ClResult<()> {
+    let mut o = std::fs::OpenOptions::new();
+    o.append(true).create(true);
     #[cfg(unix)]
     {
         use std::os::unix::fs::OpenOptionsExt;
@@ -286,10 +371,16 @@ pub fn append_line(path: &Path, line: &str, create_new: bool) -> ClResult<()> {
         )
     };
     let mut f = o.open(path).map_err(io)?;
+    let before = f.metadata().map_err(io)?.len();
     let mut bytes = Vec::with_capacity(line.len() + 1);
     bytes.extend_from_slice(line.as_bytes());
     bytes.push(b'\n');
-    f.write_all(&bytes).map_err(io)?;
-    f.sync_all().map_err(io)?;
+    if let Err(e) =
+        crate::fs::failpoint::write_all(point, &mut f, &bytes).and_then(|()| f.sync_all())
+    {
+        let _ = f.set_len(before);
+        let _ = f.sync_all();
+        return Err(io(e));
+    }
     Ok(())
 }

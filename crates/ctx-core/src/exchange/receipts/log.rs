@@ -1,12 +1,21 @@
 //! The append-only receipt log: UTF-8 JSON Lines of C(entry), each entry
 //! `{log_version: 1, sequence, previous_entry_digest, receipt, entry_digest}`
-//! with `entry_digest = D(the other four)`. Every read verifies the whole
-//! chain (what this process verified before is remembered, not redone) and
-//! compares it with the signed anchor; every append happens under
-//! one interprocess lock across read, verify, replay check, append, re-read
-//! and anchor advance. A crash between log and anchor leaves an unanchored
-//! suffix, and the store then refuses to work (fail closed).
+//! with `entry_digest = D(the other four)`. Every read verifies the chain
+//! (what this process verified before is remembered, not redone: only what
+//! was appended since is read, `receipts/seen.rs`) and compares it with the
+//! signed anchor; every append happens under one interprocess lock across
+//! read, verify, replay check, append, re-read and anchor advance, and costs
+//! what it appends (the replay and duplicate checks use an index kept with
+//! the verified state).
+//!
+//! A crash between log and anchor leaves an unanchored suffix, a full disk a
+//! torn line; opening the log under the lock rolls either back when what is
+//! beyond the anchor verifies as the tail of this chain, keeps the removed
+//! bytes beside the log and records the rollback in a receipt
+//! (`receipts/recover.rs`). Anything else — a rewrite, a rollback, a suffix
+//! that does not chain — fails closed as before.
 
+use std::collections::{HashMap, HashSet};
 use std::fs::{File, OpenOptions};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -17,10 +26,10 @@ use sha2::{Digest, Sha256};
 
 use super::anchor::{append_line, Anchor};
 use super::record;
-use super::seen::Memo;
+use super::seen::{Memo, Read};
 use crate::exchange::canon::{self, GENESIS_DIGEST};
 use crate::exchange::error::{fail, ClError, ClResult};
-use crate::signing::SigningKeyPair;
+use crate::signing::{PublicKey, SigningKeyPair};
 
 /// The entry format version.
 pub const LOG_VERSION: u64 = 1;
@@ -40,15 +49,43 @@ pub struct LogState {
     pub tail_digest: String,
     pub byte_length: u64,
     pub file_digest: String,
+    index: Arc<Index>,
+}
+
+/// What an append checks, without a scan of the entries.
+#[derive(Debug, Clone, Default)]
+struct Index {
+    /// Receipt id → position in `entries`.
+    ids: HashMap<String, usize>,
+    /// `(actor, bundle_ref)` of every successful `bundle.consume`.
+    consumed: HashSet<(String, String)>,
+}
+
+impl Index {
+    fn add(&mut self, at: usize, entry: &Value) {
+        let r = &entry["receipt"];
+        if let Some(id) = r["id"].as_str() {
+            self.ids.entry(id.to_string()).or_insert(at);
+        }
+        if is_consume(r) {
+            self.consumed.insert(consume_key(r));
+        }
+    }
+}
+
+fn consume_key(r: &Value) -> (String, String) {
+    let s = |k: &str| r[k].as_str().unwrap_or_default().to_string();
+    (s("actor"), s("bundle_ref"))
 }
 
 impl LogState {
-    fn empty() -> LogState {
+    pub(super) fn empty() -> LogState {
         LogState {
             entries: Arc::default(),
             tail_digest: GENESIS_DIGEST.into(),
             byte_length: 0,
             file_digest: canon::digest_bytes(b""),
+            index: Arc::default(),
         }
     }
 
@@ -56,17 +93,22 @@ impl LogState {
     pub fn receipts(&self) -> impl Iterator<Item = &Value> {
         self.entries.iter().map(|e| &e["receipt"])
     }
+
+    /// The entry holding the receipt `id`.
+    pub fn entry(&self, id: &str) -> Option<&Value> {
+        self.index.ids.get(id).map(|&i| &self.entries[i])
+    }
 }
 
 /// An opened receipt log with its anchor.
 pub struct ReceiptLog {
     pub path: PathBuf,
-    anchor: Anchor,
+    pub(super) anchor: Anchor,
     lock_path: PathBuf,
 }
 
 /// Holds the log's interprocess lock until dropped.
-struct LockGuard(#[allow(dead_code)] File);
+pub(super) struct LockGuard(#[allow(dead_code)] File);
 
 fn resolved(path: &Path) -> ClResult<PathBuf> {
     let parent = path
@@ -93,8 +135,9 @@ fn resolved(path: &Path) -> ClResult<PathBuf> {
 
 impl ReceiptLog {
     /// Open (creating new, empty storage with a signed genesis anchor if
-    /// neither file exists). `anchor` is `(anchor path, anchor signing key)`;
-    /// without it the log refuses to open: an unanchored log proves nothing.
+    /// neither file exists), repairing what an interrupted append left.
+    /// `anchor` is `(anchor path, anchor signing key)`; without it the log
+    /// refuses to open: an unanchored log proves nothing.
     pub fn open(
         log_path: &Path,
         anchor: Option<(PathBuf, SigningKeyPair)>,
@@ -121,24 +164,60 @@ impl ReceiptLog {
             path,
         };
         let _g = log.lock()?;
-        let state = log.read_log()?;
-        match log.anchor.read()? {
-            Some(records) => log.anchor.check(&records, &state)?,
-            None if state.entries.is_empty() && state.byte_length == 0 => {
-                log.anchor.create_genesis(&state)?
-            }
-            None => {
-                return fail(
-                    "RECEIPT_ANCHOR_MISSING",
-                    format!(
-                        "{}: the receipt log has entries but its anchor {} is missing; a missing anchor never bootstraps a non-empty log",
-                        log.path.display(),
-                        log.anchor.path.display()
-                    ),
-                )
-            }
+        match log.check_or_create() {
+            Ok(()) => {}
+            Err(e) if super::recover::may_repair(&e) => log.repair(&e)?,
+            Err(e) => return Err(e),
         }
         Ok(log)
+    }
+
+    /// The log at `log_path` with its anchor, for verification only (no
+    /// lock file is created, nothing is repaired or appended): what
+    /// `ctx audit verify` and `ctx doctor` check with the anchor's declared
+    /// public key, on a machine that does not hold the anchor key. The flag
+    /// says whether a failure is exactly what an interrupted append leaves.
+    pub fn inspect(
+        log_path: &Path,
+        anchor_path: &Path,
+        public: PublicKey,
+    ) -> (ClResult<LogState>, bool) {
+        let path = log_path
+            .parent()
+            .and_then(|p| p.canonicalize().ok())
+            .map_or_else(
+                || log_path.to_path_buf(),
+                |p| p.join(log_path.file_name().unwrap_or_default()),
+            );
+        let log = ReceiptLog {
+            lock_path: PathBuf::new(),
+            anchor: Anchor::verifier(anchor_path.to_path_buf(), &path, public),
+            path,
+        };
+        log.forget();
+        log.anchor.forget();
+        let verdict = log.verified().map(|(state, _)| state);
+        let leftover = verdict.is_err() && log.crash_leftover();
+        (verdict, leftover)
+    }
+
+    /// Verify the log against its anchor, or create new, empty storage.
+    fn check_or_create(&self) -> ClResult<()> {
+        let state = self.read_log()?;
+        match self.anchor.read()? {
+            Some(records) => self.anchor.check(&records, &state),
+            None if state.entries.is_empty() && state.byte_length == 0 => {
+                self.anchor.create_genesis(&state)
+            }
+            None => fail(
+                "RECEIPT_ANCHOR_MISSING",
+                format!(
+                    "{}: the receipt log has entries but its anchor {} is missing; a missing anchor never bootstraps a non-empty log",
+                    self.path.display(),
+                    self.anchor.path.display()
+                ),
+            ),
+        }
     }
 
     /// The anchor file's path.
@@ -146,7 +225,7 @@ impl ReceiptLog {
         &self.anchor.path
     }
 
-    fn lock(&self) -> ClResult<LockGuard> {
+    pub(super) fn lock(&self) -> ClResult<LockGuard> {
         let f = OpenOptions::new()
             .create(true)
             .truncate(false)
@@ -180,53 +259,73 @@ impl ReceiptLog {
         }
     }
 
-    /// Read and verify every entry (not the anchor). Bytes this process
-    /// already verified are not verified again (`receipts/seen.rs`): only the entries
-    /// appended since are parsed and chained onto the remembered tail.
-    fn read_log(&self) -> ClResult<LogState> {
-        let bytes = match std::fs::read(&self.path) {
-            Ok(b) => b,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(LogState::empty()),
-            Err(e) => {
-                return fail(
-                    "RECEIPT_STORE_UNAVAILABLE",
-                    format!("{}: cannot read the receipt log: {e}", self.path.display()),
-                )
-            }
-        };
-        if bytes.is_empty() {
+    /// Read and verify every entry (not the anchor). What this process
+    /// verified before is not verified again (`receipts/seen.rs`): only the
+    /// entries appended since are read, parsed and chained on.
+    pub(super) fn read_log(&self) -> ClResult<LogState> {
+        let key = self.path.to_string_lossy().into_owned();
+        let reading = VERIFIED_LOGS.read(&key, &self.path).map_err(|e| {
+            ClError::new(
+                "RECEIPT_STORE_UNAVAILABLE",
+                format!("{}: cannot read the receipt log: {e}", self.path.display()),
+            )
+        })?;
+        let Some(reading) = reading else {
             return Ok(LogState::empty());
-        }
+        };
         let broken = |code: &'static str, why: String| {
             ClError::new(code, format!("{}: {why}", self.path.display()))
         };
-        if bytes.last() != Some(&b'\n') {
-            return Err(broken(
+        let truncated = || {
+            broken(
                 "RECEIPT_LOG_TRUNCATED",
                 "the log does not end at an entry boundary".into(),
-            ));
-        }
-        let key = self.path.to_string_lossy().into_owned();
-        let (start, (mut state, mut hasher)) = VERIFIED_LOGS
-            .take(&key, &bytes)
-            .unwrap_or_else(|| (0, (LogState::empty(), Sha256::new())));
-        if start < bytes.len() {
-            Self::extend(&mut state, &bytes[start..], &broken)?;
-            hasher.update(&bytes[start..]);
-            state.byte_length = bytes.len() as u64;
-            state.file_digest = format!(
-                "{}{}",
-                crate::canonical::DIGEST_PREFIX,
-                hex::encode(hasher.clone().finalize())
-            );
-        }
-        VERIFIED_LOGS.keep(key, bytes, (state.clone(), hasher));
+            )
+        };
+        let (state, hasher, tail) = match reading.read {
+            Read::Same(v, tail) => (v.0, v.1, tail),
+            Read::Grew {
+                value: (mut state, mut hasher),
+                from,
+                appended,
+            } => {
+                if appended.last() != Some(&b'\n') {
+                    return Err(truncated());
+                }
+                Self::extend(&mut state, &appended, &broken)?;
+                hasher.update(&appended);
+                state.byte_length = from + appended.len() as u64;
+                state.file_digest = digest_of(&hasher);
+                (state, hasher, appended)
+            }
+            Read::Whole(bytes) if bytes.is_empty() => {
+                (LogState::empty(), Sha256::new(), Vec::new())
+            }
+            Read::Whole(bytes) => {
+                if bytes.last() != Some(&b'\n') {
+                    return Err(truncated());
+                }
+                let mut state = LogState::empty();
+                Self::extend(&mut state, &bytes, &broken)?;
+                let mut hasher = Sha256::new();
+                hasher.update(&bytes);
+                state.byte_length = bytes.len() as u64;
+                state.file_digest = digest_of(&hasher);
+                (state, hasher, bytes)
+            }
+        };
+        VERIFIED_LOGS.keep(key, reading.stamp, &tail, (state.clone(), hasher));
         Ok(state)
+    }
+
+    /// Forget what this process verified of the log (it was cut back).
+    pub(super) fn forget(&self) {
+        VERIFIED_LOGS.forget(&self.path.to_string_lossy());
     }
 
     /// Verify `appended` (whole lines) as the entries after `state`'s and
     /// chain them on (the entries and tail; the caller updates the byte figures).
-    fn extend(
+    pub(super) fn extend(
         state: &mut LogState,
         appended: &[u8],
         broken: &dyn Fn(&'static str, String) -> ClError,
@@ -235,6 +334,7 @@ impl ReceiptLog {
             .map_err(|_| broken("RECEIPT_LOG_INVALID_JSON", "the log is not UTF-8".into()))?;
         let mut previous = std::mem::take(&mut state.tail_digest);
         let entries = Arc::make_mut(&mut state.entries);
+        let index = Arc::make_mut(&mut state.index);
         for line in text[..text.len() - 1].split('\n') {
             let n = entries.len() + 1;
             let entry: Value = crate::json::parse(line).map_err(|_| {
@@ -266,6 +366,7 @@ impl ReceiptLog {
             record::validate(&m["receipt"])
                 .map_err(|e| broken(e.code, format!("entry {n}: {}", e.message)))?;
             previous = expected;
+            index.add(entries.len(), &entry);
             entries.push(entry);
         }
         state.tail_digest = previous;
@@ -278,8 +379,17 @@ impl ReceiptLog {
         self.verified().map(|(state, _)| state)
     }
 
+    /// [`ReceiptLog::verify`] from the first byte, ignoring what this
+    /// process verified before (`ctx receipts verify`, `ctx audit verify`).
+    pub fn verify_full(&self) -> ClResult<LogState> {
+        let _g = self.lock()?;
+        self.forget();
+        self.anchor.forget();
+        self.verified().map(|(state, _)| state)
+    }
+
     /// The verified log and the anchor records it matches.
-    fn verified(&self) -> ClResult<(LogState, Arc<Vec<Value>>)> {
+    pub(super) fn verified(&self) -> ClResult<(LogState, Arc<Vec<Value>>)> {
         let state = self.read_log()?;
         match self.anchor.read()? {
             Some(records) => {
@@ -315,21 +425,16 @@ impl ReceiptLog {
     pub fn append(&self, receipt: &Value) -> ClResult<Value> {
         record::validate(receipt)?;
         let _g = self.lock()?;
+        self.append_locked(receipt)
+    }
+
+    /// [`ReceiptLog::append`] with the lock held.
+    pub(super) fn append_locked(&self, receipt: &Value) -> ClResult<Value> {
         let (state, records) = self.verified()?;
-        if let Some(existing) = state
-            .entries
-            .iter()
-            .find(|e| e["receipt"]["id"] == receipt["id"])
-        {
+        if let Some(existing) = receipt["id"].as_str().and_then(|id| state.entry(id)) {
             return Ok(existing.clone());
         }
-        if is_consume(receipt)
-            && state.receipts().any(|r| {
-                is_consume(r)
-                    && r["actor"] == receipt["actor"]
-                    && r["bundle_ref"] == receipt["bundle_ref"]
-            })
-        {
+        if is_consume(receipt) && state.index.consumed.contains(&consume_key(receipt)) {
             return fail(
                 "RECEIPT_REPLAY_CONFLICT",
                 "this bundle's consumption was already recorded for this actor",
@@ -347,7 +452,12 @@ impl ReceiptLog {
         // The re-read extends the remembered entries in place only if no
         // other copy of them is alive.
         drop(state);
-        append_line(&self.path, &canon::canonical_text(&entry), false)?;
+        append_line(
+            &self.path,
+            &canon::canonical_text(&entry),
+            "receipts.append",
+        )?;
+        crate::fs::failpoint::hit("receipts.appended");
         let next = self.read_log()?;
         if next.entries.len() != expected_len || next.tail_digest != digest {
             return fail(
@@ -356,8 +466,17 @@ impl ReceiptLog {
             );
         }
         self.anchor.advance(&records, &next)?;
+        crate::fs::failpoint::hit("receipts.anchored");
         Ok(entry)
     }
+}
+
+fn digest_of(hasher: &Sha256) -> String {
+    format!(
+        "{}{}",
+        crate::canonical::DIGEST_PREFIX,
+        hex::encode(hasher.clone().finalize())
+    )
 }
 
 /// A successful `bundle.consume` receipt.
@@ -366,147 +485,4 @@ pub fn is_consume(r: &Value) -> bool {
 }
 
 #[cfg(test)]
-mod tests {
-    //! The process remembers what it verified; these tamper with the files
-    //! between reads in one process, where only the memo could hide a change.
-    use super::*;
-    use crate::exchange::receipts::{build, ReceiptDraft};
-    use crate::exchange::wire::SpecVersion;
-
-    fn receipt(n: u32) -> Value {
-        let at = crate::time::parse_timestamp("2026-01-01T00:00:00Z").unwrap();
-        build(
-            &ReceiptDraft {
-                operation: "policy.evaluate".into(),
-                actor: format!("urn:agent:memo-{n}"),
-                subject_ref: "urn:cl:alias:memo".into(),
-                outcome: "success".into(),
-                user_summary: "Memo test receipt.".into(),
-                ..Default::default()
-            },
-            at,
-            SpecVersion::V02,
-        )
-        .unwrap()
-    }
-
-    /// A log with three receipts, verified (and so remembered) by this process.
-    fn store() -> (tempfile::TempDir, ReceiptLog, PathBuf) {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("receipts.jsonl");
-        let anchor = dir.path().join("receipts.anchor.jsonl");
-        let key = SigningKeyPair::generate().unwrap();
-        let log = ReceiptLog::open(&path, Some((anchor, key))).unwrap();
-        for n in 0..3 {
-            log.append(&receipt(n)).unwrap();
-        }
-        assert_eq!(log.verify().unwrap().entries.len(), 3);
-        (dir, log, path)
-    }
-
-    fn code(log: &ReceiptLog) -> &'static str {
-        log.verify().expect_err("tampering must be caught").code
-    }
-
-    #[test]
-    fn appends_after_a_remembered_read_chain_on() {
-        let (_d, log, path) = store();
-        log.append(&receipt(9)).unwrap();
-        let s = log.verify().unwrap();
-        assert_eq!(s.entries.len(), 4);
-        let bytes = std::fs::read(&path).unwrap();
-        assert_eq!(s.file_digest, canon::digest_bytes(&bytes));
-        assert_eq!(s.byte_length, bytes.len() as u64);
-    }
-
-    /// The three receipts' log bytes, each line.
-    fn lines(path: &Path) -> Vec<String> {
-        let text = std::fs::read_to_string(path).unwrap();
-        text.split_inclusive('\n').map(str::to_string).collect()
-    }
-
-    #[test]
-    fn a_same_length_edit_of_a_remembered_middle_entry_is_caught() {
-        let (_d, log, path) = store();
-        let mut l = lines(&path);
-        l[1] = l[1].replacen("memo-1", "memo-X", 1);
-        std::fs::write(&path, l.concat()).unwrap();
-        assert_eq!(code(&log), "RECEIPT_LOG_CHAIN_MISMATCH");
-        assert_eq!(
-            code(&log),
-            "RECEIPT_LOG_CHAIN_MISMATCH",
-            "and stays refused"
-        );
-    }
-
-    #[test]
-    fn a_rechained_rewrite_of_remembered_entries_is_caught_by_the_anchor() {
-        let (_d, log, path) = store();
-        // A well-formed chain of the same length and count, other content.
-        let other = tempfile::tempdir().unwrap();
-        let forged = ReceiptLog::open(
-            &other.path().join("receipts.jsonl"),
-            Some((
-                other.path().join("receipts.anchor.jsonl"),
-                SigningKeyPair::generate().unwrap(),
-            )),
-        )
-        .unwrap();
-        for n in [0, 7, 2] {
-            forged.append(&receipt(n)).unwrap();
-        }
-        let bytes = std::fs::read(other.path().join("receipts.jsonl")).unwrap();
-        assert_eq!(bytes.len(), std::fs::read(&path).unwrap().len());
-        std::fs::write(&path, bytes).unwrap();
-        assert_eq!(code(&log), "RECEIPT_LOG_REWRITE");
-    }
-
-    #[test]
-    fn a_rollback_below_remembered_bytes_is_caught() {
-        let (_d, log, path) = store();
-        std::fs::write(&path, lines(&path)[..2].concat()).unwrap();
-        assert_eq!(code(&log), "RECEIPT_LOG_ROLLBACK");
-    }
-
-    #[test]
-    fn a_log_truncated_inside_a_remembered_entry_is_caught() {
-        let (_d, log, path) = store();
-        let bytes = std::fs::read(&path).unwrap();
-        std::fs::write(&path, &bytes[..bytes.len() - 10]).unwrap();
-        assert_eq!(code(&log), "RECEIPT_LOG_TRUNCATED");
-        // Cut back to an entry boundary it is a rollback, not a fresh start.
-        std::fs::write(&path, lines(&path)[..1].concat()).unwrap();
-        assert_eq!(code(&log), "RECEIPT_LOG_ROLLBACK");
-    }
-
-    #[test]
-    fn restoring_the_verified_bytes_verifies_again() {
-        let (_d, log, path) = store();
-        let good = std::fs::read(&path).unwrap();
-        std::fs::write(&path, &good[..good.len() / 2]).unwrap();
-        assert_eq!(code(&log), "RECEIPT_LOG_TRUNCATED");
-        std::fs::write(&path, &good).unwrap();
-        assert_eq!(log.verify().unwrap().entries.len(), 3);
-    }
-
-    #[test]
-    fn an_unanchored_suffix_after_remembered_bytes_is_caught() {
-        let (_d, log, path) = store();
-        let text = std::fs::read_to_string(&path).unwrap();
-        let last = text.split_inclusive('\n').next_back().unwrap().to_string();
-        std::fs::write(&path, format!("{text}{last}")).unwrap();
-        assert_eq!(code(&log), "RECEIPT_LOG_CHAIN_MISMATCH");
-    }
-
-    #[test]
-    fn a_rewritten_anchor_record_is_caught() {
-        let (d, log, _) = store();
-        let anchor = d.path().join("receipts.anchor.jsonl");
-        let text = std::fs::read_to_string(&anchor).unwrap();
-        let mut lines: Vec<&str> = text.lines().collect();
-        let forged = lines[1].replacen("\"byte_length\":", "\"byte_length\":1", 1);
-        lines[1] = &forged;
-        std::fs::write(&anchor, format!("{}\n", lines.join("\n"))).unwrap();
-        assert_eq!(code(&log), "RECEIPT_ANCHOR_SIGNATURE_INVALID");
-    }
-}
+mod tests;

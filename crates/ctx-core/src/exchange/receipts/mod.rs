@@ -5,6 +5,7 @@
 pub mod anchor;
 pub mod log;
 pub mod record;
+pub mod recover;
 mod seen;
 
 pub use log::{LogState, ReceiptLog};
