@@ -36,7 +36,8 @@ supersession-cycle, untrusted-canonical, role-cycle; 0.6 unknown-scheme, source-
 0.5 broken-reference, unknown-role, unknown-authority; 0.4 multiple-active-versions, expired; \
 0.3 conflict-declared, missing-provenance, invalid-permission; 0.2 missing-digest, \
 missing-owner; 0.15 stale, review-overdue; 0.1 orphaned, unapproved, empty-scope, \
-unknown-extension; 0.05 not-yet-valid; 0 log-integrity (reported, not scored).
+unknown-extension; 0.05 not-yet-valid. Findings about ctx's own logs under .ctx/ are
+reported, not scored.
 
 Configure in the manifest:
     health:

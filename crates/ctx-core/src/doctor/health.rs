@@ -17,7 +17,7 @@ use crate::manifest::Manifest;
 /// Default weights: how much of the repository's health one occurrence costs.
 /// Anything that makes the resolver answer *wrongly* costs more than anything
 /// that makes it answer *incompletely*.
-pub const DEFAULT_WEIGHTS: [(Code, f64); 31] = [
+pub const DEFAULT_WEIGHTS: [(Code, f64); 30] = [
     (Code::SchemaInvalid, 1.0),
     (Code::ManifestInvalid, 1.0),
     (Code::DuplicateId, 1.0),
@@ -49,7 +49,6 @@ pub const DEFAULT_WEIGHTS: [(Code, f64); 31] = [
     (Code::UnknownExtension, 0.1),
     (Code::NotYetValid, 0.05),
     // About the repository's logs, not its context: reported and gated, not scored.
-    (Code::LogIntegrity, 0.0),
 ];
 
 /// The effective `health` configuration.
@@ -141,7 +140,13 @@ impl HealthConfig {
 
     /// The score of `diags` over `objects` objects (see the module docs).
     pub fn score(&self, diags: &[Diagnostic], objects: usize) -> f64 {
-        let total: f64 = diags.iter().map(|d| self.weight(d.code)).sum();
+        // Findings about ctx's own evidence files (the logs under `.ctx/`) are
+        // reported, not scored: they are about the record, not the context.
+        let total: f64 = diags
+            .iter()
+            .filter(|d| !d.file.as_deref().is_some_and(|f| f.starts_with(".ctx/")))
+            .map(|d| self.weight(d.code))
+            .sum();
         let deduction = total / objects.max(1) as f64;
         let s = (100.0 - deduction * 100.0).clamp(0.0, 100.0);
         // Round down; the epsilon absorbs binary noise such as 91.49999999.

@@ -30,7 +30,7 @@ pub struct Generated {
     pub target: Option<Target>,
     /// The command line its marker records.
     pub command: Option<String>,
-    /// The file's text (its first [`HEAD`] bytes at least).
+    /// The file's text (at least its first `HEAD` bytes).
     pub text: String,
     /// Its length in characters.
     pub chars: usize,

@@ -8,30 +8,30 @@ use crate::model::Classification;
 /// An agent instruction file format.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum Target {
-    /// AGENTS.md, the cross-agent convention (https://agents.md): read in the folder
+    /// AGENTS.md, the cross-agent convention (<https://agents.md>): read in the folder
     /// it sits in and below; the nearest one to the file being edited wins.
     AgentsMd,
-    /// CLAUDE.md (Claude Code, https://code.claude.com/docs/en/memory): every
+    /// CLAUDE.md (Claude Code, <https://code.claude.com/docs/en/memory>): every
     /// ancestor's is loaded at launch, a subfolder's when Claude reads files there.
     ClaudeMd,
     /// `.claude/rules/*.md` (same page, "path-specific rules"): no front matter
     /// loads it always, a `paths:` list of globs only for matching files.
     ClaudeRules,
     /// `.github/copilot-instructions.md` (GitHub Copilot, repository-wide:
-    /// https://docs.github.com/en/copilot/how-tos/configure-custom-instructions/add-repository-instructions):
+    /// <https://docs.github.com/en/copilot/how-tos/configure-custom-instructions/add-repository-instructions>):
     /// plain Markdown at the repository root.
     CopilotMd,
     /// `.github/instructions/<name>.instructions.md` (same page, path-specific):
     /// `applyTo:` front matter, comma-separated globs of the files it applies to.
     CopilotRules,
-    /// `.cursor/rules/*.mdc` (Cursor project rules, https://docs.cursor.com/context/rules):
+    /// `.cursor/rules/*.mdc` (Cursor project rules, <https://docs.cursor.com/context/rules>):
     /// front matter `description`, `globs`, `alwaysApply`.
     CursorRules,
-    /// GEMINI.md (Gemini CLI, https://geminicli.com/docs/cli/gemini-md): the
+    /// GEMINI.md (Gemini CLI, <https://geminicli.com/docs/cli/gemini-md>): the
     /// workspace's and its ancestors', and a folder's just in time when a tool
     /// reads files there.
     GeminiMd,
-    /// `.windsurf/rules/*.md` (Windsurf Cascade, https://docs.windsurf.com/windsurf/cascade/memories):
+    /// `.windsurf/rules/*.md` (Windsurf Cascade, <https://docs.windsurf.com/windsurf/cascade/memories>):
     /// front matter `trigger:` (`always_on`, `manual`, `model_decision`, `glob`)
     /// with `globs:`; a file is read up to a size limit ([`WINDSURF_MAX_CHARS`]).
     WindsurfRules,

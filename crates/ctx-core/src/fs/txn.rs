@@ -40,7 +40,7 @@ const FORMAT: &str = "ctx.txn.v1";
 /// recovery can commit it, and how it is committed now.
 pub trait Evidence {
     /// `{"log": path, "after": seq, "events": [...]}` (see
-    /// [`crate::audit::Log::complete`]), or None when nothing is due.
+    /// [`crate::audit::recover::complete`]), or None when nothing is due.
     fn journal(&self) -> Option<Value>;
     fn commit(self) -> crate::error::Result<()>;
 }

@@ -626,7 +626,7 @@ impl Service {
 
     /// Whether a request with this bearer gets past authentication at all, for a
     /// front end to ask before it reads a request body: the refusal
-    /// [`Service::authenticate`] would give to a missing, unknown or expired token
+    /// `Service::authenticate` would give to a missing, unknown or expired token
     /// (or a locked vault). Counts nothing against a limit; the full check runs
     /// with the call itself.
     pub fn admits(&self, bearer: Option<&str>) -> Answer<()> {
