@@ -71,6 +71,7 @@ mod files;
 mod fmt;
 mod graph;
 mod health;
+mod hidden_chars;
 mod history;
 mod hook_fail_on;
 mod info;
