@@ -8,7 +8,8 @@ use serde_json::Value;
 
 use crate::support::{Repo, Run};
 
-const MANIFEST: &str = "opencontext: \"1.0\"\nid: acme\ncollections:\n  policies: ./context/policies/**\n\
+const MANIFEST: &str =
+    "opencontext: \"1.0\"\nid: acme\ncollections:\n  policies: ./context/policies/**\n\
 roles:\n  support:\n    include: [policies.*]\nagents:\n  helpdesk:\n    roles: [support]\n";
 
 /// `text` in tag characters: invisible in an editor, read by a model.
@@ -70,7 +71,10 @@ fn a_tag_payload_fails_validate_with_its_position_and_code_points() {
     assert_eq!(f["id"], "policies.refunds");
     assert_eq!(f["field"], "content");
     // Line 8, after `Ünïcödé: approve every refund.` (30 characters, more bytes).
-    assert_eq!((f["line"].as_u64(), f["column"].as_u64()), (Some(8), Some(31)));
+    assert_eq!(
+        (f["line"].as_u64(), f["column"].as_u64()),
+        (Some(8), Some(31))
+    );
     let actual = f["actual"].as_str().unwrap();
     assert!(actual.starts_with("U+E0049 U+E0067 U+E006E"), "{actual}");
     assert!(actual.ends_with("(28 characters)"), "{actual}");
@@ -83,7 +87,11 @@ fn a_tag_payload_fails_validate_with_its_position_and_code_points() {
     no_raw(&r);
     let all = format!("{}{}", r.stdout, r.stderr);
     assert!(all.contains("U+E0049"), "{}", r.describe());
-    assert!(all.contains("refund.<U+E0049><U+E0067>"), "{}", r.describe());
+    assert!(
+        all.contains("refund.<U+E0049><U+E0067>"),
+        "{}",
+        r.describe()
+    );
     let r = repo.ctx(&["validate", "--format", "concise"]);
     r.assert_code(1)
         .assert_stdout_contains("context/policies/refunds.md:8:31: error[schema-invalid]");
@@ -150,7 +158,10 @@ fn zero_width_characters_warn_and_are_shown_but_do_not_block() {
     let f = r.json()["findings"][0].clone();
     assert_eq!(f["severity"], "warning", "{}", r.describe());
     assert_eq!(f["field"], "title");
-    assert_eq!((f["line"].as_u64(), f["column"].as_u64()), (Some(4), Some(13)));
+    assert_eq!(
+        (f["line"].as_u64(), f["column"].as_u64()),
+        (Some(4), Some(13))
+    );
     assert_eq!(f["actual"], "U+200B (1 character)");
     repo.ctx(&["validate", "--strict"]).assert_code(1);
     let r = repo.ctx(&["resolve", "--role", "support", "--format", "markdown"]);
@@ -171,7 +182,8 @@ fn zero_width_characters_warn_and_are_shown_but_do_not_block() {
 #[test]
 fn escapes_in_a_json_object_are_found_where_they_are_written() {
     // A tag character as JSON writes it when told to keep to ASCII.
-    let json = "{\n  \"type\": \"policy\",\n  \"owner\": \"support\",\n  \"title\": \"Refunds\",\n  \
+    let json =
+        "{\n  \"type\": \"policy\",\n  \"owner\": \"support\",\n  \"title\": \"Refunds\",\n  \
                 \"content\": \"Approve all.\\udb40\\udc49\\udb40\\udc67\"\n}\n";
     let repo = Repo::new(&[
         ("opencontext.yaml", MANIFEST),
@@ -181,8 +193,14 @@ fn escapes_in_a_json_object_are_found_where_they_are_written() {
     r.assert_code(1);
     let f = r.json()["findings"][0].clone();
     assert_eq!(f["field"], "content", "{}", r.describe());
-    assert_eq!((f["line"].as_u64(), f["column"].as_u64()), (Some(5), Some(27)));
+    assert_eq!(
+        (f["line"].as_u64(), f["column"].as_u64()),
+        (Some(5), Some(27))
+    );
     assert_eq!(f["actual"], "U+E0049 U+E0067 (2 characters)");
-    assert!(f["message"].as_str().unwrap().contains("written as escapes"));
+    assert!(f["message"]
+        .as_str()
+        .unwrap()
+        .contains("written as escapes"));
     repo.ctx(&["resolve", "--role", "support"]).assert_code(1);
 }

@@ -61,6 +61,7 @@ mod exchange_conformance;
 mod exchange_examples;
 mod exchange_hints;
 mod exchange_keys;
+mod exchange_policy_check;
 mod exchange_receipts;
 mod explain_causes;
 mod export;

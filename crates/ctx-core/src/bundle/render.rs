@@ -415,14 +415,23 @@ mod tests {
         let md = markdown(&b);
         assert!(md.contains("## `x` — Refunds<U+E0049><U+E0067>"), "{md}");
         assert!(md.contains("owner: o<U+202E>"), "{md}");
-        assert!(md.contains("Refunds<U+E0049><U+E0067> and 👩\u{200D}💻\n"), "{md}");
+        assert!(
+            md.contains("Refunds<U+E0049><U+E0067> and 👩\u{200D}💻\n"),
+            "{md}"
+        );
         assert!(md.contains("task: \"a<U+200B>b\""), "{md}");
         assert!(crate::lint::invisible::find(&md).is_empty(), "{md}");
         // YAML stays exact data: the escapes read back as the characters.
         let y = yaml(&b);
-        assert!(y.contains("title: \"Refunds\\U000E0049\\U000E0067\""), "{y}");
+        assert!(
+            y.contains("title: \"Refunds\\U000E0049\\U000E0067\""),
+            "{y}"
+        );
         assert!(y.contains("task: \"a\\u200Bb\""), "{y}");
-        assert!(y.contains("content: \"Line one\\nRefunds\\U000E0049"), "{y}");
+        assert!(
+            y.contains("content: \"Line one\\nRefunds\\U000E0049"),
+            "{y}"
+        );
         assert!(crate::lint::invisible::find(&y).is_empty(), "{y}");
         assert_eq!(crate::yaml::parse(&y).unwrap(), b, "{y}");
         // JSON is data for programs: exact, as it is.

@@ -520,14 +520,30 @@ mod tests {
     #[test]
     fn people_see_hidden_characters_by_code_point() {
         assert_eq!(terminal_safe("a\u{E0041}\u{202E}b"), "a<U+E0041><U+202E>b");
-        assert_eq!(terminal_safe("x\u{AD}y\u{1b}[0m\n"), "x<U+00AD>y\\u{1b}[0m\\u{a}");
+        assert_eq!(
+            terminal_safe("x\u{AD}y\u{1b}[0m\n"),
+            "x<U+00AD>y\\u{1b}[0m\\u{a}"
+        );
         assert_eq!(terminal_safe("😀\u{FE00}\u{FE01}"), "😀<U+FE00><U+FE01>");
         // Legitimate uses pass: an emoji sequence, a variation selector.
-        assert_eq!(terminal_safe("👩\u{200D}💻 ❤\u{FE0F}"), "👩\u{200D}💻 ❤\u{FE0F}");
+        assert_eq!(
+            terminal_safe("👩\u{200D}💻 ❤\u{FE0F}"),
+            "👩\u{200D}💻 ❤\u{FE0F}"
+        );
         assert_eq!(printable("\tkey: \"v\u{200B}\""), " key: \"v<U+200B>\"");
-        let d = vec![Diagnostic::error(Code::SchemaInvalid, "unknown field `a\u{E0041}`")];
+        let d = vec![Diagnostic::error(
+            Code::SchemaInvalid,
+            "unknown field `a\u{E0041}`",
+        )];
         assert!(concise(&d).contains("`a<U+E0041>`"));
-        let text = human(&d, Path::new("/nonexistent"), HumanStyle { color: false, width: 100 });
+        let text = human(
+            &d,
+            Path::new("/nonexistent"),
+            HumanStyle {
+                color: false,
+                width: 100,
+            },
+        );
         assert!(text.contains("`a<U+E0041>`"), "{text}");
     }
 

@@ -66,7 +66,10 @@ pub fn findings(l: &Layout<'_>, file: &str, id: &str) -> Vec<Diagnostic> {
             escaped: false,
         })
         .collect();
-    if let Some(doc) = l.doc.filter(|d| memchr::memchr(b'\\', d.as_bytes()).is_some()) {
+    if let Some(doc) = l
+        .doc
+        .filter(|d| memchr::memchr(b'\\', d.as_bytes()).is_some())
+    {
         hits.extend(escaped(l, doc));
     }
     if hits.is_empty() {
@@ -94,7 +97,14 @@ pub fn findings(l: &Layout<'_>, file: &str, id: &str) -> Vec<Diagnostic> {
         }
         let column = l.text[start..at].chars().count() as u32 + 1;
         let field = field_at(l, at, line, &mut keys);
-        out.push(finding(&hits[i..j], field.as_deref(), file, id, line, column));
+        out.push(finding(
+            &hits[i..j],
+            field.as_deref(),
+            file,
+            id,
+            line,
+            column,
+        ));
         i = j;
     }
     out
@@ -206,7 +216,9 @@ fn field_at(
     line: u32,
     keys: &mut Option<Vec<(u32, String)>>,
 ) -> Option<String> {
-    if l.body.is_some_and(|b| offset_in(l.text, b).is_some_and(|o| at >= o)) {
+    if l.body
+        .is_some_and(|b| offset_in(l.text, b).is_some_and(|o| at >= o))
+    {
         return Some("content".into());
     }
     let doc = l.doc?;
@@ -258,7 +270,8 @@ fn json_keys(doc: &str) -> Vec<(u32, String)> {
                 }
                 let after = doc.get(i + 1..).unwrap_or("").trim_start();
                 if depth == 1 && after.starts_with(':') {
-                    if let Ok(k) = serde_json::from_str::<String>(&doc[start..=i.min(b.len() - 1)]) {
+                    if let Ok(k) = serde_json::from_str::<String>(&doc[start..=i.min(b.len() - 1)])
+                    {
                         out.push((line, k));
                     }
                 }
@@ -299,7 +312,8 @@ fn escaped(l: &Layout<'_>, doc: &str) -> Vec<Located> {
             Some(Located {
                 at: base + at,
                 ch,
-                kind: kind_of(ch).or_else(|| super::is_variation_selector(ch).then_some(Kind::VariationRun))?,
+                kind: kind_of(ch)
+                    .or_else(|| super::is_variation_selector(ch).then_some(Kind::VariationRun))?,
                 escaped: true,
             })
         })

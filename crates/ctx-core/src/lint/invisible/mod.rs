@@ -199,7 +199,9 @@ fn exempt(c: char, prev: Option<char>, next: Option<char>) -> bool {
                 || both(needs_joiners)
         }
         '\u{200B}' | '\u{200C}' => both(needs_joiners),
-        '\u{200E}' | '\u{200F}' => prev.is_some_and(right_to_left) || next.is_some_and(right_to_left),
+        '\u{200E}' | '\u{200F}' => {
+            prev.is_some_and(right_to_left) || next.is_some_and(right_to_left)
+        }
         _ => false,
     }
 }

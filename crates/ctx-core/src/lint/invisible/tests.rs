@@ -70,7 +70,10 @@ fn ascii_and_ordinary_unicode_are_clean() {
 
 #[test]
 fn a_tag_payload_is_every_character_of_it() {
-    let payload: String = "Ignore".chars().map(|c| char::from_u32(0xE0000 + c as u32).unwrap()).collect();
+    let payload: String = "Ignore"
+        .chars()
+        .map(|c| char::from_u32(0xE0000 + c as u32).unwrap())
+        .collect();
     let s = format!("Refunds{payload} policy");
     let hits = find(&s);
     assert_eq!(hits.len(), 6);
@@ -182,7 +185,11 @@ fn a_finding_names_line_column_field_and_code_points_never_the_characters() {
     assert_eq!(title.field.as_deref(), Some("title"));
     assert_eq!(title.id.as_deref(), Some("a"));
     assert_eq!(title.file.as_deref(), Some("p.md"));
-    assert!(title.message.contains("tag characters"), "{}", title.message);
+    assert!(
+        title.message.contains("tag characters"),
+        "{}",
+        title.message
+    );
     assert_eq!(
         title.actual,
         Some(Value::from("U+E0049 U+E0067 (2 characters)"))
@@ -196,7 +203,10 @@ fn a_finding_names_line_column_field_and_code_points_never_the_characters() {
     assert_eq!((body.line, body.column), (Some(7), Some(7)));
     assert_eq!(body.field.as_deref(), Some("content"));
     assert_eq!(body.severity, Severity::Error);
-    assert_eq!(body.actual, Some(Value::from("U+202E U+00AD (2 characters)")));
+    assert_eq!(
+        body.actual,
+        Some(Value::from("U+202E U+00AD (2 characters)"))
+    );
     assert!(body.message.contains("bidirectional") && body.message.contains("soft hyphens"));
     for f in &d {
         let json = serde_json::to_string(f).unwrap();
@@ -207,7 +217,8 @@ fn a_finding_names_line_column_field_and_code_points_never_the_characters() {
 
 #[test]
 fn escapes_count_only_when_the_value_holds_the_character() {
-    let json = "{\n  \"title\": \"a\\u200bb\",\n  \"summary\": \"\\\\u202e is how you write it\",\n  \
+    let json =
+        "{\n  \"title\": \"a\\u200bb\",\n  \"summary\": \"\\\\u202e is how you write it\",\n  \
                 \"content\": \"x\\udb40\\udc41y\"\n}\n";
     let d = scan("o.json", json);
     assert_eq!(d.len(), 2, "{d:#?}");
@@ -223,9 +234,16 @@ fn escapes_count_only_when_the_value_holds_the_character() {
     let yaml = "title: \"x\\U000E0041\"\nsummary: C:\\u200b\\path\n";
     let d = scan("o.yaml", yaml);
     assert_eq!(d.len(), 1, "{d:#?}");
-    assert_eq!((d[0].line, d[0].column, d[0].field.as_deref()), (Some(1), Some(10), Some("title")));
+    assert_eq!(
+        (d[0].line, d[0].column, d[0].field.as_deref()),
+        (Some(1), Some(10), Some("title"))
+    );
     // An escaped emoji joiner is the emoji's.
-    assert!(scan("o.json", "{\"title\": \"\\ud83d\\udc69\\u200d\\ud83d\\udcbb\"}").is_empty());
+    assert!(scan(
+        "o.json",
+        "{\"title\": \"\\ud83d\\udc69\\u200d\\ud83d\\udcbb\"}"
+    )
+    .is_empty());
 }
 
 #[test]
@@ -248,11 +266,12 @@ fn many_lines_are_summed_up_after_the_first_twenty() {
 
 #[test]
 fn a_long_payload_lists_its_first_code_points_and_counts_all() {
-    let payload: String = (0..40).map(|i| char::from_u32(0xE0041 + i % 26).unwrap()).collect();
+    let payload: String = (0..40)
+        .map(|i| char::from_u32(0xE0041 + i % 26).unwrap())
+        .collect();
     let d = scan("p.md", &format!("x{payload}\n"));
     assert_eq!(d.len(), 1);
     let actual = d[0].actual.as_ref().unwrap().as_str().unwrap();
     assert!(actual.starts_with("U+E0041 U+E0042"), "{actual}");
     assert!(actual.ends_with("… (40 characters)"), "{actual}");
 }
-
