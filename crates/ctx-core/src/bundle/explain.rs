@@ -154,7 +154,7 @@ pub fn text(repo: &Repo, r: &Resolution, bundle: &Value, opts: &ExplainOptions) 
             let _ = write!(line, " → outranked by {by}");
         }
         if let Some(d) = &e.detail {
-            let _ = write!(line, " ({d})");
+            let _ = write!(line, " ({})", crate::diag::render::terminal_safe(d));
         }
         let _ = writeln!(out, "{line}");
         if let Some(w) = causes
@@ -172,7 +172,7 @@ pub fn text(repo: &Repo, r: &Resolution, bundle: &Value, opts: &ExplainOptions) 
                 "  ! {} [{}] {}",
                 w.code,
                 w.severity.as_str(),
-                w.message
+                crate::diag::render::terminal_safe(&w.message)
             );
         }
     }

@@ -5,6 +5,8 @@ use std::fmt::Write as _;
 
 use serde_json::Value;
 
+use crate::lint::invisible::reveal;
+
 /// Pretty JSON with a trailing newline.
 pub fn json(bundle: &Value) -> String {
     let mut s = serde_json::to_string_pretty(bundle).expect("serializable");
@@ -13,7 +15,9 @@ pub fn json(bundle: &Value) -> String {
 }
 
 /// YAML 1.2 block style. Strings are written as JSON-style double-quoted scalars
-/// (always valid YAML), or as literal blocks when multi-line and safe to do so.
+/// (always valid YAML), or as literal blocks when multi-line and safe to do so;
+/// a string with hidden characters is always double-quoted, with those
+/// characters as escapes.
 pub fn yaml(v: &Value) -> String {
     let mut out = String::new();
     match v {
@@ -43,7 +47,38 @@ fn plain(s: &str) -> bool {
         && !s.starts_with(|c: char| c.is_ascii_digit() || c == '.')
 }
 
+/// A double-quoted YAML scalar for a string holding hidden characters, each
+/// written as its escape (`\u200B`, `\U000E0041`): the value reads back exactly,
+/// and a person sees what is there. None when `s` holds none.
+fn revealing_quoted(s: &str) -> Option<String> {
+    let hits = crate::lint::invisible::find(s);
+    if hits.is_empty() {
+        return None;
+    }
+    let mut out = String::from("\"");
+    let quoted = |t: &str, out: &mut String| {
+        let q = serde_json::to_string(t).expect("string");
+        out.push_str(&q[1..q.len() - 1]);
+    };
+    let mut from = 0;
+    for h in hits {
+        quoted(&s[from..h.at], &mut out);
+        let code = h.ch as u32;
+        let _ = match code {
+            0..=0xFFFF => write!(out, "\\u{code:04X}"),
+            _ => write!(out, "\\U{code:08X}"),
+        };
+        from = h.at + h.ch.len_utf8();
+    }
+    quoted(&s[from..], &mut out);
+    out.push('"');
+    Some(out)
+}
+
 fn scalar(v: &Value, indent: usize) -> String {
+    if let Some(q) = v.as_str().and_then(revealing_quoted) {
+        return q;
+    }
     match v {
         Value::Null => "null".into(),
         Value::Bool(b) => b.to_string(),
@@ -82,7 +117,9 @@ fn is_empty_container(v: &Value) -> bool {
 fn emit_map(out: &mut String, m: &serde_json::Map<String, Value>, indent: usize) {
     let pad = " ".repeat(indent);
     for (k, v) in m {
-        let key = if plain(k) {
+        let key = if let Some(q) = revealing_quoted(k) {
+            q
+        } else if plain(k) {
             k.clone()
         } else {
             serde_json::to_string(k).expect("string")
@@ -165,7 +202,7 @@ pub(crate) fn write_provenance(out: &mut String, o: &Value, canonical: &HashSet<
         .filter_map(|s| s["uri"].as_str())
         .collect();
     if !uris.is_empty() {
-        let _ = writeln!(out, "Sources: {}\n", uris.join(", "));
+        let _ = writeln!(out, "Sources: {}\n", reveal(&uris.join(", ")));
     }
     if o["id"].as_str().is_some_and(|id| canonical.contains(id)) {
         out.push_str("Canonical source: this object is the origin of its content.\n\n");
@@ -174,6 +211,8 @@ pub(crate) fn write_provenance(out: &mut String, o: &Value, canonical: &HashSet<
 
 /// Markdown for prompts. Every object's content is fenced; untrusted content is
 /// labelled as such. A header states that the bundle is data, not instruction.
+/// Hidden characters in repository text are written as `<U+XXXX>` ([`reveal`]):
+/// whoever reads the Markdown, person or agent, reads the same text.
 pub fn markdown(bundle: &Value) -> String {
     markdown_listing(bundle, None)
 }
@@ -202,7 +241,11 @@ fn markdown_listing(bundle: &Value, listed: Option<usize>) -> String {
         let _ = writeln!(out, "- namespace: `{ns}`");
     }
     if let Some(t) = bundle["task"].as_str() {
-        let _ = writeln!(out, "- task: {}", serde_json::to_string(t).expect("string"));
+        let _ = writeln!(
+            out,
+            "- task: {}",
+            reveal(&serde_json::to_string(t).expect("string"))
+        );
     }
     let _ = writeln!(out, "- as of: {}", bundle["as_of"].as_str().unwrap_or(""));
     let _ = writeln!(
@@ -217,7 +260,7 @@ fn markdown_listing(bundle: &Value, listed: Option<usize>) -> String {
         let id = o["id"].as_str().unwrap_or("");
         let title = o["title"]
             .as_str()
-            .map(|t| format!(" — {t}"))
+            .map(|t| format!(" — {}", reveal(t)))
             .unwrap_or_default();
         let _ = writeln!(out, "## `{id}`{title}\n");
         let mut facts = Vec::new();
@@ -236,7 +279,7 @@ fn markdown_listing(bundle: &Value, listed: Option<usize>) -> String {
                 facts.push(format!(
                     "{k}: {}",
                     v.as_str()
-                        .map(str::to_string)
+                        .map(|s| reveal(s).into_owned())
                         .unwrap_or_else(|| v.to_string())
                 ));
             }
@@ -244,14 +287,17 @@ fn markdown_listing(bundle: &Value, listed: Option<usize>) -> String {
         let _ = writeln!(out, "{}\n", facts.join(" · "));
         if let Some(r) = o["redacted"].as_array() {
             let paths: Vec<&str> = r.iter().filter_map(Value::as_str).collect();
-            let _ = writeln!(out, "Redacted fields: {}\n", paths.join(", "));
+            let _ = writeln!(out, "Redacted fields: {}\n", reveal(&paths.join(", ")));
         }
         write_provenance(&mut out, o, &canonical);
         let untrusted = o["trust"].as_str() == Some("untrusted");
         let (body, lang) = match &o["content"] {
-            Value::String(s) => (s.clone(), fence_language(o, untrusted)),
+            Value::String(s) => (reveal(s).into_owned(), fence_language(o, untrusted)),
             Value::Null => continue,
-            other => (serde_json::to_string_pretty(other).expect("json"), "json"),
+            other => (
+                reveal(&serde_json::to_string_pretty(other).expect("json")).into_owned(),
+                "json",
+            ),
         };
         let fence = fence_for(&body);
         if untrusted {
@@ -279,7 +325,7 @@ fn markdown_listing(bundle: &Value, listed: Option<usize>) -> String {
                 e["reason"].as_str().unwrap_or("")
             );
             if let Some(d) = e["detail"].as_str() {
-                let _ = write!(out, " ({d})");
+                let _ = write!(out, " ({})", reveal(d));
             }
             if let Some(by) = e["outranked_by"].as_str() {
                 let _ = write!(out, " → `{by}`");
@@ -310,7 +356,7 @@ fn markdown_listing(bundle: &Value, listed: Option<usize>) -> String {
                 out,
                 "- {}: {}",
                 x["code"].as_str().unwrap_or(""),
-                x["message"].as_str().unwrap_or("")
+                reveal(x["message"].as_str().unwrap_or(""))
             );
         }
         out.push('\n');
@@ -358,6 +404,38 @@ mod tests {
             assert!(y.contains(quoted), "{quoted} in {y}");
         }
         assert_eq!(crate::yaml::parse(&y).unwrap(), v, "{y}");
+    }
+
+    #[test]
+    fn hidden_characters_are_visible_in_markdown_and_escaped_in_yaml() {
+        let tagged = "Refunds\u{E0049}\u{E0067}";
+        let b = json!({"consumer": {"type": "role", "id": "r"}, "task": "a\u{200B}b",
+            "objects": [{"id": "x", "title": tagged, "owner": "o\u{202E}",
+                "content": format!("Line one\n{tagged} and 👩\u{200D}💻\n")}]});
+        let md = markdown(&b);
+        assert!(md.contains("## `x` — Refunds<U+E0049><U+E0067>"), "{md}");
+        assert!(md.contains("owner: o<U+202E>"), "{md}");
+        assert!(
+            md.contains("Refunds<U+E0049><U+E0067> and 👩\u{200D}💻\n"),
+            "{md}"
+        );
+        assert!(md.contains("task: \"a<U+200B>b\""), "{md}");
+        assert!(crate::lint::invisible::find(&md).is_empty(), "{md}");
+        // YAML stays exact data: the escapes read back as the characters.
+        let y = yaml(&b);
+        assert!(
+            y.contains("title: \"Refunds\\U000E0049\\U000E0067\""),
+            "{y}"
+        );
+        assert!(y.contains("task: \"a\\u200Bb\""), "{y}");
+        assert!(
+            y.contains("content: \"Line one\\nRefunds\\U000E0049"),
+            "{y}"
+        );
+        assert!(crate::lint::invisible::find(&y).is_empty(), "{y}");
+        assert_eq!(crate::yaml::parse(&y).unwrap(), b, "{y}");
+        // JSON is data for programs: exact, as it is.
+        assert!(json(&b).contains(tagged));
     }
 
     #[test]

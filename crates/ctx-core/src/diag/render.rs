@@ -26,9 +26,11 @@ struct Pretty<'a> {
 
 impl std::fmt::Display for Pretty<'_> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // A message may quote repository text (a misspelt key, a title).
+        let message = crate::lint::invisible::reveal(&self.d.message);
         match &self.d.id {
-            Some(id) => write!(f, "{}: {}", id, self.d.message),
-            None => f.write_str(&self.d.message),
+            Some(id) => write!(f, "{}: {}", id, message),
+            None => f.write_str(&message),
         }
     }
 }
@@ -115,45 +117,84 @@ fn excerpt(text: &str, line: u32, withheld: &[u32]) -> Option<(String, SourceSpa
     span.map(|s| (out, s))
 }
 
-/// `line` with control characters escaped and cut to [`FRAME_COLUMNS`] characters.
+/// `line` with control and hidden characters escaped (as [`terminal_safe`] does,
+/// tabs as spaces) and cut to [`FRAME_COLUMNS`] characters.
 fn printable(line: &str) -> String {
     let mut out = String::new();
-    for (i, c) in line.chars().enumerate() {
+    for (i, piece) in people_pieces(line).enumerate() {
         if i == FRAME_COLUMNS {
             out.push('…');
             break;
         }
-        match c {
-            '\t' => out.push(' '),
-            c if moves_the_terminal(c) => out.extend(c.escape_unicode()),
-            c => out.push(c),
+        match piece {
+            Piece::Char('\t') => out.push(' '),
+            p => p.write(&mut out),
         }
     }
     out
 }
 
-/// Control characters (but tab) and the invisible or bidirectional formatting
-/// characters: in text shown to people they could move the cursor, recolour the
-/// terminal or reorder what is displayed.
+/// Control characters (but tab), the invisible or bidirectional formatting
+/// characters and Unicode tag characters: in text shown to people they could move
+/// the cursor, recolour the terminal, reorder what is displayed or hide text.
 pub fn moves_the_terminal(c: char) -> bool {
     (c.is_control() && c != '\t')
         || matches!(c as u32, 0x200B..=0x200F | 0x2028..=0x202E | 0x2060..=0x2069 | 0xFEFF)
+        || crate::lint::invisible::kind_of(c).is_some()
 }
 
-/// Repository text (an id, a title, a value) for human output: every character
-/// that [`moves_the_terminal`] becomes a `\u{…}` escape, line breaks included, so
-/// one value stays on one line.
+/// One character of repository text as people are shown it.
+enum Piece {
+    Char(char),
+    /// A control character, as a `\u{…}` escape.
+    Control(char),
+    /// A hidden character, by its code point (`<U+E0041>`), as findings name it.
+    Hidden(char),
+}
+
+impl Piece {
+    fn write(&self, out: &mut String) {
+        match *self {
+            Piece::Char(c) => out.push(c),
+            Piece::Control(c) => out.extend(c.escape_unicode()),
+            Piece::Hidden(c) => {
+                out.push('<');
+                out.push_str(&crate::lint::invisible::notation(c));
+                out.push('>');
+            }
+        }
+    }
+}
+
+/// `s` character by character, each marked as [`terminal_safe`] shows it. The
+/// hidden characters are the ones `ctx validate` reports; a legitimate use (a
+/// joiner inside an emoji) passes unchanged.
+fn people_pieces(s: &str) -> impl Iterator<Item = Piece> + '_ {
+    let mut hidden = crate::lint::invisible::find(s).into_iter().peekable();
+    s.char_indices().map(move |(at, c)| {
+        if hidden.next_if(|h| h.at == at).is_some() {
+            Piece::Hidden(c)
+        } else if moves_the_terminal(c) && crate::lint::invisible::kind_of(c).is_none() {
+            Piece::Control(c)
+        } else {
+            Piece::Char(c)
+        }
+    })
+}
+
+/// Repository text (an id, a title, a value) for human output: control
+/// characters and line breaks become `\u{…}` escapes, so one value stays on one
+/// line and cannot drive the terminal; hidden characters (tag characters,
+/// bidirectional controls, zero-width characters) become `<U+XXXX>`, so a person
+/// sees what an agent would read.
 pub fn terminal_safe(s: &str) -> std::borrow::Cow<'_, str> {
-    if !s.chars().any(moves_the_terminal) {
+    // (A run of variation selectors is hidden though none of them moves the terminal.)
+    if !s.chars().any(moves_the_terminal) && crate::lint::invisible::find(s).is_empty() {
         return std::borrow::Cow::Borrowed(s);
     }
     let mut out = String::with_capacity(s.len() + 8);
-    for c in s.chars() {
-        if moves_the_terminal(c) {
-            out.extend(c.escape_unicode());
-        } else {
-            out.push(c);
-        }
+    for p in people_pieces(s) {
+        p.write(&mut out);
     }
     std::borrow::Cow::Owned(out)
 }
@@ -191,7 +232,7 @@ pub fn human(diags: &[Diagnostic], root: &Path, style: HumanStyle) -> String {
         if let Some(r) = &d.remediation {
             let _ = write!(help, "fix:      {r}");
         }
-        let help = help.trim_end().to_string();
+        let help = crate::lint::invisible::reveal(help.trim_end()).into_owned();
         let (source, span) = match (&d.file, d.line) {
             // A secret's line (or a private file's plaintext) is never quoted: the
             // finding names the file and line only.
@@ -277,10 +318,10 @@ pub fn concise(diags: &[Diagnostic]) -> String {
             let _ = write!(out, "{id}: ");
         }
         // One finding, one line: embedded newlines would split it.
-        out.push_str(&d.message.replace('\n', " "));
+        out.push_str(&terminal_safe(&d.message.replace('\n', " ")));
         if let Some(r) = &d.remediation {
             out.push_str(" — fix: ");
-            out.push_str(&r.replace('\n', " "));
+            out.push_str(&terminal_safe(&r.replace('\n', " ")));
         }
         out.push('\n');
     }
@@ -474,6 +515,36 @@ mod tests {
              of the allowed values — fix: Use one of the listed values.\n\
              .: error[manifest-invalid] two lines\n"
         );
+    }
+
+    #[test]
+    fn people_see_hidden_characters_by_code_point() {
+        assert_eq!(terminal_safe("a\u{E0041}\u{202E}b"), "a<U+E0041><U+202E>b");
+        assert_eq!(
+            terminal_safe("x\u{AD}y\u{1b}[0m\n"),
+            "x<U+00AD>y\\u{1b}[0m\\u{a}"
+        );
+        assert_eq!(terminal_safe("😀\u{FE00}\u{FE01}"), "😀<U+FE00><U+FE01>");
+        // Legitimate uses pass: an emoji sequence, a variation selector.
+        assert_eq!(
+            terminal_safe("👩\u{200D}💻 ❤\u{FE0F}"),
+            "👩\u{200D}💻 ❤\u{FE0F}"
+        );
+        assert_eq!(printable("\tkey: \"v\u{200B}\""), " key: \"v<U+200B>\"");
+        let d = vec![Diagnostic::error(
+            Code::SchemaInvalid,
+            "unknown field `a\u{E0041}`",
+        )];
+        assert!(concise(&d).contains("`a<U+E0041>`"));
+        let text = human(
+            &d,
+            Path::new("/nonexistent"),
+            HumanStyle {
+                color: false,
+                width: 100,
+            },
+        );
+        assert!(text.contains("`a<U+E0041>`"), "{text}");
     }
 
     #[test]

@@ -12,7 +12,8 @@
 //! - [`config`], [`view`], [`local`], [`state`]: the repository side — the
 //!   `ctx.exchange` manifest extension, the resolver adapter (the one place the
 //!   exchange asks what a consumer may obtain), the policy derived from both,
-//!   and the `.ctx/exchange/` state folder.
+//!   and the `.ctx/exchange/` state folder; [`policy_check`] reports the
+//!   extension's issues as `validate` findings.
 //! - [`ops`]: the operations front ends call (CLI now; MCP and HTTP later).
 //!
 //! Every function takes plain inputs and returns typed results; none prints.
@@ -29,6 +30,7 @@ pub mod kit;
 pub mod local;
 pub mod ops;
 pub mod policy;
+pub mod policy_check;
 pub mod proposal;
 pub mod receipts;
 pub mod schema;

@@ -14,7 +14,7 @@ use super::config::{ExchangeConfig, KeyPurpose};
 use super::error::{fail, ClError, ClResult};
 use super::receipts::ReceiptLog;
 use crate::manifest::Manifest;
-use crate::signing::SigningKeyPair;
+use crate::signing::{PublicKey, SigningKeyPair};
 
 /// Kinds of stored exchange files.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -220,11 +220,8 @@ pub fn name_of(id_or_digest: &str) -> String {
     }
 }
 
-/// Load a Context Layer private key by id and check its declared purpose.
-/// A key may serve exactly one purpose: it must be declared under
-/// `ctx.exchange.keys` with that purpose, match its declared public half, and
-/// not also be trusted under `ctx.keys` (whose signatures are domain-separated):
-/// the two signing inputs never share a key.
+/// Load a Context Layer private key by id and check its declared purpose
+/// ([`declared_key`]), then that it matches its declared public half.
 ///
 /// `held` is a key the caller already holds in memory (a server, the
 /// conformance suite); otherwise the key is read from the user's key folder.
@@ -235,6 +232,32 @@ pub fn load_key(
     purpose: KeyPurpose,
     held: Option<&SigningKeyPair>,
 ) -> ClResult<SigningKeyPair> {
+    let declared = declared_key(m, cfg, id, purpose)?;
+    let pair = match held {
+        Some(k) => k.clone(),
+        None => crate::keys::load(id, Some(&m.root))
+            .map_err(|e| ClError::new("KEY_UNAVAILABLE", e.to_string()))?,
+    };
+    if pair.public_key() != *declared {
+        return fail(
+            "KEY_MISMATCH",
+            format!("the private key `{id}` does not match the public key declared for it in extensions.ctx.exchange.keys"),
+        );
+    }
+    Ok(pair)
+}
+
+/// The public key `id` is declared with, if it may sign for `purpose`. A key may
+/// serve exactly one purpose: it must be declared under `ctx.exchange.keys` with
+/// that purpose, and not also be trusted under `ctx.keys` (whose signatures are
+/// domain-separated): the two signing inputs never share a key. Needs no private
+/// key, so `ctx validate` checks the policy's key references with it.
+pub fn declared_key<'c>(
+    m: &Manifest,
+    cfg: &'c ExchangeConfig,
+    id: &str,
+    purpose: KeyPurpose,
+) -> ClResult<&'c PublicKey> {
     let Some((declared, declared_purpose)) = cfg.keys.get(id) else {
         return fail(
             "KEY_NOT_DECLARED",
@@ -271,18 +294,7 @@ pub fn load_key(
             format!("key `{id}` is declared for both bundle and anchor signatures; use one key per purpose"),
         );
     }
-    let pair = match held {
-        Some(k) => k.clone(),
-        None => crate::keys::load(id, Some(&m.root))
-            .map_err(|e| ClError::new("KEY_UNAVAILABLE", e.to_string()))?,
-    };
-    if pair.public_key() != *declared {
-        return fail(
-            "KEY_MISMATCH",
-            format!("the private key `{id}` does not match the public key declared for it in extensions.ctx.exchange.keys"),
-        );
-    }
-    Ok(pair)
+    Ok(declared)
 }
 
 /// Open the repository's receipt log. Without an anchor key configured it

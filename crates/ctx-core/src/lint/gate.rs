@@ -1,6 +1,6 @@
 //! The output gate: consumer output (`resolve`, `bundle`, `export`, and the MCP and
 //! HTTP front ends) refuses to hand out objects that error-level findings concern —
-//! a detected secret, an invalid object, an id that slips past an exclude — unless
+//! a detected secret, an invalid object, hidden text, an id that slips past an exclude — unless
 //! the caller explicitly allows it. `validate` failing in CI is not enough: the same
 //! repository must not flow silently into an agent's instructions on a laptop.
 
@@ -14,7 +14,9 @@ use crate::resolve::Resolution;
 use crate::validate::{self, supersession, Index};
 
 /// Findings that make an object itself unfit to hand out: a credential in it, an
-/// invalid document, an id that slips past a scope, an id two files claim. Others
+/// invalid document, hidden text (tag characters or bidirectional controls, which
+/// [`super::invisible`] reports as `schema-invalid` errors; its zero-width warnings
+/// do not block), an id that slips past a scope, an id two files claim. Others
 /// (an unknown scheme, an unreadable source, an ambiguous conflict, a broken link)
 /// are settled or reported by resolution itself and stay `validate`'s business; so
 /// is a duplicate canonical object, which the bundle itself carries as a conflict

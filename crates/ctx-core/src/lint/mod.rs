@@ -9,6 +9,9 @@
 //! - an agent file `ctx export` generated where its host never reads it, and a
 //!   broken `extensions.ctx.export` folder map ([`agent_files`]);
 //!
+//! - hidden characters in context text (tag characters, bidirectional controls,
+//!   zero-width characters), found at load like secrets ([`invisible`]);
+//!
 //! Files that no `context:` or `collections:` entry loads are found by the loader's
 //! walk (see [`crate::load::walk`]), which already visits every folder involved.
 //!
@@ -22,6 +25,7 @@ pub mod fix;
 pub mod gate;
 pub mod hints;
 pub mod ids;
+pub mod invisible;
 pub mod promotion;
 pub mod redaction;
 pub mod scope;

@@ -326,6 +326,18 @@ pub fn parse(member: &Member, bytes: &[u8], defaults: &Defaults<'_>) -> Parsed {
         None => std::borrow::Cow::Borrowed(text),
     };
     out.diags.extend(secrets::scan(&scanned, file, &id));
+    // Hidden characters, in the text as written (a sealed member's armor is ASCII).
+    let layout = crate::lint::invisible::Layout {
+        text,
+        json: format == Format::Json,
+        doc,
+        doc_line: start_line,
+        body,
+        fields: &fields,
+        supplied: &supplied,
+    };
+    out.diags
+        .extend(crate::lint::invisible::findings(&layout, file, &id));
     let mut meta = Meta::from_fields(&fields);
     // Faults the schema did not already report get a finding of their own.
     for field in meta.faults.fields().filter(|f| !schema_faults.contains(f)) {

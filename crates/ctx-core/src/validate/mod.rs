@@ -123,6 +123,8 @@ pub fn validate(repo: &Repo, opts: ValidateOptions) -> Vec<Diagnostic> {
             signing::check(repo, &mut out);
             // Private collections: configuration, and no plaintext where ciphertext belongs.
             out.extend(crate::private::guard::check(repo));
+            // The exchange policy: what the exchange would refuse it for, found now.
+            out.extend(crate::exchange::policy_check::findings(&repo.manifest));
         },
         // Mistakes that leave the repository valid but change what a consumer sees.
         || crate::lint::check(repo, &sup.superseded),

@@ -119,7 +119,7 @@ pub(crate) fn salt() -> &'static Salt {
     static SALT: OnceLock<Salt> = OnceLock::new();
     SALT.get_or_init(|| {
         let mut h = Sha256::new();
-        h.update(b"ctx-parse-cache/8\0");
+        h.update(b"ctx-parse-cache/9\0");
         h.update(env!("CARGO_PKG_VERSION").as_bytes());
         if let Some(s) = std::env::current_exe().ok().and_then(|p| Stamp::read(&p)) {
             h.update(s.size.to_le_bytes());
