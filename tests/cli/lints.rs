@@ -4,6 +4,7 @@
 
 use serde_json::Value;
 
+use crate::support::git::{git, have_git};
 use crate::support::{Repo, Run};
 
 fn findings(r: &Run) -> Vec<Value> {
@@ -38,7 +39,7 @@ fn validate(repo: &Repo) -> Run {
 const POLICY: &str = "---\ntype: policy\nowner: support\n---\nText.\n";
 
 #[test]
-fn a_pattern_that_matches_no_object_is_named_with_the_pattern_it_meant() {
+fn an_exclude_that_matches_no_object_is_an_error_naming_the_pattern_it_meant() {
     let manifest =
         "opencontext: \"1.0\"\nid: acme\ncollections:\n  policies: ./context/policies/**\n\
 roles:\n  support:\n    include: [policies.*]\n    exclude: [policy.internal.*]\n";
@@ -48,9 +49,9 @@ roles:\n  support:\n    include: [policies.*]\n    exclude: [policy.internal.*]\
         ("context/policies/internal/discounts.md", POLICY),
     ]);
     let r = validate(&repo);
-    r.assert_ok();
+    r.assert_code(1);
     let f = finding(&r, "empty-scope", "`policy.internal.*`");
-    assert_eq!(f["severity"], "warning");
+    assert_eq!(f["severity"], "error");
     assert_eq!(f["file"], "opencontext.yaml");
     assert_eq!(f["line"], 8, "{f:#}");
     assert_eq!(f["field"], "roles.support.exclude[0]");
@@ -61,10 +62,76 @@ roles:\n  support:\n    include: [policies.*]\n    exclude: [policy.internal.*]\
             .starts_with("did you mean `policies.internal.*`?"),
         "{f:#}"
     );
-    // --strict fails on it; doctor reports it too.
-    repo.ctx(&["validate", "--strict"]).assert_code(1);
+    // In every mode: the default pre-commit hook (`validate --staged`, no --strict)
+    // blocks the commit, and doctor reports it.
+    if have_git() {
+        git(repo.path(), &["init", "-q", "-b", "main"]);
+        git(repo.path(), &["add", "-A"]);
+        repo.ctx(&["validate", "--staged"]).assert_code(1);
+    }
     let d = repo.ctx(&["doctor", "--format", "json"]);
     finding(&d, "empty-scope", "`policy.internal.*`");
+}
+
+#[test]
+fn an_exclude_with_no_near_match_is_an_error_unless_reserved_for_ids_to_come() {
+    let manifest = |ext: &str| {
+        format!(
+            "opencontext: \"1.0\"\nid: acme\ncollections:\n  policies: ./context/policies/**\n\
+roles:\n  support:\n    include: [policies.*]\n    exclude: [hr.*]\n{ext}"
+        )
+    };
+    let repo = Repo::new(&[
+        ("opencontext.yaml", &manifest("")),
+        ("context/policies/refunds.md", POLICY),
+    ]);
+    let r = validate(&repo);
+    r.assert_code(1);
+    let f = finding(&r, "empty-scope", "`hr.*`");
+    assert!(
+        f["remediation"]
+            .as_str()
+            .unwrap()
+            .contains("roles.support.extensions.ctx.scope.reserved_exclude"),
+        "{f:#}"
+    );
+    // Reserved deliberately: quiet, and strict passes.
+    repo.write(
+        "opencontext.yaml",
+        &manifest("    extensions:\n      ctx.scope:\n        reserved_exclude: [hr.*]\n"),
+    );
+    let r = validate(&repo);
+    r.assert_ok();
+    none(&r, "empty-scope");
+    repo.ctx(&["validate", "--strict"]).assert_ok();
+    // A reservation of a pattern the role does not exclude hides nothing: an error.
+    repo.write(
+        "opencontext.yaml",
+        &manifest("    extensions:\n      ctx.scope:\n        reserved_exclude: [hr.**]\n"),
+    );
+    let r = validate(&repo);
+    r.assert_code(1);
+    let f = finding(&r, "manifest-invalid", "reserved_exclude[0]");
+    assert_eq!(f["actual"], "hr.**", "{f:#}");
+    finding(&r, "empty-scope", "`hr.*`");
+}
+
+#[test]
+fn an_include_that_matches_no_object_is_a_warning() {
+    let manifest =
+        "opencontext: \"1.0\"\nid: acme\ncollections:\n  policies: ./context/policies/**\n\
+roles:\n  support:\n    include: [policies.*, policy.internal.*]\n";
+    let repo = Repo::new(&[
+        ("opencontext.yaml", manifest),
+        ("context/policies/refunds.md", POLICY),
+        ("context/policies/internal/discounts.md", POLICY),
+    ]);
+    let r = validate(&repo);
+    r.assert_ok();
+    let f = finding(&r, "empty-scope", "`policy.internal.*`");
+    assert_eq!(f["severity"], "warning");
+    assert_eq!(f["field"], "roles.support.include[1]");
+    repo.ctx(&["validate", "--strict"]).assert_code(1);
 }
 
 const CUSTOMERS: &str = "opencontext: \"1.0\"\nid: acme\ncollections:\n  customers: ./context/customers/**\n\
@@ -152,6 +219,7 @@ fn a_declared_id_that_differs_from_its_path_is_a_warning() {
     let repo = Repo::new(&[
         ("opencontext.yaml", SUPPORT_POLICIES),
         ("context/policies/refunds.md", renamed),
+        ("context/policies/internal/discounts.md", POLICY),
     ]);
     let r = validate(&repo);
     r.assert_ok();

@@ -17,6 +17,9 @@ roles:
   support:
     include: [mission, policies.*, pricing.*, notes.*]
     exclude: [policies.internal.*]
+    extensions:
+      ctx.scope:
+        reserved_exclude: [policies.internal.*]
   leads:
     include: ["*"]
     max_classification: confidential

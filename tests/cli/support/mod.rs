@@ -109,6 +109,9 @@ roles:
   support:
     include: [mission, policies.*]
     exclude: [policies.internal.*]
+    extensions:
+      ctx.scope:
+        reserved_exclude: [policies.internal.*]
 "#;
 
 pub const MISSION: &str = "---\nid: mission\ntype: mission\nlayer: L0\nauthority: canonical\nowner: founders\ncanonical_source: true\n---\n\nMake refunds boring.\n";

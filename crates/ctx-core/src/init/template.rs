@@ -47,7 +47,8 @@ provenance:
 
 # `ctx doctor --strict` (what `ctx init --ci github` runs in CI) fails on warnings too,
 # as `ctx validate --strict` does: the lints for mistakes that silently change what a
-# consumer sees (a pattern that matches nothing, a redaction that hides nothing) are warnings.
+# consumer sees are warnings (a redaction that hides nothing), or errors in every mode
+# when they widen access (an `exclude` that matches nothing keeps nothing out).
 health:
   fail_on: warning
 "#

@@ -1,6 +1,7 @@
-//! Role patterns that match no object but are a typo away from ones that do. `exclude: [policy.internal.*]` when the ids
-//! are `policies.internal.*` excludes nothing, and nothing says so: the role simply
-//! sees the internal policies.
+//! Role patterns that match no object. `exclude: [policy.internal.*]` when the ids
+//! are `policies.internal.*` excludes nothing, and nothing would say so: the role
+//! simply sees the internal policies. Such an exclude is an error in every mode (the
+//! default pre-commit hook blocks it); an include that adds nothing is a warning.
 
 use std::collections::BTreeSet;
 
@@ -27,6 +28,7 @@ pub fn check(repo: &Repo, out: &mut Vec<Diagnostic>) {
     let m = &repo.manifest;
     let ids = SortedIds::of(repo);
     for (name, role) in &m.roles {
+        let reserved = reserved_excludes(repo, name, role, out);
         let lists: [(&str, &[Pattern]); 2] = [
             ("include", role.include.as_deref().unwrap_or(&[])),
             ("exclude", &role.exclude),
@@ -36,45 +38,151 @@ pub fn check(repo: &Repo, out: &mut Vec<Diagnostic>) {
                 if ids.any_covered(p) {
                     continue;
                 }
-                // A pattern with no near match is taken as deliberate (an exclude
-                // kept for ids that do not exist yet); one a typo away from ids that
-                // do exist is almost certainly a mistake.
-                let Some(hint) = closest_pattern(repo, p.as_str()) else {
-                    continue;
-                };
-                let effect = if list == "include" {
-                    "adds nothing to what the role sees"
-                } else {
-                    "keeps nothing out"
-                };
-                let path = [
+                let hint = closest_pattern(repo, p.as_str());
+                let at = [
                     PathItem::Key("roles".into()),
                     PathItem::Key(name.clone()),
                     PathItem::Key(list.into()),
                     PathItem::Index(i),
                 ];
-                let mut d = Diagnostic::warning(
-                    Code::EmptyScope,
-                    format!(
-                        "`{list}` pattern `{}` of role `{name}` matches no object, so it {effect}",
-                        p.as_str()
-                    ),
-                )
-                .file(m.file.clone())
-                .field(format!("roles.{name}.{list}[{i}]"))
-                .expected("a pattern that matches at least one object id")
-                .actual(p.as_str())
-                .fix(format!(
-                    "{}ids here look like `{hint}` (`ctx list` shows every id)",
-                    suggest::did_you_mean(Some(&hint))
-                ));
-                if let Some((l, c)) = m.locate(&path) {
+                let d = if list == "exclude" {
+                    // An exclude that keeps nothing out widens access against its
+                    // author's intent, so it is an error in every mode, unless the
+                    // role says it guards ids still to come.
+                    if reserved.contains(p.as_str()) {
+                        continue;
+                    }
+                    Diagnostic::error(
+                        Code::EmptyScope,
+                        format!(
+                            "`exclude` pattern `{}` of role `{name}` matches no object, so it keeps nothing out",
+                            p.as_str()
+                        ),
+                    )
+                    .fix(format!(
+                        "{}correct the pattern (`ctx list` shows every id); to keep it for ids that do not exist yet, list it under `roles.{name}.extensions.ctx.scope.reserved_exclude`",
+                        suggest::did_you_mean(hint.as_deref())
+                    ))
+                } else {
+                    // An include that adds nothing hides, never widens: a warning, and
+                    // only when it is a typo away from ids that exist (one with no
+                    // near match is taken as deliberate).
+                    let Some(hint) = hint else {
+                        continue;
+                    };
+                    Diagnostic::warning(
+                        Code::EmptyScope,
+                        format!(
+                            "`include` pattern `{}` of role `{name}` matches no object, so it adds nothing to what the role sees",
+                            p.as_str()
+                        ),
+                    )
+                    .fix(format!(
+                        "{}ids here look like `{hint}` (`ctx list` shows every id)",
+                        suggest::did_you_mean(Some(&hint))
+                    ))
+                };
+                let mut d = d
+                    .file(m.file.clone())
+                    .field(format!("roles.{name}.{list}[{i}]"))
+                    .expected("a pattern that matches at least one object id")
+                    .actual(p.as_str());
+                if let Some((l, c)) = m.locate(&at) {
                     d = d.at(l, c);
                 }
                 out.push(d);
             }
         }
     }
+}
+
+/// `roles.<name>.extensions.ctx.scope.reserved_exclude`: exclude patterns the role keeps
+/// for ids that do not exist yet. Anything there that is not a list of the role's own
+/// exclude patterns is an error (a reservation must not hide a typo of its own).
+fn reserved_excludes<'r>(
+    repo: &'r Repo,
+    name: &str,
+    role: &crate::manifest::roles::Role,
+    out: &mut Vec<Diagnostic>,
+) -> BTreeSet<&'r str> {
+    let m = &repo.manifest;
+    let mut reserved = BTreeSet::new();
+    let Some(value) = m
+        .raw
+        .get("roles")
+        .and_then(|r| r.get(name))
+        .and_then(|r| r.get("extensions"))
+        .and_then(|e| e.get("ctx.scope"))
+        .and_then(|c| c.get("reserved_exclude"))
+    else {
+        return reserved;
+    };
+    let field = format!("roles.{name}.extensions.ctx.scope.reserved_exclude");
+    let at = |extra: Option<usize>| {
+        let mut path = vec![
+            PathItem::Key("roles".into()),
+            PathItem::Key(name.to_string()),
+            PathItem::Key("extensions".into()),
+            PathItem::Key("ctx.scope".into()),
+            PathItem::Key("reserved_exclude".into()),
+        ];
+        if let Some(i) = extra {
+            path.push(PathItem::Index(i));
+        }
+        m.locate(&path)
+    };
+    let Some(items) = value.as_array() else {
+        let mut d = Diagnostic::error(
+            Code::ManifestInvalid,
+            format!("`{field}` must be a list of the role's exclude patterns"),
+        )
+        .file(m.file.clone())
+        .field(field.clone())
+        .expected("a list of patterns")
+        .actual(crate::manifest::roles::type_name(value))
+        .fix("write it as a list, e.g. `reserved_exclude: [hr.*]`");
+        if let Some((l, c)) = at(None) {
+            d = d.at(l, c);
+        }
+        out.push(d);
+        return reserved;
+    };
+    for (i, item) in items.iter().enumerate() {
+        let own = item
+            .as_str()
+            .filter(|s| role.exclude.iter().any(|p| p.as_str() == *s));
+        match own {
+            Some(s) => {
+                reserved.insert(s);
+            }
+            None => {
+                let actual = item.as_str().map_or_else(
+                    || crate::manifest::roles::type_name(item).to_string(),
+                    str::to_string,
+                );
+                let mut d = Diagnostic::error(
+                    Code::ManifestInvalid,
+                    format!("`{field}[{i}]` is not one of role `{name}`'s exclude patterns"),
+                )
+                .file(m.file.clone())
+                .field(format!("{field}[{i}]"))
+                .expected(serde_json::json!(role
+                    .exclude
+                    .iter()
+                    .map(|p| p.as_str())
+                    .collect::<Vec<_>>()))
+                .actual(actual)
+                .fix(
+                    "list only patterns that also appear, spelt the same, in the role's `exclude`",
+                );
+                if let Some((l, c)) = at(Some(i)) {
+                    d = d.at(l, c);
+                }
+                out.push(d);
+            }
+        }
+    }
+    reserved
 }
 
 /// Every distinct id, sorted. The ids a pattern covers share its literal prefix,
