@@ -35,6 +35,10 @@ pub struct InitArgs {
     /// keep ctx's per-machine state out of git with a `.gitignore`.
     #[arg(long)]
     pub git: bool,
+    /// With --git: leave out the pre-commit hook (`ctx hook install`) that --git
+    /// otherwise installs, so that no commit breaks the repository unnoticed.
+    #[arg(long, requires = "git")]
+    pub no_hook: bool,
     /// `default` (a team repository with two roles) or `personal` (an encrypted personal
     /// vault of seed 004's ten categories; see docs/personal.md).
     #[arg(long, default_value = "default", value_parser = ["default", "personal"])]
@@ -122,12 +126,45 @@ pub fn run(g: &Global, p: &Printer, args: &InitArgs) -> Result<Exit> {
         report.push_str(&render_step(step, &g.cwd));
     }
     report.push_str(&sign_starter_objects(g, &dir, &steps)?);
+    if args.git && !args.no_hook {
+        report.push_str(&install_hook(&dir, &g.cwd)?);
+    }
     let shown = display(&dir, &g.cwd);
     report.push_str(&format!(
         "Initialised OpenContext repository `{id}` in {shown}\nNext: ctx -C {shown} validate --strict\n      ctx -C {shown} resolve --role support --task \"refund\" --explain\n"
     ));
     super::io_result(p.out(&report))?;
     Ok(Exit::Ok)
+}
+
+/// `--git`: the pre-commit hook, as `ctx hook install` writes it. A hook of the
+/// user's own is kept (never replaced by init), and the report says how to add ours.
+fn install_hook(dir: &Path, cwd: &Path) -> Result<String> {
+    use ctx_core::git::hook::{self, InstallOptions};
+    let Some(git) = ctx_core::git::Git::discover(dir) else {
+        return Ok(String::new());
+    };
+    let path = hook::path(&git)?;
+    if path.exists() && !hook::is_ours(&path) {
+        return Ok(format!(
+            "  kept     {} (your own hook; `ctx hook install --force` replaces it, or call `ctx validate --staged` from it)\n",
+            display(&path, cwd)
+        ));
+    }
+    let exe = std::env::current_exe().ok();
+    let done = hook::install(
+        &git,
+        &InstallOptions {
+            force: false,
+            strict: false,
+            exe: exe.as_deref(),
+        },
+    )?;
+    let verb = if done.updated { "updated " } else { "created " };
+    Ok(format!(
+        "  {verb}  {} (pre-commit hook: `ctx validate --staged` before each commit; --no-hook leaves it out)\n",
+        display(&done.path, cwd)
+    ))
 }
 
 /// Sign off the canonical starter objects init just wrote: the person creating the

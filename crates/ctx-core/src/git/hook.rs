@@ -71,6 +71,11 @@ pub struct Installed {
     pub dir: String,
 }
 
+/// Is the hook at `path` one ctx wrote?
+pub fn is_ours(path: &Path) -> bool {
+    std::fs::read_to_string(path).is_ok_and(|t| t.contains(MARKER))
+}
+
 /// Write (or update) the pre-commit hook.
 pub fn install(git: &Git, o: &InstallOptions<'_>) -> Result<Installed> {
     let path = path(git)?;
