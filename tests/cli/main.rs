@@ -80,6 +80,7 @@ mod init;
 mod init_git;
 mod install_script;
 mod keys_declare;
+mod layering;
 mod lints;
 mod list_get;
 mod manual;
