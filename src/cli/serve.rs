@@ -55,6 +55,10 @@ pub struct ServeArgs {
     /// Context Layer calls a minute per caller (requester or operator token).
     #[arg(long, value_name = "N", default_value = "60", value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
     pub cl_rate_limit: u32,
+    /// Also answer personal-vault's `/vault/*` routes, for its MCP server and CLI
+    /// (VAULT_ADDR=http://ADDR). The same tokens, policy and audit as `/context/*`.
+    #[arg(long)]
+    pub vault_compat: bool,
 }
 
 /// `600/120`: reads and writes a minute, each 1..1000000.
@@ -110,6 +114,7 @@ pub fn run(g: &Global, p: &Printer, a: &ServeArgs) -> Result<Exit> {
             cl_rate_limit: a.cl_rate_limit,
             session_rates: a.session_rate_limit,
         },
+        vault_compat: a.vault_compat,
     })?;
     Ok(Exit::Ok)
 }

@@ -20,7 +20,7 @@ use super::service::{self as f, Reply, Svc};
 
 /// Largest request body (an import archive may be large; everything else is small).
 pub const MAX_BODY: usize = 16 * 1024 * 1024;
-const MAX_SMALL_BODY: usize = 256 * 1024;
+pub(super) const MAX_SMALL_BODY: usize = 256 * 1024;
 
 #[derive(Clone)]
 pub struct App {
@@ -32,7 +32,7 @@ pub struct App {
 /// Accepted `Host` header values (loopback names with the bound port); empty: any.
 pub type Hosts = Arc<Vec<String>>;
 
-fn render(r: Reply) -> Response {
+pub(super) fn render(r: Reply) -> Response {
     let mut resp = Response::new(Body::from(r.body.as_bytes().to_vec()));
     *resp.status_mut() =
         StatusCode::from_u16(r.status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
@@ -50,7 +50,7 @@ fn render(r: Reply) -> Response {
     resp
 }
 
-fn bearer(h: &HeaderMap) -> Option<String> {
+pub(super) fn bearer(h: &HeaderMap) -> Option<String> {
     let v = h.get(header::AUTHORIZATION)?.to_str().ok()?;
     let (scheme, token) = v.split_once(' ')?;
     scheme
@@ -58,7 +58,7 @@ fn bearer(h: &HeaderMap) -> Option<String> {
         .then(|| token.trim().to_string())
 }
 
-fn query(q: Option<String>) -> Vec<(String, String)> {
+pub(super) fn query(q: Option<String>) -> Vec<(String, String)> {
     let Some(q) = q else { return Vec::new() };
     q.split('&')
         .filter(|p| !p.is_empty())
@@ -203,7 +203,7 @@ impl Classify for serde_json::Error {
 }
 
 /// Run one facade call off the async threads.
-async fn call(f: impl FnOnce() -> Reply + Send + 'static) -> Response {
+pub(super) async fn call(f: impl FnOnce() -> Reply + Send + 'static) -> Response {
     match tokio::task::spawn_blocking(f).await {
         Ok(r) => render(r),
         Err(_) => render(Reply::error(500, "internal error", "unavailable")),
@@ -212,7 +212,7 @@ async fn call(f: impl FnOnce() -> Reply + Send + 'static) -> Response {
 
 /// Who must be known before a body is read.
 #[derive(Clone, Copy, PartialEq, Eq)]
-enum Needs {
+pub(super) enum Needs {
     /// Nobody: the body holds the credentials (unlock).
     Nothing,
     /// A bearer, when one is sent (a token request by the user, or by a consumer
@@ -221,7 +221,7 @@ enum Needs {
     Bearer,
 }
 
-async fn with_body(
+pub(super) async fn with_body(
     app: App,
     headers: HeaderMap,
     body: Body,
@@ -507,9 +507,12 @@ async fn host_check(State(hosts): State<Hosts>, req: Request, next: Next) -> Res
 
 /// The whole server: seed 004's routes when `app` (a personal vault) is given,
 /// the Context Layer binding's when `cl` is, behind one Host check.
-pub fn router(app: Option<App>, cl: Option<Router>, hosts: Hosts) -> Router {
+pub fn router(app: Option<App>, cl: Option<Router>, hosts: Hosts, vault_compat: bool) -> Router {
     let mut r = Router::new();
     if let Some(app) = app {
+        if vault_compat {
+            r = r.merge(super::vault_compat::router(app.clone()));
+        }
         r = r.merge(personal(app));
     }
     if let Some(cl) = cl {

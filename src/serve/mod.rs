@@ -21,6 +21,7 @@ pub mod http;
 pub mod sandbox;
 pub mod service;
 pub mod terminal;
+pub mod vault_compat;
 
 use std::io::Write;
 use std::net::SocketAddr;
@@ -45,6 +46,8 @@ pub struct Config {
     /// Prompt for approvals on this terminal (stdin and stderr are terminals).
     pub prompt: bool,
     pub limits: Limits,
+    /// Also answer personal-vault's `/vault/*` routes (docs/personal.md, "personal-vault clients").
+    pub vault_compat: bool,
 }
 
 /// The bounds of the door and of the Context Layer binding, from the flags of
@@ -253,7 +256,7 @@ pub fn run(c: Config) -> Result<()> {
         .map(|(gw, _)| cl_routes::router(gw.clone(), bounds.body_timeout));
     let flush = svc.clone();
     let renew = cl.as_ref().map(|(gw, f)| (gw.clone(), f.path.clone()));
-    let router = http::router(app, cl_router, Arc::new(hosts));
+    let router = http::router(app, cl_router, Arc::new(hosts), c.vault_compat);
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .max_blocking_threads(32)

@@ -39,6 +39,11 @@ impl Reply {
         Reply::ok(status, Zeroizing::new(v.to_string()))
     }
 
+    /// A JSON answer (for the other shapes of the same facade, `vault_compat`).
+    pub fn json_value(status: u16, v: Value) -> Reply {
+        Reply::json(status, v)
+    }
+
     /// Seed 004's error body: `{ error, constraint }`.
     pub fn error(status: u16, error: &str, constraint: &str) -> Reply {
         Reply::json(status, json!({ "error": error, "constraint": constraint }))

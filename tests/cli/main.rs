@@ -124,6 +124,7 @@ mod serve_journey;
 mod serve_load;
 #[allow(dead_code)]
 mod serve_support;
+mod serve_vault_compat;
 mod signing;
 mod sources;
 mod spec_lifecycle;

@@ -163,6 +163,8 @@ pub struct Resp {
     pub text: String,
     pub location: Option<String>,
     pub retry_after: Option<String>,
+    /// Every header, by lowercase name.
+    pub headers: std::collections::BTreeMap<String, String>,
 }
 
 impl Resp {
@@ -254,6 +256,11 @@ impl Server {
         };
         let location = header("location");
         let retry_after = header("retry-after");
+        let headers = resp
+            .headers()
+            .iter()
+            .filter_map(|(k, v)| Some((k.as_str().to_string(), v.to_str().ok()?.to_string())))
+            .collect();
         let text = resp.body_mut().read_to_string().unwrap_or_default();
         Resp {
             status,
@@ -261,6 +268,7 @@ impl Server {
             text,
             location,
             retry_after,
+            headers,
         }
     }
 
