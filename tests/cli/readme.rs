@@ -95,3 +95,27 @@ fn readme_states_the_security_model() {
         assert!(section.contains(needle), "the section lacks {needle:?}");
     }
 }
+
+/// The one-door issue: the front ends' guides state the README's security model by
+/// reference, once each, and do not restate it.
+#[test]
+fn the_guides_refer_to_the_readmes_security_model_once() {
+    for doc in ["docs/mcp.md", "docs/exchange.md", "docs/personal.md"] {
+        let text = std::fs::read_to_string(project_root().join(doc)).unwrap();
+        assert_eq!(
+            text.matches("](../README.md#security-model)").count(),
+            1,
+            "{doc} must link to the README's security model exactly once"
+        );
+        for restated in [
+            "What ctx does not do",
+            "### Security model",
+            "## Security model",
+        ] {
+            assert!(
+                !text.contains(restated),
+                "{doc} restates the security model ({restated:?})"
+            );
+        }
+    }
+}
