@@ -148,3 +148,4 @@ mod ops_support {
     pub use crate::support::fixtures::*;
     pub use crate::support::git::{git, have_git, init_git};
 }
+mod walkthroughs;
