@@ -38,6 +38,10 @@ pub const CANARIES: [&str; 16] = [
 
 pub const PRIVATE_CANARY: &str = "CNRY-PRIVATE-PASSPORT";
 
+/// Content an agent's door may carry only after the user approved it: never for a
+/// client that declines or cannot ask (the MCP row checks it), shown to a person.
+pub const GATED_CANARY: &str = "GATED-AFTER-APPROVAL-7c1e";
+
 /// The host turn a `provider sign` row signs for.
 const BINDING: &str = r#"{"run_id":"r","turn_id":"t","session_id":"s","agent_id":"bot","user_id":"u","workspace_id":"w"}"#;
 
@@ -378,6 +382,11 @@ fn files() -> Vec<(&'static str, String)> {
             "id: c.broken\ntype: customer\nowner: s\ncontent_uri: ./data/broken.json\n".into(),
         ),
         ("context/c/old.md", md("c.old", "", "An old note.")),
+        // Confidential: a person's door shows it; an agent's only with the user's approval.
+        (
+            "context/c/gated.md",
+            md("c.gated", "classification: confidential\n", GATED_CANARY),
+        ),
         (
             "context/outside/successor.md",
             md(

@@ -13,11 +13,12 @@ use std::path::{Path, PathBuf};
 use rmcp::model::{GetPromptRequestParams, ReadResourceRequestParams};
 use serde_json::{json, Value};
 
-use super::canary::{PrivateRepo, CANARIES};
+use super::canary::{PrivateRepo, CANARIES, GATED_CANARY};
 use super::mcp::{connect_with, Answer, Session, ERAS};
 
 /// Ids the calls name (never an id that is itself a canary: a refusal may echo it).
-const IDS: [&str; 12] = [
+const IDS: [&str; 13] = [
+    "c.gated",
     "mission",
     "c.visible",
     "c.visible@1",
@@ -214,17 +215,27 @@ async fn no_canary_reaches_any_mcp_answer_in_either_era() {
     let mut failures = Vec::new();
     let mut answers = 0;
     let mut visible_seen = false;
+    let mut gated_seen = false;
     for who in [["--role", "support"], ["--agent", "bot"]] {
         for era in ERAS {
             // A user who approves everything, and a client that cannot ask.
             for (elicit, answer) in [(true, Answer::Approve), (false, Answer::Decline)] {
                 let home = p.config.path();
                 let env = [("HOME", home), ("XDG_CONFIG_HOME", home)];
+                let approves = elicit && matches!(answer, Answer::Approve);
                 let s = connect_with(dir, &who, &env, era, elicit, answer).await;
                 for (what, text) in exercise(&s).await {
                     answers += 1;
                     visible_seen |= text.contains("ACME visible v2");
-                    let found = leaks(&text);
+                    let mut found = leaks(&text);
+                    // Approval-gated content: only for the user who approves.
+                    if text.contains(GATED_CANARY) {
+                        if approves {
+                            gated_seen = true;
+                        } else {
+                            found.push(GATED_CANARY);
+                        }
+                    }
                     if !found.is_empty() {
                         failures.push(format!(
                             "{who:?} {era:?} elicit={elicit} {what} leaks {found:?}:\n{text}"
@@ -238,6 +249,10 @@ async fn no_canary_reaches_any_mcp_answer_in_either_era() {
     assert!(
         visible_seen,
         "the visible object was served (the test can fail)"
+    );
+    assert!(
+        gated_seen,
+        "the gated object was served once approved (the gated row can fail)"
     );
     assert!(answers > 200, "{answers} answers");
     let written: Vec<(PathBuf, String)> = snapshot(dir)
@@ -253,7 +268,10 @@ async fn no_canary_reaches_any_mcp_answer_in_either_era() {
         "the audit log was written"
     );
     for (path, text) in &written {
-        let found = leaks(text);
+        let mut found = leaks(text);
+        if text.contains(GATED_CANARY) {
+            found.push(GATED_CANARY);
+        }
         if !found.is_empty() {
             failures.push(format!("{} leaks {found:?}", path.display()));
         }
