@@ -100,3 +100,61 @@ fn the_scan_finds_a_front_end_that_builds_its_own_resolve_options() {
         ]
     );
 }
+
+/// The crates' arrows point down only: each crate may depend on the ctx crates
+/// below it in [`LAYERS`] and on none above (or beside) it.
+const LAYERS: &[(&str, &[&str])] = &[
+    ("crates/ctx-base", &[]),
+    ("crates/ctx-core", &["ctx-base"]),
+    (".", &["ctx-core"]),
+];
+
+/// The ctx crates `manifest` (a Cargo.toml's text) depends on, in any table.
+fn ctx_dependencies(manifest: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut in_deps = false;
+    for line in manifest.lines() {
+        let line = line.trim();
+        if line.starts_with('[') {
+            in_deps = line.contains("dependencies");
+            continue;
+        }
+        if !in_deps {
+            continue;
+        }
+        if let Some((name, _)) = line.split_once('=') {
+            let name = name.trim();
+            if name.starts_with("ctx-") || name == "ctx" {
+                out.push(name.to_string());
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+#[test]
+fn crate_dependencies_point_down_only() {
+    let root = project_root();
+    let mut members: Vec<String> = std::fs::read_dir(root.join("crates"))
+        .unwrap()
+        .map(|e| format!("crates/{}", e.unwrap().file_name().to_string_lossy()))
+        .collect();
+    members.push(".".into());
+    for member in &members {
+        let (_, allowed) = LAYERS
+            .iter()
+            .find(|(m, _)| m == member)
+            .unwrap_or_else(|| panic!("{member} has no place in LAYERS"));
+        let text = std::fs::read_to_string(root.join(member).join("Cargo.toml")).unwrap();
+        for dep in ctx_dependencies(&text) {
+            assert!(
+                allowed.contains(&dep.as_str()),
+                "{member} depends on {dep}, which is not below it (allowed: {allowed:?})"
+            );
+        }
+    }
+    // The check can fail: a base crate that imports the core is reported.
+    let upward = "[dependencies]\nserde = \"1\"\nctx-core = { path = \"../ctx-core\" }\n";
+    assert_eq!(ctx_dependencies(upward), ["ctx-core"]);
+}

@@ -334,7 +334,7 @@ fn strip_position(message: &str) -> String {
 /// One top-level member of a compact JSON object that ctx wrote itself (an
 /// object's effective document): its value, without building the rest. Absent
 /// when the text is not an object or has no such key.
-pub(crate) fn member(doc: &str, key: &str) -> Option<Value> {
+pub fn member(doc: &str, key: &str) -> Option<Value> {
     // serde_json writes every key as `"key":`; a key without that text is absent.
     // Keys needing escapes are always looked for the slow way.
     let plain = !key.contains(['"', '\\']) && !key.chars().any(char::is_control);
