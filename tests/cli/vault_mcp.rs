@@ -390,3 +390,33 @@ fn a_weak_password_is_warned_about_at_init_and_at_unlock() {
     strong.assert_ok();
     assert!(!strong.stderr.contains("weak"), "{}", strong.stderr);
 }
+
+/// The same surface through the official MCP Python SDK (tests/interop/vault_mcp_client.py),
+/// in both eras. Skipped without `.venv-mcp` unless `CTX_REQUIRE_INTEROP=1`.
+#[test]
+fn the_official_python_sdk_sees_the_same_vault_surface() {
+    let Some(py) = super::mcp_python::python() else {
+        assert!(
+            std::env::var("CTX_REQUIRE_INTEROP").as_deref() != Ok("1"),
+            "CTX_REQUIRE_INTEROP=1 but .venv-mcp/bin/python (the Python MCP SDK) is missing"
+        );
+        eprintln!("note: .venv-mcp is absent; skipping the Python MCP SDK vault test");
+        return;
+    };
+    let v = vault(&fields());
+    let script = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/interop/vault_mcp_client.py");
+    let out = std::process::Command::new(py)
+        .arg(script)
+        .arg(env!("CARGO_BIN_EXE_ctx"))
+        .arg(v.dir())
+        .arg(v.repo.path().join("pw.txt"))
+        .arg(v.repo.home().path())
+        .arg(v.repo.home().config())
+        .output()
+        .expect("python runs");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stdout}\n{stderr}");
+    assert!(stdout.contains(" passed, 0 failed"), "{stdout}\n{stderr}");
+}
