@@ -6,8 +6,10 @@
 //! input-required result with sealed state in 2026-07-28), the answer goes back to
 //! the service ([`Service::decide_local`], which checks the critical second factor),
 //! and the call is made again: approved, it is redeemed (single use); declined, the
-//! agent gets `approval_denied`. Values reach the agent only in a `Ready` answer,
-//! which the service built through its authorized view.
+//! agent gets `approval_denied` — except from `request_context`, which then returns
+//! what needs no approval and names the rest as withheld. Values reach the agent
+//! only in answers the service built through its authorized view; resources and
+//! prompts carry none.
 
 use std::sync::Arc;
 
