@@ -134,6 +134,7 @@ mod support_team;
 mod typed_args;
 mod validate;
 mod vault_lock;
+mod vault_mcp;
 mod vault_tamper;
 mod vault_writes;
 mod wheel;

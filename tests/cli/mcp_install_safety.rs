@@ -234,7 +234,8 @@ fn a_file_the_host_could_not_read_is_kept_and_named() {
 
 #[tokio::test(flavor = "current_thread")]
 async fn a_vaults_consumer_is_accepted_as_ctx_mcp_accepts_it() {
-    let v = crate::serve_support::Vault::create();
+    // A vault with `visa-agent` registered.
+    let v = super::mcp_personal::vault(&[]);
     let home = v.repo.home().path().to_path_buf();
     let pw = v.repo.path().join("pw.txt");
     let pw_arg = pw.to_str().unwrap();

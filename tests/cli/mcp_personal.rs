@@ -17,7 +17,8 @@ pub const NAME: &str = "Cool Cucumber";
 pub const DOB: &str = "1990-06-15";
 pub const SSN: &str = "123-45-6789";
 
-/// A vault with fields of every tier, written by the user through `ctx serve`.
+/// A vault with fields of every tier, written by the user through `ctx serve`,
+/// and `visa-agent` registered as its consumer.
 pub fn vault(fields: &[(&str, Value)]) -> Vault {
     let v = Vault::create();
     let mut s = v.serve(&[]);
@@ -25,6 +26,13 @@ pub fn vault(fields: &[(&str, Value)]) -> Vault {
     for (id, value) in fields {
         s.put(&user, id, value.clone()).expect(201);
     }
+    s.send(
+        "POST",
+        "/context/consumers/register",
+        Some(&user),
+        json!({"name": "visa-agent", "secret": crate::serve_support::CONSUMER_SECRET}),
+    )
+    .expect(201);
     s.stop();
     v
 }
@@ -156,7 +164,7 @@ async fn list_get_and_approve_in_both_eras() {
             .expect("prompt");
         assert!(p.contains("type exactly: identity.ssn"), "{p}");
 
-        // The category resource, through the same gate.
+        // The category resource: what exists, without values (seed 004 §9).
         let res = s.list_all_resources().await.expect("resources/list");
         assert_eq!(res.len(), 10);
         let read = s
@@ -165,7 +173,7 @@ async fn list_get_and_approve_in_both_eras() {
             .expect("read");
         let shown = serde_json::to_string(&read).expect("json");
         assert!(
-            shown.contains(NAME) && shown.contains(DOB) && shown.contains(SSN),
+            shown.contains("identity.ssn") && !shown.contains(NAME) && !shown.contains(SSN),
             "{shown}"
         );
         s.cancel().await.expect("close");
@@ -236,11 +244,13 @@ async fn declined_and_unaskable_approvals_are_approval_denied() {
             json!({"scope": ["identity"], "purpose": "Visa form"}),
         )
         .await;
+        // Seed 004 §9: public and standard fields come at once; the rest is withheld.
         let t = text(&c);
         assert!(
-            is_error(&c) && !t.contains(DOB) && !t.contains(SSN) && !t.contains(NAME),
+            !is_error(&c) && t.contains(NAME) && !t.contains(DOB) && !t.contains(SSN),
             "{t}"
         );
+        assert!(t.contains("withheld") && t.contains("identity.dob"), "{t}");
         s.cancel().await.expect("close");
     }
     let log = audit_lines(&v);
@@ -251,7 +261,14 @@ async fn declined_and_unaskable_approvals_are_approval_denied() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn agent_writes_record_the_writer_and_respect_user_only_write() {
     let v = standard_vault();
-    let s = connect(&v, &[], Era::Modern, true, Answer::Approve).await;
+    let s = connect(
+        &v,
+        &["--mode", "read-write"],
+        Era::Modern,
+        true,
+        Answer::Approve,
+    )
+    .await;
     let r = call(
         &s,
         "context_set",

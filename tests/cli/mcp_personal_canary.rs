@@ -126,7 +126,12 @@ async fn no_canary_reaches_any_personal_mcp_answer() {
         for (elicit, answer) in [(true, Answer::Approve), (false, Answer::Approve)] {
             let s = connect(
                 &v,
-                &["--scope", "identity.*,preferences.*,financial.*"],
+                &[
+                    "--scope",
+                    "identity.*,preferences.*,financial.*",
+                    "--mode",
+                    "read-write",
+                ],
                 era,
                 elicit,
                 answer,

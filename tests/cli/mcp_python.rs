@@ -6,7 +6,7 @@
 use std::path::PathBuf;
 use std::process::Command;
 
-fn python() -> Option<PathBuf> {
+pub fn python() -> Option<PathBuf> {
     let p = std::env::var_os("CTX_MCP_PYTHON")
         .map(PathBuf::from)
         .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(".venv-mcp/bin/python"));

@@ -20,6 +20,12 @@ pub fn run(
         return Err(Error::Usage("--force does not apply to --template personal: a vault is created in a new or empty folder".into()));
     }
     let password = args.password.read(true)?;
+    if let Some(why) = ctx_core::personal::keys::password_weakness(&password) {
+        let _ = p.err(&format!(
+            "warning: the profile password is weak: {why}. It alone guards the vault on this device \
+             (the secret key is stored beside it); a longer one now is easier than moving the vault later.\n"
+        ));
+    }
     let c = ctx_core::personal::template::create(&ctx_core::personal::template::Options {
         dir,
         id,

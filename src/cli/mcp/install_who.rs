@@ -82,6 +82,21 @@ pub fn vault_flags(
                 .into(),
         )
     })?;
+    if let Some(m) = &vault.mode {
+        ctx_core::personal::tokens::Mode::parse(m)
+            .ok_or_else(|| Error::Usage("--mode: read, write or read-write".into()))?;
+    }
+    // The consumer must be one the vault knows, as `ctx mcp` requires at launch.
+    let secret_key = {
+        let cfg = ctx_core::personal::config::PersonalConfig::require(manifest)?;
+        let key_file = vault.secret_key_file.as_deref().map(|k| g.cwd.join(k));
+        crate::cli::personal::secret_key(&cfg, key_file.as_deref())?.display()
+    };
+    let pw = crate::cli::personal::PasswordArgs {
+        password_file: Some(g.cwd.join(password)),
+    }
+    .read(false)?;
+    crate::mcp::personal::check_registered(manifest.clone(), &consumer, &pw, &secret_key)?;
     let mut flags = Vec::new();
     if !who.is_empty() {
         flags.extend(["--agent".to_string(), consumer]);

@@ -32,8 +32,9 @@ manifest's `ctx.prompts`, plus support-reply and add-command.
 
 On a personal vault (`ctx init --template personal`) it serves seed 004's tools instead
 (context_status, context_list, context_get, context_context, request_context, context_set;
-resources context://CATEGORY) to the consumer named by --agent, through a token of --scope and
---mode held in memory, with the vault's approvals and audit. stdin is the MCP transport, so the
+resources context://CATEGORY, metadata only; prompts form-fill, letter-draft, tax-prep) to the
+consumer named by --agent, which the vault must have registered, through a token of --scope and
+--mode (default read) held in memory, with the vault's approvals and audit. stdin is the MCP transport, so the
 profile password comes from --password-file (or a prompt when stdin is a terminal). The server
 takes the vault for itself: it cannot run beside a `ctx serve` of the same vault.
 

@@ -23,7 +23,7 @@ pub struct VaultArgs {
     /// (default `*`: what the vault's consumer role allows).
     #[arg(long, value_name = "PATTERNS")]
     pub scope: Option<String>,
-    /// Personal vault: what the consumer's token may do.
+    /// Personal vault: what the consumer's token may do (default `read`: writing only when asked for).
     #[arg(long, value_name = "MODE", value_parser = ["read", "write", "read-write"])]
     pub mode: Option<String>,
     /// Personal vault: lock after this long without requests (default: the vault's, 30m).
@@ -64,9 +64,8 @@ impl VaultArgs {
                 "--scope: give field id patterns such as `identity.*,addresses.current`".into(),
             ));
         }
-        let mode =
-            ctx_core::personal::tokens::Mode::parse(v.mode.as_deref().unwrap_or("read-write"))
-                .ok_or_else(|| Error::Usage("--mode: read, write or read-write".into()))?;
+        let mode = ctx_core::personal::tokens::Mode::parse(v.mode.as_deref().unwrap_or("read"))
+            .ok_or_else(|| Error::Usage("--mode: read, write or read-write".into()))?;
         let cfg = ctx_core::personal::config::PersonalConfig::require(&manifest)?;
         let secret = crate::cli::personal::secret_key(&cfg, v.secret_key_file.as_deref())?;
         if v.password.password_file.is_none() && !std::io::stdin().is_terminal() {

@@ -1,5 +1,5 @@
-//! `ctx mcp` on a personal vault (seed 004 §9): the seed's MCP tools and
-//! `context://CATEGORY` resources over [`ctx_core::personal::service::Service`], the
+//! `ctx mcp` on a personal vault (seed 004 §9): the seed's MCP tools, prompts and
+//! `context://CATEGORY` resources (metadata only) over [`ctx_core::personal::service::Service`], the
 //! same operations `ctx serve` maps its HTTP routes onto, so an agent gets the same
 //! fields, scope, approvals and audit over MCP as over HTTP.
 //!
@@ -13,8 +13,10 @@
 //! client: [`super::approval`]) and the encrypted audit log.
 //!
 //! - `server.rs`: the MCP surface and the approval round trip;
-//! - `tools.rs`: the tools' arguments and descriptions.
+//! - `tools.rs`: the tools' arguments and descriptions;
+//! - `prompts.rs`: the seed's prompts (they carry scopes, never values).
 
+mod prompts;
 mod server;
 mod tools;
 
@@ -34,6 +36,7 @@ pub struct Options {
     /// The consumer this process answers for (`--agent`, or `ctx.mcp: {agent}`).
     pub consumer: String,
     /// The token's scope patterns (default `*`: what the vault's consumer role allows).
+    /// The mode defaults to `read`: writing is granted only when asked for.
     pub scope: Vec<String>,
     pub mode: Mode,
     pub password: Zeroizing<String>,
@@ -48,6 +51,50 @@ fn failed(what: &str, r: Refusal) -> Error {
     match r {
         Refusal::Unauthenticated(_) | Refusal::InvalidRequest(_) => Error::Usage(msg),
         _ => Error::Invalid(msg),
+    }
+}
+
+/// The refusal of a consumer the vault does not know, with how to make it known.
+fn unregistered(consumer: &str) -> Error {
+    let name = crate::mcp::inert::quoted(consumer);
+    Error::Refused {
+        message: format!(
+            "consumer {name} is not registered with this vault, so it is served nothing"
+        ),
+        findings: Vec::new(),
+        help: Some(format!(
+            "register it first: with `ctx serve` running, POST /context/consumers/register \
+             {{\"name\": {name}, \"secret\": \"...\"}} with your session token (docs/personal.md), \
+             or declare it in the manifest under `agents:` with the vault's consumer role"
+        )),
+        exit: Exit::NotFound,
+    }
+}
+
+/// `ctx mcp install` on a vault: is `consumer` one `ctx mcp` would serve? The vault
+/// is unlocked to read its registered consumers (the rule [`Service::require_registered`]
+/// applies at launch), then locked again.
+pub fn check_registered(
+    manifest: Manifest,
+    consumer: &str,
+    password: &str,
+    secret_key: &str,
+) -> Result<()> {
+    let options = ps::Options {
+        command: "ctx mcp install".into(),
+        ..ps::Options::default()
+    };
+    let (svc, control) = Service::open(manifest, options)?;
+    drop(control);
+    let session = svc
+        .unlock(password, secret_key)
+        .map_err(|r| failed("cannot unlock the vault to check the consumer", r))?;
+    let known = svc.require_registered(Some(&session), consumer);
+    let _ = svc.lock(Some(&session));
+    match known {
+        Ok(()) => Ok(()),
+        Err(Refusal::NotFound(_)) => Err(unregistered(consumer)),
+        Err(r) => Err(failed("cannot check the consumer", r)),
     }
 }
 
@@ -78,11 +125,25 @@ pub fn serve(o: Options) -> Result<Exit> {
     let session = svc
         .unlock(&o.password, &o.secret_key)
         .map_err(|r| failed("cannot unlock the vault", r))?;
+    if let Some(why) = ctx_core::personal::keys::password_weakness(&o.password) {
+        eprintln!(
+            "ctx mcp: warning: the profile password is weak: {why}. It alone guards the vault on this \
+             device; to move to a longer one, export the vault, create a new one and import it (docs/personal.md)"
+        );
+    }
     drop(o.password);
     drop(o.secret_key);
     // What unlock refused (planted, changed, put back or missing files): the user's to see.
     for problem in svc.problems(Some(&session)).unwrap_or_default() {
         eprintln!("ctx mcp: refused {problem}");
+    }
+    // Fail closed: a name the vault never registered gets no token (and no values).
+    if let Err(r) = svc.require_registered(Some(&session), &o.consumer) {
+        let _ = svc.lock(Some(&session));
+        return Err(match r {
+            Refusal::NotFound(_) => unregistered(&o.consumer),
+            r => failed("cannot check the consumer", r),
+        });
     }
     let token = svc
         .local_token(Some(&session), &o.consumer, &o.scope, o.mode, None)

@@ -394,6 +394,65 @@ pub fn load_secret_key(path: &Path, vault: &str) -> Result<SecretKey> {
     SecretKey::parse(&key).map_err(|e| Error::Invalid(format!("{}: {e}", path.display())))
 }
 
+/// Shortest profile password not warned about.
+pub const MIN_PASSWORD_CHARS: usize = 12;
+
+/// Passwords and patterns people pick first; a guesser tries them first too.
+const COMMON: [&str; 23] = [
+    "password",
+    "passw0rd",
+    "123456",
+    "12345678",
+    "123456789",
+    "1234567890",
+    "qwerty",
+    "qwertyuiop",
+    "letmein",
+    "iloveyou",
+    "admin",
+    "welcome",
+    "monkey",
+    "dragon",
+    "football",
+    "baseball",
+    "abc123",
+    "111111",
+    "sunshine",
+    "princess",
+    "trustno1",
+    "secret",
+    "changeme",
+];
+
+/// Why a profile password is weak, or `None`. Seed 004's secret key keeps a stolen
+/// vault out of reach of guessing, but the password alone guards the vault on this
+/// device (the key sits beside it), so a weak one is worth a warning. A warning, not
+/// a refusal: the user may know their threat model.
+pub fn password_weakness(password: &str) -> Option<String> {
+    let chars = password.chars().count();
+    let folded: String = password
+        .chars()
+        .filter(|c| c.is_alphanumeric())
+        .flat_map(char::to_lowercase)
+        .collect();
+    let distinct: std::collections::BTreeSet<char> = password.chars().collect();
+    if COMMON
+        .iter()
+        .any(|c| folded == *c || folded.trim_end_matches(|d: char| d.is_ascii_digit()) == *c)
+    {
+        return Some("it is one of the most common passwords".into());
+    }
+    if chars < MIN_PASSWORD_CHARS {
+        return Some(format!(
+            "it has {chars} characters; use at least {MIN_PASSWORD_CHARS}, e.g. four or more random words"
+        ));
+    }
+    if distinct.len() <= 3 {
+        return Some(format!("it repeats {} distinct characters", distinct.len()));
+    }
+    None
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -447,5 +506,23 @@ mod tests {
         assert_eq!(*a, *context_key(b"pw", &k, &p).unwrap());
         assert_ne!(*a, *context_key(b"pw2", &k, &p).unwrap());
         assert_ne!(*a, *context_key(b"pw", &other, &p).unwrap());
+    }
+
+    #[test]
+    fn weak_passwords_are_named_and_good_ones_pass() {
+        for weak in [
+            "short",
+            "Password123",
+            "qwerty",
+            "aaaaaaaaaaaaaaaa",
+            "abababababababab",
+            "Letmein2024",
+        ] {
+            assert!(password_weakness(weak).is_some(), "{weak}");
+        }
+        assert!(password_weakness("short").unwrap().contains("5 characters"));
+        for good in ["a long profile password", "violet tractor ninety swim"] {
+            assert_eq!(password_weakness(good), None, "{good}");
+        }
     }
 }

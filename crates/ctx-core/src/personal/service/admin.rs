@@ -235,6 +235,7 @@ impl Service {
                     .into(),
             ));
         }
+        self.require_registered(bearer, consumer)?;
         tokens::parse_scope(scope).map_err(Refusal::invalid)?;
         let (token, hash, shown) = tokens::issue(false).map_err(Refusal::from_error)?;
         let rec = TokenRecord {
@@ -264,6 +265,26 @@ impl Service {
                 )),
         )?;
         Ok(token)
+    }
+
+    /// Seed 004 §4: only a registered consumer is granted anything. Registered means
+    /// known to this vault: through `POST /context/consumers/register` (the token
+    /// store), or declared as an agent in the vault's manifest. Anyone else is
+    /// `not_found`, never a token of the consumer role's default reach.
+    pub fn require_registered(&self, bearer: Option<&str>, consumer: &str) -> Answer<()> {
+        self.authenticate(bearer, Class::Admin)?;
+        if lock(&self.access).consumers.contains_key(consumer) {
+            return Ok(());
+        }
+        let st = self.open_state()?;
+        let open = st.as_ref().expect("open");
+        if open.vault.manifest.agents.contains_key(consumer) {
+            return Ok(());
+        }
+        Err(Refusal::NotFound(format!(
+            "consumer {} is not registered with this vault",
+            inert(consumer)
+        )))
     }
 
     /// `GET /context/tokens/service`: active service tokens, values truncated.

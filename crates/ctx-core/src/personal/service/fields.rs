@@ -176,13 +176,26 @@ impl Service {
 
     /// `GET /context/fields`: metadata of every field the caller may see; no values.
     pub fn list_fields(&self, bearer: Option<&str>) -> Answer<Zeroizing<String>> {
+        self.metadata(bearer, None)
+    }
+
+    /// The metadata of one category's fields the caller may see (ids, tiers,
+    /// writers; no values): what exists, for discovery (seed 004 §9's resources).
+    pub fn list_category(&self, bearer: Option<&str>, name: &str) -> Answer<Zeroizing<String>> {
+        self.metadata(bearer, Some(name))
+    }
+
+    fn metadata(&self, bearer: Option<&str>, category: Option<&str>) -> Answer<Zeroizing<String>> {
         let who = self.authenticate(bearer, Class::Read)?;
         let st = self.open_state()?;
         let open = st.as_ref().expect("open");
+        if let Some(c) = category.filter(|c| !open.vault.has_category(c)) {
+            return Err(Refusal::NotFound(format!("no category {}", inert(c))));
+        }
         let lens = self.lens(open, &who)?;
         let mut items = Vec::new();
         for f in open.vault.fields.values() {
-            if !lens.may_see(f) {
+            if !lens.may_see(f) || category.is_some_and(|c| f.id.category != c) {
                 continue;
             }
             items.push(
@@ -201,9 +214,11 @@ impl Service {
                     .finish(),
             );
         }
-        let out = Obj::new()
-            .str("context_version", CONTEXT_VERSION)
-            .array("fields", &items);
+        let out = match category {
+            Some(c) => Obj::new().str("category", c),
+            None => Obj::new().str("context_version", CONTEXT_VERSION),
+        }
+        .array("fields", &items);
         // The owner also sees what unlock refused: files and reasons, never a value.
         if !matches!(who, Who::User { .. }) {
             return Ok(out.finish());
@@ -272,14 +287,20 @@ impl Service {
         name: &str,
     ) -> Answer<Gate<Zeroizing<String>>> {
         let who = self.authenticate(bearer, Class::Read)?;
-        self.many(&who, |f| f.id.category == name, Some(name), "category")
+        self.many(
+            &who,
+            |f| f.id.category == name,
+            Some(name),
+            "category",
+            false,
+        )
     }
 
     /// `GET /context/context`: every field in scope, grouped by category.
     pub fn context(&self, bearer: Option<&str>, q: &FieldQuery) -> Answer<Gate<Zeroizing<String>>> {
         let who = self.authenticate(bearer, Class::Read)?;
         let max = q.max_tier.unwrap_or(Tier::Critical);
-        self.many(&who, |f| f.tier <= max, None, "context")
+        self.many(&who, |f| f.tier <= max, None, "context", false)
     }
 
     /// Seed 004 §9's `request_context`: only the named fields (an id also covers the
@@ -291,6 +312,33 @@ impl Service {
         bearer: Option<&str>,
         ids: &[String],
         purpose: Option<&str>,
+    ) -> Answer<Gate<Zeroizing<String>>> {
+        self.request_fields(bearer, ids, purpose, false)
+    }
+
+    /// [`Service::request_context`] after the user declined its approval: the fields
+    /// that need none (public, standard) are returned, and those that do are listed
+    /// under `withheld` (id and tier, no value). Nothing is asked.
+    pub fn request_context_declined(
+        &self,
+        bearer: Option<&str>,
+        ids: &[String],
+        purpose: Option<&str>,
+    ) -> Answer<Zeroizing<String>> {
+        match self.request_fields(bearer, ids, purpose, true)? {
+            Gate::Ready(body) => Ok(body),
+            Gate::Pending(_) => Err(Refusal::Unavailable(
+                "internal: a request without gated fields asked for approval".into(),
+            )),
+        }
+    }
+
+    fn request_fields(
+        &self,
+        bearer: Option<&str>,
+        ids: &[String],
+        purpose: Option<&str>,
+        withhold_gated: bool,
     ) -> Answer<Gate<Zeroizing<String>>> {
         let who = self.authenticate(bearer, Class::Read)?;
         if ids.is_empty() {
@@ -306,7 +354,7 @@ impl Service {
             Some(p) => format!("request: {}", inert(p)),
             None => "request".to_string(),
         };
-        self.many(&who, wanted, None, &action)
+        self.many(&who, wanted, None, &action, withhold_gated)
     }
 
     fn many(
@@ -315,6 +363,7 @@ impl Service {
         keep: impl Fn(&Field) -> bool,
         category: Option<&str>,
         action: &str,
+        withhold_gated: bool,
     ) -> Answer<Gate<Zeroizing<String>>> {
         self.require_mode(who, Access::Read, &[])?;
         let st = self.open_state()?;
@@ -346,6 +395,26 @@ impl Service {
             if keep(f) && lens.may_see(f) {
                 chosen.push(f);
             }
+        }
+        let mut withheld: Vec<Zeroizing<String>> = Vec::new();
+        if withhold_gated {
+            let gated: std::collections::BTreeSet<String> = gated_items(who, &chosen)
+                .into_iter()
+                .map(|i| i.id)
+                .collect();
+            chosen.retain(|f| {
+                let keep = !gated.contains(&f.id.id);
+                if !keep {
+                    withheld.push(
+                        Obj::new()
+                            .str("id", &f.id.id)
+                            .str("sensitivity", f.tier.as_str())
+                            .str("reason", "approval_denied")
+                            .finish(),
+                    );
+                }
+                keep
+            });
         }
         let items = gated_items(who, &chosen);
         let parts: Vec<String> = items
@@ -393,6 +462,11 @@ impl Service {
             body
         } else {
             body.array("warnings", &warnings)
+        };
+        let body = if withhold_gated {
+            body.array("withheld", &withheld)
+        } else {
+            body
         }
         .finish();
         self.record(

@@ -246,3 +246,64 @@ fn a_write_cut_off_before_its_index_is_kept_at_the_next_unlock() {
         svc.lock(Some(&user)).unwrap();
     }
 }
+
+/// A front end's grant (`ctx mcp`): only for a registered consumer; its discovery
+/// (a category's metadata) carries no value; a declined request keeps what needs
+/// no approval and names the rest.
+#[test]
+fn local_grants_need_registration_and_declines_withhold_only_the_gated_fields() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("v");
+    std::fs::create_dir_all(&dir).unwrap();
+    let created = template::create(&template::Options {
+        dir: &dir,
+        id: "me",
+        name_yaml: "Me",
+        password: PASSWORD.as_bytes(),
+        recovery: Vec::new(),
+        now: "2026-01-01T00:00:00Z",
+        secret_key_file: Some(tmp.path().join("vault.key")),
+        seen: Seen::At(tmp.path().join("vault.seen")),
+    })
+    .unwrap();
+    let (manifest, _) = Manifest::load(&dir.join("opencontext.yaml")).unwrap();
+    let (svc, _control) = Service::open(manifest, options(&tmp)).unwrap();
+    let user = svc.unlock(PASSWORD, &created.secret_key).unwrap();
+    let u = Some(user.as_str());
+    for (id, v) in [
+        ("identity.full_name", "Cool Cucumber"),
+        ("identity.dob", "1990-06-15"),
+    ] {
+        svc.put_field(u, id, &json!(v), None).unwrap();
+    }
+    let all = ["*".to_string()];
+    let refused = svc
+        .local_token(u, "stranger", &all, Mode::Read, None)
+        .unwrap_err();
+    assert_eq!(refused.constraint(), "not_found", "{refused:?}");
+    assert!(refused.message().contains("stranger"));
+    svc.register(u, "visa-agent", SECRET).unwrap();
+    let token = svc
+        .local_token(u, "visa-agent", &all, Mode::Read, None)
+        .unwrap();
+    let a = Some(token.as_str());
+
+    let listed = body(&svc.list_category(a, "identity").unwrap());
+    assert_eq!(listed["category"], "identity");
+    assert_eq!(listed["fields"].as_array().unwrap().len(), 2);
+    assert!(!listed.to_string().contains("Cucumber") && !listed.to_string().contains("1990"));
+    assert_eq!(
+        svc.list_category(a, "nothing").unwrap_err().constraint(),
+        "not_found"
+    );
+
+    let ids = ["identity.full_name".to_string(), "identity.dob".to_string()];
+    let got = body(&svc.request_context_declined(a, &ids, Some("visa")).unwrap());
+    assert_eq!(got["categories"]["identity"][0]["id"], "identity.full_name");
+    assert_eq!(got["categories"]["identity"].as_array().unwrap().len(), 1);
+    assert_eq!(
+        got["withheld"],
+        json!([{"id": "identity.dob", "sensitivity": "sensitive", "reason": "approval_denied"}])
+    );
+    assert!(!got.to_string().contains("1990"));
+}
