@@ -431,6 +431,32 @@ async fn proposals(State(gw): State<Cl>, h: HeaderMap, body: Body) -> Response {
     .await
 }
 
+/// The body of `POST /discovery`: the query and nothing else.
+#[derive(serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct DiscoveryBody {
+    query: String,
+}
+
+async fn discovery(State(gw): State<Cl>, h: HeaderMap, body: Body) -> Response {
+    mutation(
+        gw,
+        h,
+        body,
+        "POST /context/v1/discovery".into(),
+        |g, c, b, v| {
+            let d: DiscoveryBody = serde_json::from_value(b.clone()).map_err(|e| {
+                ClError::new(
+                    "INVALID_BODY",
+                    format!("expected {{\"query\": TEXT}} and nothing else: {e}"),
+                )
+            })?;
+            g.discover(c, &d.query, v, now())
+        },
+    )
+    .await
+}
+
 async fn receipt(State(gw): State<Cl>, h: HeaderMap, Path(id): Path<String>) -> Response {
     read(gw, h, move |g, c| g.receipt(c, &id)).await
 }
@@ -446,6 +472,7 @@ pub fn router(gw: Gw, body_timeout: Duration) -> Router {
         .route("/context/v1/bundles/{id}", get(bundle))
         .route("/context/v1/bundles/{id}/receipts", post(bundle_receipts))
         .route("/context/v1/memory-proposals", post(proposals))
+        .route("/context/v1/discovery", post(discovery))
         .route("/context/v1/receipts/{id}", get(receipt))
         .with_state(Cl { gw, body_timeout })
 }

@@ -58,7 +58,10 @@ pub fn status_for(code: &str) -> u16 {
         | "INVALID_IDEMPOTENCY_KEY"
         | "USAGE" => 400,
         "UNAUTHENTICATED" => 401,
-        "FORBIDDEN" | "REQUESTER_MISMATCH" | "AUTHENTICATION_MISMATCH" => 403,
+        "FORBIDDEN"
+        | "REQUESTER_MISMATCH"
+        | "AUTHENTICATION_MISMATCH"
+        | "DISCOVERY_NOT_ALLOWED" => 403,
         "NOT_FOUND" | "ENDPOINT_NOT_FOUND" | "REQUEST_NOT_FOUND" | "DECISION_NOT_FOUND"
         | "PROPOSAL_NOT_FOUND" | "RECEIPT_NOT_FOUND" | "BUNDLE_NOT_FOUND" => 404,
         "METHOD_NOT_ALLOWED" => 405,
@@ -72,7 +75,7 @@ pub fn status_for(code: &str) -> u16 {
         | "NOTHING_TO_APPROVE"
         | "REQUEST_DENIED"
         | "INDETERMINATE_OUTCOME_PENDING" => 409,
-        "BUNDLE_EXPIRED" | "BUNDLE_REVOKED" => 410,
+        "BUNDLE_EXPIRED" | "BUNDLE_REVOKED" | "BUNDLE_PURGED" => 410,
         "PAYLOAD_TOO_LARGE" => 413,
         "UNSUPPORTED_MEDIA_TYPE" => 415,
         "RATE_LIMITED" | "DISCOVERY_BUDGET_EXCEEDED" => 429,
@@ -296,7 +299,8 @@ impl Gateway {
             } else {
                 201
             };
-            Ok(ClReply::ok(status, o.body(&id)).located(format!("/context/v1/requests/{id}")))
+            Ok(ClReply::ok(status, o.body(&id, v, at))
+                .located(format!("/context/v1/requests/{id}")))
         })
     }
 
@@ -316,11 +320,8 @@ impl Gateway {
         self.with(|ex| {
             Ok(
                 match gateway::decide_request(ex, caller, id, verdict, reason, v, at)? {
-                    Some(o) => ClReply::ok(200, o.body(id)),
-                    None => ClReply::ok(
-                        200,
-                        serde_json::json!({"request_ref": id, "state": "denied"}),
-                    ),
+                    Some(o) => ClReply::ok(200, o.body(id, v, at)),
+                    None => ClReply::ok(200, gateway::denied_body(id, v, at)),
                 },
             )
         })
@@ -367,6 +368,21 @@ impl Gateway {
             Ok(ClReply::ok(
                 201,
                 gateway::propose(ex, caller, bundle, candidate, at)?,
+            ))
+        })
+    }
+
+    pub fn discover(
+        &self,
+        caller: &Caller,
+        query: &str,
+        v: SpecVersion,
+        at: ctx_core::time::Instant,
+    ) -> ClResult<ClReply> {
+        self.with(|ex| {
+            Ok(ClReply::ok(
+                200,
+                gateway::discover(ex, caller, query, v, at)?,
             ))
         })
     }

@@ -63,6 +63,7 @@ mod exchange_hints;
 mod exchange_keys;
 mod exchange_policy_check;
 mod exchange_receipts;
+mod exchange_seed;
 mod explain_causes;
 mod export;
 mod export_folders;

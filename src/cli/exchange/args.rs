@@ -22,6 +22,9 @@ pub enum ExchangeCommand {
     Revoke(RevokeArgs),
     /// Run a command as a granted action of an opened bundle.
     Exec(ExecArgs),
+    /// Delete the stored context of bundles nobody may use any more (expired,
+    /// revoked, or a source deleted), keeping ids and digests.
+    Purge(PurgeArgs),
     /// Print the policy object (and its snapshot digest) the repository applies to a requester.
     Policy(PolicyArgs),
     /// Print a key's public half as a `ctx.exchange.keys` entry.
@@ -72,6 +75,12 @@ pub struct RevokeArgs {
     /// Why (recorded in the receipt).
     #[arg(long, default_value = "revoked by the issuer")]
     pub reason: String,
+    #[command(flatten)]
+    pub common: CommonArgs,
+}
+
+#[derive(Debug, Args)]
+pub struct PurgeArgs {
     #[command(flatten)]
     pub common: CommonArgs,
 }

@@ -1,4 +1,4 @@
-//! `ctx exchange issue|open|revoke|exec|policy|keys` and the hidden
+//! `ctx exchange issue|open|revoke|exec|purge|policy|keys` and the hidden
 //! `kit-adapter`: the bundle side of the Context Layer exchange. The helpers
 //! every exchange command shares live in [`common`].
 
@@ -15,6 +15,7 @@ pub use args::*;
 
 use ctx_core::error::{Error, Exit, Result};
 use ctx_core::exchange::ops::bundles::{self, ConsumerOptions, IssueOptions};
+use ctx_core::exchange::ops::retention;
 use ctx_core::exchange::{kit, local};
 
 use super::{Global, Printer};
@@ -26,6 +27,7 @@ pub fn run(g: &Global, p: &Printer, a: &ExchangeArgs) -> Result<Exit> {
         ExchangeCommand::Open(x) => open(g, p, x),
         ExchangeCommand::Revoke(x) => revoke(g, p, x),
         ExchangeCommand::Exec(x) => exec::run(g, p, x),
+        ExchangeCommand::Purge(x) => purge(g, p, x),
         ExchangeCommand::Policy(x) => policy(g, p, x),
         ExchangeCommand::Keys(x) => keys(p, x),
         ExchangeCommand::KitAdapter => kit_adapter(),
@@ -100,6 +102,31 @@ fn revoke(g: &Global, p: &Printer, a: &RevokeArgs) -> Result<Exit> {
     }
     let receipt = r["id"].as_str().unwrap_or("");
     super::io_result(p.out(&format!("revoked {id} (receipt {receipt})\n")))?;
+    Ok(Exit::Ok)
+}
+
+fn purge(g: &Global, p: &Printer, a: &PurgeArgs) -> Result<Exit> {
+    let c = &a.common;
+    let repo = repo(g)?;
+    let ex = exchange(g, &repo, c)?;
+    let report =
+        retention::purge(&ex, at(&g.clock, c.at.as_deref())?).map_err(|e| reject(g, p, c, e))?;
+    if c.json() {
+        return print_json(p, &json!(report)).map(|()| Exit::Ok);
+    }
+    let mut text = String::new();
+    for (id, why) in &report.purged {
+        text.push_str(&format!(
+            "purged {id} ({})\n",
+            json!(why).as_str().unwrap_or("")
+        ));
+    }
+    text.push_str(&format!(
+        "{} purged, {} still usable\n",
+        report.purged.len(),
+        report.kept
+    ));
+    super::io_result(p.out(&text))?;
     Ok(Exit::Ok)
 }
 

@@ -124,6 +124,93 @@ fn compress(s: &str) -> String {
     s.split_whitespace().collect::<Vec<_>>().join(" ")
 }
 
+/// The text members of an object value (a repository object's claim value)
+/// that a reduction applies to.
+const TEXT_MEMBERS: [&str; 3] = ["title", "summary", "content"];
+
+/// The first sentence of `text` (up to `.`, `!` or `?` before whitespace, or a
+/// blank line), whitespace collapsed: the summary form of a text that has none.
+fn first_sentence(text: &str) -> String {
+    let flat = compress(
+        text.split("\n\n")
+            .find(|p| !p.trim().is_empty())
+            .unwrap_or(""),
+    );
+    let mut end = flat.len();
+    let mut chars = flat.char_indices().peekable();
+    while let Some((i, c)) = chars.next() {
+        if matches!(c, '.' | '!' | '?') && chars.peek().is_none_or(|(_, n)| n.is_whitespace()) {
+            end = i + c.len_utf8();
+            break;
+        }
+    }
+    flat[..end].to_string()
+}
+
+/// Apply `compress:task-facts` and `truncate` to a claim's value (seed 000
+/// §8.2 step 6, §11.3: what is disclosed is reduced, not only the claim's
+/// label). A string is compressed and truncated like claim text. An object
+/// (a repository object) is reduced in its text members: compression keeps
+/// a summary form only — its `summary`, else the first sentence of its text
+/// `content` — and drops `content`; truncation cuts each text member. What
+/// cannot be reduced as asked (structured content, or a list of values) is an
+/// error: it is never disclosed whole instead.
+fn reduce_value(
+    value: Value,
+    compress_to_summary: bool,
+    limit: Option<usize>,
+) -> Result<Value, String> {
+    if !compress_to_summary && limit.is_none() {
+        return Ok(value);
+    }
+    match value {
+        // A string value is a fact already (the profile compresses only claim
+        // text); it is truncated like claim text.
+        Value::String(s) => Ok(Value::String(match limit {
+            Some(n) => truncate_utf16(&s, n),
+            None => s,
+        })),
+        Value::Object(mut m) => {
+            if compress_to_summary {
+                let summary = match (m.get("summary"), m.get("content")) {
+                    (Some(Value::String(s)), _) => compress(s),
+                    (_, Some(Value::String(c))) => first_sentence(c),
+                    (_, None) => String::new(),
+                    (_, Some(_)) => {
+                        return Err("compress:task-facts cannot summarise structured content and the object has no `summary`".into())
+                    }
+                };
+                m.remove("content");
+                m.remove("content_type");
+                if summary.is_empty() {
+                    m.remove("summary");
+                } else {
+                    m.insert("summary".into(), Value::String(summary));
+                }
+            }
+            if let Some(n) = limit {
+                for k in TEXT_MEMBERS {
+                    match m.get(k) {
+                        Some(Value::String(s)) => {
+                            let t = truncate_utf16(s, n);
+                            m.insert(k.into(), Value::String(t));
+                        }
+                        None | Some(Value::Null) => {}
+                        Some(_) => {
+                            return Err(format!(
+                                "truncate cannot cut the structured `{k}` of the value"
+                            ))
+                        }
+                    }
+                }
+            }
+            Ok(Value::Object(m))
+        }
+        Value::Array(_) => Err("a list value cannot be reduced as the decision requires".into()),
+        other => Ok(other),
+    }
+}
+
 fn sorted_unique(v: impl Iterator<Item = String>) -> Vec<String> {
     let mut out: Vec<String> = Vec::new();
     for x in v {
@@ -294,10 +381,17 @@ pub fn issue(input: &IssueInput<'_>) -> ClResult<Issued> {
         if let Some(n) = limit {
             text = truncate_utf16(&text, n);
         }
-        let mut value = c.get("value").cloned().unwrap_or(Value::Null);
-        if let (Some(n), Value::String(s)) = (limit, &value) {
-            value = Value::String(truncate_utf16(s, n));
-        }
+        let value = reduce_value(
+            c.get("value").cloned().unwrap_or(Value::Null),
+            transforms.compress,
+            limit,
+        )
+        .map_err(|why| {
+            super::error::ClError::new(
+                "UNSUPPORTED_TRANSFORM",
+                format!("claim {i} (predicate `{predicate}`): {why}; the issuer refuses rather than disclose more than the decision allows"),
+            )
+        })?;
         let item = json!({
             "claim": text,
             "predicate": predicate,
@@ -451,5 +545,36 @@ mod tests {
         assert_eq!(truncate_utf16("a😀b", 2), "a");
         assert_eq!(truncate_utf16("a😀b", 3), "a😀");
         assert_eq!(compress("  a \n\t b  "), "a b");
+    }
+
+    #[test]
+    fn reductions_apply_to_what_a_value_discloses() {
+        let object = json!({"id": "p.r", "title": "Refund policy", "content": "Refunds within 30 days. Ask support.\n\nMore.", "content_type": "text/markdown"});
+        let cut = reduce_value(object.clone(), false, Some(3)).unwrap();
+        assert_eq!(cut["content"], "Ref");
+        assert_eq!(cut["title"], "Ref");
+        assert_eq!(cut["id"], "p.r");
+        let short = reduce_value(object.clone(), true, None).unwrap();
+        assert_eq!(short["summary"], "Refunds within 30 days.");
+        assert!(short.get("content").is_none() && short.get("content_type").is_none());
+        let mut with_summary = object.clone();
+        with_summary["summary"] = json!("  Thirty   days. ");
+        assert_eq!(
+            reduce_value(with_summary, true, None).unwrap()["summary"],
+            "Thirty days."
+        );
+        let structured = json!({"id": "p.r", "content": {"days": 30}});
+        assert!(reduce_value(structured.clone(), true, None).is_err());
+        assert!(reduce_value(structured.clone(), false, Some(3)).is_err());
+        assert_eq!(
+            reduce_value(structured.clone(), false, None).unwrap(),
+            structured
+        );
+        assert!(reduce_value(json!(["a"]), false, Some(1)).is_err());
+        assert_eq!(
+            reduce_value(json!(" a  b "), true, Some(2)).unwrap(),
+            json!(" a")
+        );
+        assert_eq!(first_sentence("v1.2 is out! Next"), "v1.2 is out!");
     }
 }

@@ -279,6 +279,13 @@ pub fn evaluate(input: &EvaluateInput<'_>) -> ClResult<Evaluation> {
         Some(c) if !p.allowed_purpose_codes.contains(c) => hard.push("PURPOSE_CODE_NOT_ALLOWED"),
         Some(_) => {}
     }
+    // Seed 000 §7.3: a 0.1-draft request has no purpose code of its own, so
+    // its stated purpose is required (the 0.2 profile makes it optional).
+    let v01 =
+        input.request.get("spec_version").and_then(Value::as_str) == Some(SpecVersion::V01.id());
+    if v01 && req.get("purpose").is_none() {
+        hard.push("PURPOSE_MISSING");
+    }
     if let Some(purpose) = req.get("purpose") {
         let n = purpose.as_str().map(|s| s.encode_utf16().count());
         if !n.is_some_and(|n| (3..=240).contains(&n)) {

@@ -146,6 +146,9 @@ pub fn issue_prepared(
     if let Some(l) = &log {
         l.preflight()?;
     }
+    // Retention before issuance: stored bundles nobody may use any more lose
+    // their plaintext (seed 000 §11.7).
+    super::retention::purge(ex, o.at)?;
     // A bundle is single-use and content-addressed (ids at millisecond
     // resolution): two issuances of one decision in the same millisecond
     // would be one bundle, which only the first opener could open. Under the
@@ -325,6 +328,9 @@ pub fn revoke(ex: &Exchange<'_>, bundle_id: &str, reason: &str, at: Instant) -> 
         at,
         SpecVersion::of(b, "bundle")?,
     )?;
+    drop(_lock);
+    // A revoked bundle's stored context is deleted now.
+    super::retention::purge(ex, at)?;
     Ok(r.unwrap_or(Value::Null))
 }
 

@@ -411,6 +411,7 @@ fn commit_locked(ex: &Exchange<'_>, o: &CommitOptions) -> ClResult<Committed> {
             subject_ref: p["subject_ref"].as_str().unwrap_or_default().into(),
             bundle_ref: p["bundle_ref"].as_str().map(str::to_string),
             outcome: "success".into(),
+            policy_snapshot: super::proposals::snapshot_of(&reviewed),
             input_digest: p["integrity"]["digest"].as_str().map(str::to_string),
             output_digest: Some(canon::digest(&json!(written))),
             user_summary: "Committed an approved memory proposal as new object versions.".into(),

@@ -19,6 +19,9 @@ use crate::time::Instant;
 
 /// Id prefix of approvals.
 pub const APPROVAL_PREFIX: &str = "urn:cl:approval:";
+/// Who writes approvals: the local approval surface (`ctx approve`, or the
+/// operator of `ctx serve`; `approved_by` names the person).
+pub const APPROVAL_ISSUER: &str = "urn:cl:approval-surface:local";
 
 /// What `ctx request evaluate` runs.
 pub struct EvaluateOptions {
@@ -501,8 +504,12 @@ pub fn approve(
     log.preflight()?;
     let at = canon::to_ms(at);
     let mut m = Map::new();
+    // A top-level record like any other (seed 000 §6.1): version and issuer
+    // (the approval surface), then ctx's own approval members.
+    m.insert("spec_version".into(), json!(SpecVersion::V02.id()));
     m.insert("type".into(), json!("ctx_exchange_approval"));
     m.insert("created_at".into(), json!(canon::iso_ms(&at)));
+    m.insert("issuer".into(), json!({"id": APPROVAL_ISSUER}));
     m.insert("approved_by".into(), json!(approver));
     m.insert("request_ref".into(), s.request["id"].clone());
     m.insert("request_digest".into(), json!(s.request_digest));

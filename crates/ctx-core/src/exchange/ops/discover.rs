@@ -18,7 +18,6 @@ use crate::exchange::config::{self, Discovery};
 use crate::exchange::error::{fail, ClError, ClResult};
 use crate::exchange::receipts::ReceiptDraft;
 use crate::exchange::schema::{self, ClKind};
-use crate::exchange::view;
 use crate::exchange::wire::{self, SpecVersion};
 use crate::time::Instant;
 
@@ -123,6 +122,16 @@ pub fn discover(ex: &Exchange<'_>, o: &DiscoverOptions) -> ClResult<Value> {
     }
     let at = canon::to_ms(o.at);
     let probe_class = canon::digest(&json!({"probe": terms}));
+    // The requester's view and the policy snapshot its receipts name (seed
+    // 000 §7.8: every receipt carries the snapshot it was decided under).
+    let prepared = ex.prepare(&principal, o.at)?;
+    let snapshot = prepared.policy.policy.digest.clone();
+    let Some(v) = prepared.view else {
+        return fail(
+            "DISCOVERY_NOT_ALLOWED",
+            format!("{principal} may not use discovery here (no ctx.exchange requester entry)"),
+        );
+    };
     let log = ex.log()?;
     let _lock = ex.state.lock()?;
     let state = log.verify()?;
@@ -177,6 +186,7 @@ pub fn discover(ex: &Exchange<'_>, o: &DiscoverOptions) -> ClResult<Value> {
         actor: principal.clone(),
         subject_ref: alias.clone(),
         outcome: outcome.into(),
+        policy_snapshot: Some(snapshot.clone()),
         input_digest: Some(probe_class.clone()),
         output_digest: output,
         user_summary:
@@ -197,7 +207,6 @@ pub fn discover(ex: &Exchange<'_>, o: &DiscoverOptions) -> ClResult<Value> {
         )?;
         return fail("RATE_LIMITED", why);
     }
-    let v = view::authorized_view(ex.repo, &r.name, at, &ex.view_options)?;
     let mut best: Option<(usize, usize)> = None;
     let mut kinds = BTreeSet::new();
     let mut sensitive = false;
@@ -224,6 +233,7 @@ pub fn discover(ex: &Exchange<'_>, o: &DiscoverOptions) -> ClResult<Value> {
     }
     let mut reveal = Map::new();
     let matched = best.is_some();
+    let mut gated = sensitive;
     if let Some((i, _)) = best {
         if d.reveal.iter().any(|x| x == "statement") && !sensitive {
             let title = v.objects[i]
@@ -243,15 +253,11 @@ pub fn discover(ex: &Exchange<'_>, o: &DiscoverOptions) -> ClResult<Value> {
                 .collect();
             reveal.insert("categories".into(), json!(cats));
         }
+        // Seed 000 §8.3 step 6: a contact route is exposed only after a
+        // person approves, whatever the match's classification.
         if d.reveal.iter().any(|x| x == "contact_route") {
-            reveal.insert(
-                "contact_route".into(),
-                json!(if sensitive {
-                    "approval_required"
-                } else {
-                    "request_context"
-                }),
-            );
+            reveal.insert("contact_route".into(), json!("approval_required"));
+            gated = true;
         }
     }
     let remaining = d.budget.saturating_sub(mine.len() as u64 + 1);
@@ -273,7 +279,7 @@ pub fn discover(ex: &Exchange<'_>, o: &DiscoverOptions) -> ClResult<Value> {
         }),
     );
     m.insert("reveal".into(), Value::Object(reveal));
-    m.insert("requires_user_approval".into(), json!(matched && sensitive));
+    m.insert("requires_user_approval".into(), json!(matched && gated));
     m.insert(
         "query_budget_state".into(),
         json!({"remaining": remaining, "window_ends_at": canon::iso_ms(&window_ends)}),

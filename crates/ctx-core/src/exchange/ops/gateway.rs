@@ -8,6 +8,7 @@
 //! [`ClError`] codes to their statuses and render; they decide nothing.
 
 use chrono::Duration;
+use serde::Serialize;
 use serde_json::{json, Map, Value};
 
 use super::bundles::{self, ConsumerOptions, IssueOptions, IssuedBundle};
@@ -43,17 +44,77 @@ pub struct Outcome {
     pub bundle: Option<IssuedBundle>,
 }
 
-impl Outcome {
-    /// The response body: the decision, and where the bundle is when there is one.
-    pub fn body(&self, request_id: &str) -> Value {
-        let d = &self.decided.evaluation.decision;
-        json!({
-            "request_ref": request_id,
-            "state": self.decided.evaluation.state.as_str(),
-            "decision": d,
-            "bundle_ref": self.bundle.as_ref().map(|b| b.bundle_id.clone()),
-        })
+/// Id prefix of the request-state records the gateway answers with.
+pub const REQUEST_STATE_PREFIX: &str = "urn:cl:request-state:";
+
+/// Who writes the gateway's own records.
+#[derive(Debug, Clone, Serialize)]
+pub struct Issuer {
+    pub id: &'static str,
+}
+
+/// The gateway's issuer (the one its `error` objects name).
+pub const GATEWAY_ISSUER: Issuer = Issuer {
+    id: "urn:cl:gateway:ctx",
+};
+
+/// What a submission or a decision leads to, as a top-level record (seed 000
+/// §6.1: every top-level object names its version, type, id, creation time
+/// and issuer). `id` and `integrity` are added by [`canon::finalize`].
+#[derive(Debug, Clone, Serialize)]
+pub struct RequestState<'a> {
+    pub spec_version: &'static str,
+    #[serde(rename = "type")]
+    pub kind: &'static str,
+    pub created_at: String,
+    pub issuer: Issuer,
+    pub request_ref: &'a str,
+    pub state: &'a str,
+    pub decision: Option<&'a Value>,
+    pub bundle_ref: Option<&'a str>,
+}
+
+impl RequestState<'_> {
+    /// The finalized record.
+    pub fn record(&self) -> Value {
+        let Ok(Value::Object(m)) = serde_json::to_value(self) else {
+            unreachable!("a struct serializes to an object")
+        };
+        canon::finalize(m, REQUEST_STATE_PREFIX)
     }
+}
+
+impl Outcome {
+    /// The response body: the decision, and where the bundle is when there is
+    /// one, as a `request_state` record in the wire form `version`.
+    pub fn body(&self, request_id: &str, version: SpecVersion, at: Instant) -> Value {
+        RequestState {
+            spec_version: version.id(),
+            kind: "request_state",
+            created_at: canon::iso_ms(&canon::to_ms(at)),
+            issuer: GATEWAY_ISSUER,
+            request_ref: request_id,
+            state: self.decided.evaluation.state.as_str(),
+            decision: Some(&self.decided.evaluation.decision),
+            bundle_ref: self.bundle.as_ref().map(|b| b.bundle_id.as_str()),
+        }
+        .record()
+    }
+}
+
+/// The body of a request a person refused (`state: denied`).
+pub fn denied_body(request_id: &str, version: SpecVersion, at: Instant) -> Value {
+    RequestState {
+        spec_version: version.id(),
+        kind: "request_state",
+        created_at: canon::iso_ms(&canon::to_ms(at)),
+        issuer: GATEWAY_ISSUER,
+        request_ref: request_id,
+        state: "denied",
+        decision: None,
+        bundle_ref: None,
+    }
+    .record()
 }
 
 fn requester_of(core: &Value) -> &str {
@@ -303,13 +364,20 @@ fn consumer(
             "only a bundle's recipient retrieves it, reports on it or proposes through it",
         );
     };
+    // Retention runs first: what may no longer be used is purged, and
+    // a purged bundle answers with why (its recipient only).
+    super::retention::purge(ex, at)?;
     let env = envelope(ex, bundle_id)?;
-    if env["bundle"]["recipient"] != p.as_str() {
+    let stored = super::retention::StoredBundle::parse(&env)?;
+    if stored.bundle.recipient != *p {
         // Concealed: another requester learns nothing about the bundle.
         return fail(
             "BUNDLE_NOT_FOUND",
             format!("no bundle {bundle_id} was issued here"),
         );
+    }
+    if let Some(p) = stored.purged {
+        return Err(p.reason.error(bundle_id));
     }
     let o = ConsumerOptions {
         envelope: serde_json::to_vec(&env).expect("JSON"),
@@ -408,6 +476,41 @@ pub fn receipt(ex: &Exchange<'_>, caller: &Caller, id: &str) -> ClResult<Value> 
     Ok(listed.receipt)
 }
 
+/// The conformance profiles (seed 000 §13) the capability document claims:
+/// only those whose every "must implement" item ctx implements. Not claimed:
+/// `CL-Memory` (no `source_event` records, ingestion or capture adapters,
+/// nor `context_claim` objects with their status), `CL-Discovery` (probe
+/// correlation is by normalised words, not semantic similarity),
+/// `CL-Core-Consumer` and `CL-Adapter` (ctx's own consumer and no protocol
+/// adapters are offered for others to rely on).
+pub const CLAIMED_PROFILES: [&str; 2] = ["CL-Core-Issuer", "CL-Receipt-Store"];
+
+/// `POST /discovery`: the caller's query through the same operation as `ctx
+/// discover`, with the caller (the bearer token's principal) as requester.
+pub fn discover(
+    ex: &Exchange<'_>,
+    caller: &Caller,
+    query: &str,
+    version: SpecVersion,
+    at: Instant,
+) -> ClResult<Value> {
+    let Caller::Principal(principal) = caller else {
+        return fail(
+            "FORBIDDEN",
+            "discovery is asked by a requester with its own token, not by the operator",
+        );
+    };
+    super::discover::discover(
+        ex,
+        &super::discover::DiscoverOptions {
+            query: query.to_string(),
+            requester: principal.clone(),
+            at,
+            version,
+        },
+    )
+}
+
 /// The capability document of `GET /.well-known/context-layer` (seed 000
 /// §10.2): versions, roles, endpoints, object types, authentication, the
 /// bundle-signing and anchor keys (public halves with their kids), receipt
@@ -441,7 +544,7 @@ pub fn capabilities(ex: &Exchange<'_>) -> Value {
         "media_type": MEDIA_TYPE,
         "issuer": {"id": crate::exchange::bundle::DEFAULT_ISSUER},
         "subject": config::subject(&ex.repo.manifest),
-        "roles": ["CL-Core-Issuer", "CL-Memory", "CL-Receipt-Store"],
+        "roles": CLAIMED_PROFILES,
         "endpoints": {
             "requests": format!("{p}/requests"),
             "request": format!("{p}/requests/{{id}}"),
@@ -449,9 +552,10 @@ pub fn capabilities(ex: &Exchange<'_>) -> Value {
             "bundle": format!("{p}/bundles/{{id}}"),
             "bundle_receipts": format!("{p}/bundles/{{id}}/receipts"),
             "memory_proposals": format!("{p}/memory-proposals"),
+            "discovery": format!("{p}/discovery"),
             "receipt": format!("{p}/receipts/{{id}}"),
         },
-        "object_types": ["context_request", "policy_decision", "scoped_context_bundle", "memory_update_proposal", "receipt", "error"],
+        "object_types": ["context_request", "policy_decision", "scoped_context_bundle", "minimum_reveal_response", "memory_update_proposal", "receipt", "request_state", "error"],
         "authentication": {
             "scheme": "bearer",
             "token_prefix": TOKEN_PREFIX,

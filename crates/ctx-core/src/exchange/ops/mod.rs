@@ -14,6 +14,7 @@ pub mod gateway;
 pub mod ledger;
 pub mod proposals;
 pub mod request;
+pub mod retention;
 
 use serde_json::{json, Map, Value};
 

@@ -294,6 +294,7 @@ pub fn transition(
             subject_ref: core["subject_ref"].as_str().unwrap_or_default().into(),
             bundle_ref: core["bundle_ref"].as_str().map(str::to_string),
             outcome: "success".into(),
+            policy_snapshot: snapshot_of(&current),
             input_digest: core["integrity"]["digest"].as_str().map(str::to_string),
             user_summary: format!("A reviewer marked a memory proposal {}.", t.status()),
             metadata: meta(&[
@@ -308,6 +309,15 @@ pub fn transition(
     )?;
     drop(_lock);
     show(ex, &pid, at)
+}
+
+/// The policy snapshot a proposal's review receipts name: the one its
+/// submission was receipted under (the snapshot of the bundle it came through).
+pub fn snapshot_of(r: &Reviewed) -> Option<String> {
+    r.history
+        .iter()
+        .filter(|x| x["operation"] == "memory.propose")
+        .find_map(|x| x["policy_snapshot"].as_str().map(str::to_string))
 }
 
 /// Check a stored proposal's record (the kit's `validate_proposal`).

@@ -119,6 +119,19 @@ pub fn validate(ex: &Exchange<'_>, request: &Value, at: Instant) -> RequestRepor
         Some(_) => {}
         None => r.push("INVALID_DATE_TIME", "created_at must be an RFC 3339 timestamp"),
     }
+    // The seed's 0.1-draft requires a stated purpose (§7.3); only the 0.2
+    // profile lets a purpose code stand alone.
+    let v01 = request["spec_version"] == SpecVersion::V01.id();
+    if v01
+        && !core["purpose"]
+            .as_str()
+            .is_some_and(|p| !p.trim().is_empty())
+    {
+        r.push(
+            "PURPOSE_MISSING",
+            "a context-layer/0.1-draft request must state its `purpose` (pass --purpose TEXT)",
+        );
+    }
     match core["purpose_code"].as_str() {
         None => r.push("PURPOSE_CODE_MISSING", "purpose_code is required; free-form purpose text never authorizes"),
         Some(c) if !is_valid_purpose_code(c) => r.push(
