@@ -101,6 +101,28 @@ fn the_capability_document_claims_only_implemented_profiles() {
         .lines()
         .find(|l| l.contains("claims the profiles"))
         .expect("docs/exchange.md says which profiles ctx claims");
+    // The published report claims the same, with this build's suite results.
+    let root = crate::support::project_root();
+    let report: Value = serde_json::from_str(
+        &std::fs::read_to_string(root.join("docs/context-layer-conformance.json")).unwrap(),
+    )
+    .unwrap();
+    assert_eq!(report["claimed_profiles"], d.body["roles"]);
+    let run = crate::support::ctx(
+        &root,
+        &["conformance", "conformance/context-layer", "--format", "json"],
+    );
+    let live: Vec<Value> = run.json()["cases"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| json!({"case": c["case"], "status": c["status"]}))
+        .collect();
+    assert_eq!(
+        report["suite"]["cases"],
+        json!(live),
+        "refresh with .ci/run-context-layer-report --write"
+    );
     assert!(
         claimed.contains("`CL-Core-Issuer`")
             && claimed.contains("`CL-Receipt-Store`")
