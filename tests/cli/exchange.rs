@@ -643,7 +643,12 @@ fn spec_version_01_requests_decisions_and_bundles() {
     // The seed's 0.1-draft requires a stated purpose (§7.3).
     let req = r.request(
         "o.req.json",
-        &["--spec-version", "0.1-draft", "--purpose", "Answer a refund question"],
+        &[
+            "--spec-version",
+            "0.1-draft",
+            "--purpose",
+            "Answer a refund question",
+        ],
     );
     assert_eq!(req["spec_version"], "context-layer/0.1-draft");
     assert!(req.get("purpose_code").is_none());

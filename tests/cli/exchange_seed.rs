@@ -110,7 +110,12 @@ fn the_capability_document_claims_only_implemented_profiles() {
     assert_eq!(report["claimed_profiles"], d.body["roles"]);
     let run = crate::support::ctx(
         &root,
-        &["conformance", "conformance/context-layer", "--format", "json"],
+        &[
+            "conformance",
+            "conformance/context-layer",
+            "--format",
+            "json",
+        ],
     );
     let live: Vec<Value> = run.json()["cases"]
         .as_array()
@@ -377,4 +382,55 @@ fn a_deleted_source_takes_its_bundle_context_with_it() {
     let record: Value = serde_json::from_str(&text).unwrap();
     assert_eq!(record["purged"]["reason"], "source_deleted");
     assert_eq!(r.run(&["receipts", "verify"]).code, 0);
+}
+
+#[test]
+fn proposal_review_receipts_carry_the_policy_snapshot() {
+    let r = ClRepo::init();
+    let env = r.bundle("m", &["--action", "memory.propose"]);
+    assert_eq!(r.open(&env, "support-agent", 3).code, 0);
+    let b = r.envelope(&env)["bundle"].clone();
+    let refunds = b["context"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["value"]["id"] == "policies.refunds")
+        .unwrap()
+        .clone();
+    let cand = json!({
+        "operation": "add_or_contradict",
+        "proposed_claims": [{"predicate": "policies.refunds",
+            "object": {"value": "Refunds within 14 days.", "datatype": "text"}, "confidence": 0.6}],
+        "provenance_handles": [refunds["provenance_handles"][0]],
+        "rationale": "ticket 42",
+    });
+    std::fs::write(r.file("cand.json"), cand.to_string()).unwrap();
+    let envp = r.file(&env);
+    let p = r.run(&[
+        "propose",
+        "cand.json",
+        "--bundle",
+        envp.to_str().unwrap(),
+        "--as",
+        "support-agent",
+        "--at",
+        &at(4),
+    ]);
+    assert_eq!(p.code, 0, "{}", p.stderr);
+    let id = p.json()["id"].as_str().unwrap().to_string();
+    let a = r.run(&["proposals", "approve", &id, "--at", &at(5)]);
+    assert_eq!(a.code, 0, "{}", a.stderr);
+    let c = r.run(&["proposals", "commit", &id, "--at", &at(6)]);
+    assert_eq!(c.code, 0, "{}", c.stderr);
+    let list = r.run(&["receipts", "list", "--format", "json"]).json();
+    let snapshot = b["policy_snapshot"]["digest"].as_str().unwrap();
+    let mut seen = Vec::new();
+    for x in list.as_array().unwrap() {
+        let op = x["receipt"]["operation"].as_str().unwrap();
+        if op.starts_with("memory.proposal.") || op.starts_with("discovery.") {
+            assert_eq!(x["receipt"]["policy_snapshot"], snapshot, "{x}");
+            seen.push(op.to_string());
+        }
+    }
+    assert_eq!(seen, ["memory.proposal.approve", "memory.proposal.commit"]);
 }
