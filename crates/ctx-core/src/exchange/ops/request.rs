@@ -122,11 +122,7 @@ pub fn validate(ex: &Exchange<'_>, request: &Value, at: Instant) -> RequestRepor
     // The seed's 0.1-draft requires a stated purpose (§7.3); only the 0.2
     // profile lets a purpose code stand alone.
     let v01 = request["spec_version"] == SpecVersion::V01.id();
-    if v01
-        && !core["purpose"]
-            .as_str()
-            .is_some_and(|p| !p.trim().is_empty())
-    {
+    if v01 && core["purpose"].as_str().is_none_or(|p| p.trim().is_empty()) {
         r.push(
             "PURPOSE_MISSING",
             "a context-layer/0.1-draft request must state its `purpose` (pass --purpose TEXT)",
