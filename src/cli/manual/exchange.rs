@@ -82,6 +82,10 @@ pub(super) fn examples(path: &[&str]) -> Option<&'static [Example]> {
             "ctx exchange revoke bundle.json --reason \"sent to the wrong agent\"",
             "Revoke a bundle: later opens, actions and proposals are refused.",
         )],
+        ["exchange", "purge"] => &[(
+            "ctx exchange purge",
+            "Delete the stored context of expired, revoked or source-deleted bundles, keeping ids and digests.",
+        )],
         ["exchange", "policy"] => &[(
             "ctx exchange policy --as support-agent",
             "The policy object and snapshot digest a requester's decisions are made on.",
