@@ -61,14 +61,20 @@ async fn an_mcp_proposal_is_reviewed_and_committed_without_an_exchange() {
     // Not committed before it is approved.
     let early = as_person(&repo, &["proposals", "commit", &id]);
     assert_eq!(early.code, 1, "{}", early.describe());
-    assert!(early.stderr.contains("PROPOSAL_STATE_INVALID"), "{}", early.stderr);
+    assert!(
+        early.stderr.contains("PROPOSAL_STATE_INVALID"),
+        "{}",
+        early.stderr
+    );
     let a = as_person(&repo, &["proposals", "approve", &id, "--reason", "checked"]);
     assert_eq!(a.code, 0, "{}", a.describe());
     assert!(a.stdout.contains("approved"), "{}", a.stdout);
     let c = as_person(&repo, &["proposals", "commit", &id]);
     assert_eq!(c.code, 0, "{}", c.describe());
     assert!(c.stdout.contains("policies.refunds@2"), "{}", c.stdout);
-    let got = repo.ctx(&["get", "policies.refunds", "--format", "json"]).json();
+    let got = repo
+        .ctx(&["get", "policies.refunds", "--format", "json"])
+        .json();
     assert_eq!(got["version"], 2, "{got}");
     assert_eq!(got["authority"], "observed", "{got}");
     let ext = &got["extensions"]["ctx.proposal"];
@@ -123,7 +129,11 @@ async fn an_edited_mcp_proposal_is_refused_not_reviewed() {
     assert_eq!(l[0]["status"], "invalid", "{l}");
     let a = as_person(&repo, &["proposals", "approve", &id]);
     assert_eq!(a.code, 1, "{}", a.describe());
-    assert!(a.stderr.contains("RECORD_INTEGRITY_MISMATCH"), "{}", a.stderr);
+    assert!(
+        a.stderr.contains("RECORD_INTEGRITY_MISMATCH"),
+        "{}",
+        a.stderr
+    );
 }
 
 #[tokio::test(flavor = "current_thread")]
@@ -193,7 +203,10 @@ fn a_committed_claim_keeps_its_provenance_and_is_not_canonical() {
     let e = l.json()[0].clone();
     assert_eq!(e["door"], "context-layer", "{e}");
     assert_eq!(e["submitted_by"], "urn:ctx:agent:support-agent", "{e}");
-    assert_eq!(r.run(&["proposals", "approve", &id, "--at", &at(5)]).code, 0);
+    assert_eq!(
+        r.run(&["proposals", "approve", &id, "--at", &at(5)]).code,
+        0
+    );
     let c = r.run(&["proposals", "commit", &id, "--at", &at(6), "--as", "alice"]);
     assert_eq!(c.code, 0, "{}", c.stderr);
     let new = std::fs::read_to_string(r.file("context/policies/refunds.v2.md")).unwrap();
@@ -204,8 +217,8 @@ fn a_committed_claim_keeps_its_provenance_and_is_not_canonical() {
     assert!(new.contains("\"door\":\"context-layer\""), "{new}");
     assert!(new.contains("\"committed_by\":\"human:alice\""), "{new}");
     // No sign-off for an observed claim: nobody signed it off as canonical.
-    let signoffs = std::fs::read_to_string(r.file(".ctx/signoffs/policies.refunds.json"))
-        .unwrap_or_default();
+    let signoffs =
+        std::fs::read_to_string(r.file(".ctx/signoffs/policies.refunds.json")).unwrap_or_default();
     assert!(!signoffs.contains("\"version\": 2"), "{signoffs}");
     let v = r.run(&["validate", "--strict"]);
     assert_eq!(v.code, 0, "{}{}", v.stdout, v.stderr);
@@ -215,7 +228,10 @@ fn a_committed_claim_keeps_its_provenance_and_is_not_canonical() {
 fn a_person_promotes_a_claim_and_the_sign_off_names_them() {
     let r = ClRepo::init();
     let id = exchange_proposal(&r);
-    assert_eq!(r.run(&["proposals", "approve", &id, "--at", &at(5)]).code, 0);
+    assert_eq!(
+        r.run(&["proposals", "approve", &id, "--at", &at(5)]).code,
+        0
+    );
     let c = r.run(&[
         "proposals",
         "commit",
@@ -264,15 +280,22 @@ fn add_writes_structured_content_from_a_file_or_stdin() {
         "in/limits.yaml",
     ]);
     assert_eq!(a.code, 0, "{}", a.describe());
-    let got = repo.ctx(&["get", "configs.limits", "--format", "json"]).json();
-    assert_eq!(got["content"], json!({"max_refund": 500, "regions": ["eu", "us"]}));
+    let got = repo
+        .ctx(&["get", "configs.limits", "--format", "json"])
+        .json();
+    assert_eq!(
+        got["content"],
+        json!({"max_refund": 500, "regions": ["eu", "us"]})
+    );
     assert!(repo.path().join("configs/limits.json").exists());
     let b = crate::support::ctx_in(&repo)
         .args(["add", "configs.flags", "--type", "config", "--data", "-"])
         .stdin("{\"beta\": true}")
         .run();
     assert_eq!(b.code, 0, "{}", b.describe());
-    let got = repo.ctx(&["get", "configs.flags", "--format", "json"]).json();
+    let got = repo
+        .ctx(&["get", "configs.flags", "--format", "json"])
+        .json();
     assert_eq!(got["content"], json!({"beta": true}));
     let c = repo.ctx(&[
         "add",
@@ -283,8 +306,10 @@ fn add_writes_structured_content_from_a_file_or_stdin() {
         "in/notes.md",
     ]);
     assert_eq!(c.code, 0, "{}", c.describe());
-    let got = repo.ctx(&["get", "configs.notes", "--format", "json"]).json();
-    assert_eq!(got["content"], "Refunds are **capped**.\n");
+    let got = repo
+        .ctx(&["get", "configs.notes", "--format", "json"])
+        .json();
+    assert_eq!(got["content"], "Refunds are **capped**.");
 }
 
 #[test]
@@ -308,14 +333,35 @@ fn add_refuses_bad_data_and_files_outside_the_repository() {
     ]);
     assert_eq!(o.code, 2, "{}", o.describe());
     assert!(o.stderr.contains("outside the repository"), "{}", o.stderr);
-    let d = repo.ctx(&["add", "configs.x", "--type", "config", "--data", "in/bad.json"]);
+    let d = repo.ctx(&[
+        "add",
+        "configs.x",
+        "--type",
+        "config",
+        "--data",
+        "in/bad.json",
+    ]);
     assert_eq!(d.code, 1, "{}", d.describe());
     assert!(d.stderr.contains("in/bad.json"), "{}", d.stderr);
-    let m = repo.ctx(&["add", "configs.x", "--type", "config", "--data", "in/none.yaml"]);
+    let m = repo.ctx(&[
+        "add",
+        "configs.x",
+        "--type",
+        "config",
+        "--data",
+        "in/none.yaml",
+    ]);
     assert_ne!(m.code, 0, "{}", m.describe());
     assert!(m.stderr.contains("in/none.yaml"), "{}", m.stderr);
     let both = repo.ctx(&[
-        "add", "configs.x", "--type", "config", "--data", "in/bad.json", "--content", "x",
+        "add",
+        "configs.x",
+        "--type",
+        "config",
+        "--data",
+        "in/bad.json",
+        "--content",
+        "x",
     ]);
     assert_eq!(both.code, 2, "{}", both.describe());
     assert!(!repo.path().join("configs").exists(), "nothing was written");
