@@ -163,14 +163,20 @@ pub struct Proposed {
 pub const PROPOSAL_EXTENSION: &str = "ctx.proposal";
 
 impl Proposed {
-    /// Make `fields` (inherited, then the request's) say where they came from.
-    fn apply(&self, fields: &mut Map<String, Value>, committed_by: &str, requested: &Fields) {
+    /// Make `fields` (inherited, then the request's) say where they came from;
+    /// `authority_given`: the committer chose the authority (else `observed`).
+    pub fn apply(
+        &self,
+        fields: &mut Map<String, Value>,
+        committed_by: &str,
+        authority_given: bool,
+    ) {
         // Not the proposer's to inherit: being the origin, and a confidence or
         // approval given to the previous content.
         for k in ["canonical_source", "confidence", "approval"] {
             fields.remove(k);
         }
-        if requested.authority.is_none() {
+        if !authority_given {
             fields.insert("authority".into(), Value::from("observed"));
         }
         if let Some(c) = self.confidence {
@@ -219,7 +225,11 @@ impl Request {
         self.fields.apply(fields);
         if let Some(p) = &self.proposal {
             let a = self.actor();
-            p.apply(fields, &format!("{}:{}", a.kind, a.id), &self.fields);
+            p.apply(
+                fields,
+                &format!("{}:{}", a.kind, a.id),
+                self.fields.authority.is_some(),
+            );
         }
     }
 }

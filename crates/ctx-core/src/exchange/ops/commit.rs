@@ -41,9 +41,12 @@ use crate::write::{self, emit, FileWrite};
 pub struct CommitOptions {
     pub id: String,
     pub reviewer: String,
+    /// The person committing, by name: the sign-off and the objects name them.
+    pub committer: String,
     /// Type of objects the proposal adds (default `knowledge`).
     pub kind: Option<String>,
-    /// Authority of the written versions (default: the previous version's, `inferred` for new objects).
+    /// Authority of the written versions (default `observed`: an agent's
+    /// claim is never canonical unless a person promotes it).
     pub authority: Option<String>,
     /// Permit canonical or approved authority.
     pub promote: bool,
@@ -190,6 +193,7 @@ fn commit_locked(ex: &Exchange<'_>, o: &CommitOptions) -> ClResult<Committed> {
     let mut written = Vec::new();
     let mut signoffs: Vec<write::signoff::Pending> = Vec::new();
     let now = canon::iso_ms(&canon::to_ms(o.at));
+    let committer = format!("human:{}", o.committer);
     let provenance_ext = json!({
         "written_by": p["submitted_by"],
         "proposal": pid,
@@ -223,7 +227,6 @@ fn commit_locked(ex: &Exchange<'_>, o: &CommitOptions) -> ClResult<Committed> {
                     ClError::new("PROPOSAL_TARGET_INVALID", format!("no collection matches the id `{id}`; it cannot be added"))
                 })?;
                 fields.insert("type".into(), json!(o.kind.clone().unwrap_or_else(|| "knowledge".into())));
-                fields.insert("authority".into(), json!(o.authority.clone().unwrap_or_else(|| "inferred".into())));
                 (rel, None)
             }
             ("add", _) => {
@@ -240,7 +243,6 @@ fn commit_locked(ex: &Exchange<'_>, o: &CommitOptions) -> ClResult<Committed> {
                     ClError::new("PROPOSAL_TARGET_INVALID", format!("no collection matches the id `{id}`"))
                 })?;
                 fields.insert("type".into(), json!(o.kind.clone().unwrap_or_else(|| "knowledge".into())));
-                fields.insert("authority".into(), json!(o.authority.clone().unwrap_or_else(|| "inferred".into())));
                 (rel, None)
             }
             (_, [one]) => {
@@ -270,13 +272,8 @@ fn commit_locked(ex: &Exchange<'_>, o: &CommitOptions) -> ClResult<Committed> {
                 fields.extend(crate::write::plan::inherited(prev));
                 fields.insert("version".into(), json!(next));
                 fields.insert("supersedes".into(), json!([target]));
-                // The claim is the new content and carries its own confidence.
-                fields.remove("confidence");
                 if !value.is_null() {
                     fields.remove("content_uri");
-                }
-                if let Some(a) = &o.authority {
-                    fields.insert("authority".into(), json!(a));
                 }
                 if operation == "add_or_contradict" {
                     ext["contradicts"] = json!(target);
@@ -306,8 +303,8 @@ fn commit_locked(ex: &Exchange<'_>, o: &CommitOptions) -> ClResult<Committed> {
         if !fields.contains_key("title") {
             fields.insert("title".into(), json!(id));
         }
-        if let Some(c) = claim["confidence"].as_f64() {
-            fields.insert("confidence".into(), json!(c));
+        if let Some(a) = &o.authority {
+            fields.insert("authority".into(), json!(a));
         }
         fields.insert(
             "sources".into(),
@@ -325,6 +322,18 @@ fn commit_locked(ex: &Exchange<'_>, o: &CommitOptions) -> ClResult<Committed> {
         };
         extensions.insert("ctx.exchange".into(), ext);
         fields.insert("extensions".into(), Value::Object(extensions));
+        // The provenance every committed proposal keeps, by the library's one
+        // rule: not its own origin, the proposer's confidence, `observed`
+        // unless the committer chose an authority.
+        let proposed = write::plan::Proposed {
+            id: pid.clone(),
+            door: crate::proposals::DOOR_CONTEXT_LAYER.into(),
+            proposed_by: p["submitted_by"].as_str().unwrap_or_default().into(),
+            confidence: claim["confidence"].as_f64(),
+            sources: Vec::new(),
+            extra: Map::new(),
+        };
+        proposed.apply(&mut fields, &committer, o.authority.is_some());
         let content = if value.is_null() {
             prev.and_then(|p| p.content.clone())
         } else {
@@ -343,7 +352,7 @@ fn commit_locked(ex: &Exchange<'_>, o: &CommitOptions) -> ClResult<Committed> {
         // reviewer promotes, carries the reviewer's sign-off (`.ctx/signoffs/`).
         if write::signoff::due(m, &obj, prev, o.promote) {
             signoffs.push(
-                write::signoff::plan(m, &obj, &bytes, o.reviewer.clone(), now.clone(), "proposal")
+                write::signoff::plan(m, &obj, &bytes, committer.clone(), now.clone(), "proposal")
                     .map_err(|e| ClError::new("STATE_UNAVAILABLE", e.to_string()))?,
             );
         }
@@ -428,7 +437,22 @@ fn commit_locked(ex: &Exchange<'_>, o: &CommitOptions) -> ClResult<Committed> {
     let pending = ex.state.path(Kind::Pending, &pending_name);
     let mut pending_bytes = serde_json::to_vec_pretty(&receipt).expect("JSON value");
     pending_bytes.push(b'\n');
-    crate::evidence::record_transaction(m, Some(Record::write(None, &[], kind, audited)), |txn| {
+    let actor = crate::audit::Actor {
+        kind: "human",
+        id: o.committer.clone(),
+        roles: Vec::new(),
+    };
+    let record = Record::Write {
+        actor,
+        kind,
+        objects: audited.iter().map(|(id, _)| id.clone()).collect(),
+        decisions: audited
+            .iter()
+            .filter(|(_, d)| *d)
+            .map(|(id, _)| id.clone())
+            .collect(),
+    };
+    crate::evidence::record_transaction(m, Some(record), |txn| {
         write::stage(txn, &m.root, &writes)?;
         for s in &signoffs {
             write::signoff::stage(txn, &m.root, s)?;
