@@ -366,3 +366,52 @@ fn add_refuses_bad_data_and_files_outside_the_repository() {
     assert_eq!(both.code, 2, "{}", both.describe());
     assert!(!repo.path().join("configs").exists(), "nothing was written");
 }
+
+#[tokio::test(flavor = "current_thread")]
+async fn a_granted_mcp_write_is_the_library_write_ctx_add_makes() {
+    let repo = shop();
+    let s = connect(
+        repo.path(),
+        &["--agent", "helper"],
+        Era::Modern,
+        true,
+        Answer::Approve,
+    )
+    .await;
+    let w = call(
+        &s,
+        "context_set",
+        json!({"id": "notes.acme-language", "value": "Acme writes in German.", "sensitivity": "standard"}),
+    )
+    .await;
+    let v = w
+        .structured_content
+        .clone()
+        .unwrap_or_else(|| panic!("{}", text(&w)));
+    assert_eq!(v["outcome"], "written", "{v}");
+    s.cancel().await.expect("close");
+    // One write event, from the library's write operation, naming the agent.
+    let audit = std::fs::read_to_string(repo.path().join(".ctx/audit.jsonl")).unwrap();
+    let writes: Vec<Value> = audit
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .filter(|e| e.to_string().contains("notes.acme-language"))
+        .collect();
+    assert_eq!(writes.len(), 1, "{audit}");
+    assert!(writes[0].to_string().contains("helper"), "{}", writes[0]);
+    // What ctx add --agent helper would refuse, context_set refuses too: the
+    // same grant decides (helper has none for policies).
+    let add = repo.ctx(&[
+        "add",
+        "policies.x",
+        "--type",
+        "policy",
+        "--agent",
+        "helper",
+        "--content",
+        "x",
+    ]);
+    assert_eq!(add.code, 1, "{}", add.describe());
+    let v = repo.ctx(&["validate"]);
+    assert_eq!(v.code, 0, "{}", v.describe());
+}

@@ -624,7 +624,11 @@ pub fn supersede(repo: &Repo, target: &str, req: &Request, clock: &Clock) -> Res
     let bytes = emit::document(format, &fields, body.as_ref()).into_bytes();
     let bytes = sealed(m, &rel, format, bytes)?;
     let obj = planned_object(repo, &rel, &bytes)?;
-    if super::is_promotion(m, obj.meta.authority, Some(prev.meta.authority)) && !req.promote {
+    // A proposal is an agent's claim: keeping even the predecessor's
+    // canonical authority is a promotion for it.
+    let raised = super::is_promotion(m, obj.meta.authority, Some(prev.meta.authority))
+        || (req.proposal.is_some() && signoff::needed(obj.meta.authority));
+    if raised && !req.promote {
         return Err(Error::Invalid(format!(
             "refusing to raise {} from `{}` to `{}`: promotion to canonical or approved is an explicit \
              governance act — pass --promote if that is what you mean (nothing was written)",
@@ -863,6 +867,95 @@ mod tests {
             sibling("context/p/x.version.md", 2),
             "context/p/x.version.v2.md"
         );
+    }
+
+    fn proposal_request(authority: Option<&str>, promote: bool) -> Request {
+        Request {
+            fields: Fields {
+                content: Some(Value::from("Refunds within 14 days.")),
+                authority: authority.map(str::to_string),
+                ..Fields::default()
+            },
+            promote,
+            signer: Some("alice".into()),
+            proposal: Some(Proposed {
+                id: "prop_1".into(),
+                door: "mcp".into(),
+                proposed_by: "helper".into(),
+                confidence: Some(0.7),
+                sources: vec!["urn:ctx:mcp:agent:helper".into()],
+                extra: Map::new(),
+            }),
+            ..Request::default()
+        }
+    }
+
+    const CANONICAL: &str = "---\nid: policies.refunds\ntype: policy\nauthority: canonical\ncanonical_source: true\nconfidence: 1\n---\nWithin 30 days.\n";
+
+    #[test]
+    fn a_committed_proposal_is_observed_and_keeps_its_provenance() {
+        let (dir, repo) = crate::testutil::repo_from(&[
+            (
+                "opencontext.yaml",
+                "opencontext: \"1.0\"\nid: t\ncollections:\n  policies: ./policies/**\n",
+            ),
+            ("policies/refunds.md", CANONICAL),
+        ]);
+        let clock = Clock::fixed(crate::time::parse_timestamp("2026-01-01T00:00:00Z").unwrap());
+        let p = supersede(
+            &repo,
+            "policies.refunds",
+            &proposal_request(None, false),
+            &clock,
+        )
+        .unwrap();
+        let text = String::from_utf8(p.writes.last().unwrap().bytes.clone()).unwrap();
+        assert!(text.contains("authority: observed"), "{text}");
+        assert!(!text.contains("canonical_source"), "{text}");
+        assert!(text.contains("confidence: 0.7"), "{text}");
+        assert!(text.contains("urn:ctx:mcp:agent:helper"), "{text}");
+        assert!(text.contains("\"committed_by\":\"human:alice\""), "{text}");
+        assert!(p.signoff.is_none(), "nobody signed an agent's claim off");
+        // Only a person's promotion makes it canonical, and the sign-off names them.
+        let refused = supersede(
+            &repo,
+            "policies.refunds",
+            &proposal_request(Some("canonical"), false),
+            &clock,
+        );
+        assert!(refused.is_err());
+        let p = supersede(
+            &repo,
+            "policies.refunds",
+            &proposal_request(Some("canonical"), true),
+            &clock,
+        )
+        .unwrap();
+        let s = p.signoff.expect("a promotion is signed off");
+        assert_eq!(s.record.by, "human:alice");
+        drop(dir);
+    }
+
+    #[test]
+    fn structured_content_goes_into_a_json_file() {
+        let (_dir, repo) = crate::testutil::repo_from(&[(
+            "opencontext.yaml",
+            "opencontext: \"1.0\"\nid: t\ncollections:\n  configs: ./configs/**\n",
+        )]);
+        let clock = Clock::fixed(crate::time::parse_timestamp("2026-01-01T00:00:00Z").unwrap());
+        let mut req = Request {
+            fields: Fields {
+                content: Some(serde_json::json!({"limit": 5})),
+                ..Fields::default()
+            },
+            ..Request::default()
+        };
+        let p = add(&repo, "configs.limits", "config", &req, &clock).unwrap();
+        assert_eq!(p.writes[0].rel, "configs/limits.json");
+        req.file = Some(PathBuf::from("configs/limits.md"));
+        req.cwd = repo.manifest.root.clone();
+        let e = add(&repo, "configs.limits", "config", &req, &clock).unwrap_err();
+        assert!(e.to_string().contains("structured content"), "{e}");
     }
 
     #[test]

@@ -341,8 +341,10 @@ fn commit_locked(ex: &Exchange<'_>, o: &CommitOptions) -> ClResult<Committed> {
         };
         let bytes = emit::document(format, &fields, content.as_ref()).into_bytes();
         let obj = planned(repo, &rel, &bytes)?;
-        if write::is_promotion(m, obj.meta.authority, prev.map(|p| p.meta.authority)) && !o.promote
-        {
+        // An agent's claim never keeps canonical/approved without a person's promotion.
+        let raised = write::is_promotion(m, obj.meta.authority, prev.map(|p| p.meta.authority))
+            || write::signoff::needed(obj.meta.authority);
+        if raised && !o.promote {
             return fail(
                 "PROMOTION_REQUIRES_APPROVAL",
                 format!("`{id}` would become {}: promotion is an explicit governance act (pass --promote)", obj.meta.authority),
