@@ -224,6 +224,10 @@ impl Request {
     fn fill(&self, fields: &mut Map<String, Value>) {
         self.fields.apply(fields);
         if let Some(p) = &self.proposal {
+            // The claim is the content: an inherited content source would contradict it.
+            if self.fields.content.is_some() {
+                fields.remove("content_uri");
+            }
             let a = self.actor();
             p.apply(
                 fields,
