@@ -9,6 +9,7 @@ use clap::Args;
 
 use ctx_core::error::{Error, Exit, Result};
 use ctx_core::load::LoadOptions;
+use ctx_core::write::input;
 use ctx_core::write::plan::{self, Fields, Plan, Request, Session};
 
 use super::args::ConsumerArgs;
@@ -21,8 +22,15 @@ pub struct WriteArgs {
     #[arg(long)]
     pub title: Option<String>,
     /// The content (Markdown text); `-` reads it from stdin.
-    #[arg(long)]
+    #[arg(long, conflicts_with_all = ["data", "content_file"])]
     pub content: Option<String>,
+    /// Structured content from a JSON or YAML file inside the repository (`-`: stdin);
+    /// written into a .json file (or the --file you name). Only structured content can be redacted.
+    #[arg(long, value_name = "FILE", conflicts_with = "content_file")]
+    pub data: Option<PathBuf>,
+    /// Text content from a file inside the repository.
+    #[arg(long, value_name = "PATH")]
+    pub content_file: Option<PathBuf>,
     /// Its layer (e.g. L4), when the repository uses layers.
     #[arg(long)]
     pub layer: Option<String>,
@@ -70,15 +78,28 @@ pub struct WriteArgs {
 impl WriteArgs {
     /// The library's request (`--content -` reads stdin here, at the edge).
     pub fn request(&self, g: &Global) -> Result<Request> {
-        let content = match self.content.as_deref() {
-            Some("-") => {
-                let mut s = String::new();
-                std::io::stdin()
-                    .read_to_string(&mut s)
-                    .map_err(|e| Error::io("<stdin>", &e))?;
-                Some(s)
+        let stdin = || {
+            let mut b = Vec::new();
+            std::io::stdin()
+                .read_to_end(&mut b)
+                .map_err(|e| Error::io("<stdin>", &e))
+                .map(|_| b)
+        };
+        let content = match (&self.content, &self.data, &self.content_file) {
+            (Some(c), _, _) if c == "-" => Some(input::text("<stdin>", stdin()?)?),
+            (Some(c), _, _) => Some(serde_json::Value::from(c.as_str())),
+            (_, Some(d), _) if d.as_os_str() == "-" => {
+                Some(input::parse_data("<stdin>", &stdin()?)?)
             }
-            other => other.map(str::to_string),
+            (_, Some(d), _) => {
+                let bytes = input::read_in_repo(&self.root(g)?, &g.cwd, d, "--data")?;
+                Some(input::parse_data(&d.display().to_string(), &bytes)?)
+            }
+            (_, _, Some(f)) => {
+                let bytes = input::read_in_repo(&self.root(g)?, &g.cwd, f, "--content-file")?;
+                Some(input::text(&f.display().to_string(), bytes)?)
+            }
+            _ => None,
         };
         Ok(Request {
             who: self.who.who(),
@@ -97,7 +118,14 @@ impl WriteArgs {
             file: self.file.clone(),
             cwd: g.cwd.clone(),
             promote: self.promote,
+            ..Request::default()
         })
+    }
+
+    /// The repository folder content files must be inside.
+    fn root(&self, g: &Global) -> Result<PathBuf> {
+        let (m, _) = ctx_core::manifest::Manifest::discover(g.dir.as_deref(), &g.cwd)?;
+        Ok(m.root)
     }
 }
 

@@ -11,13 +11,11 @@
 //!   objects are flagged for approval by the server's gate;
 //! - *issuing* records the disclosure exactly as `ctx resolve` does (audit
 //!   event, receipt when the manifest asks) and renders the bundle;
-//! - a *proposal* is a pending record under `.ctx/proposals/`, written
-//!   atomically under the repository lock, never over an existing file; no
-//!   object changes until a person reviews it.
+//! - a *proposal* goes into the library's review queue
+//!   (`ctx_core::proposals::local`, `.ctx/proposals/`): no object changes
+//!   until a person reviews it with `ctx proposals`.
 
-use serde_json::{json, Value};
-
-use ctx_core::error::{Error, Result};
+use ctx_core::error::Result;
 
 use super::evidence;
 use super::service::{Disclosure, Query, Service};
@@ -81,55 +79,24 @@ impl Exchange for LocalExchange {
     }
 
     fn propose(&self, svc: &Service, draft: &ProposalDraft) -> Result<ProposalRecord> {
+        // The library's review queue stores it; `ctx proposals` reviews it.
         let (repo, consumer) = svc.load()?;
-        let root = repo.manifest.root.clone();
-        let _lock = ctx_core::fs::RepoLock::acquire(&root).map_err(|e| Error::io(&root, &e))?;
-        let created_at = ctx_core::evidence::now();
-        // The id is the record's digest and `created_at` has whole seconds: two
-        // identical proposals in one second would share an id (and the second
-        // fail to store). A random component keeps every proposal its own.
-        let mut nonce = [0u8; 12];
-        getrandom::fill(&mut nonce)
-            .map_err(|e| Error::Invalid(format!("no randomness for a proposal id: {e}")))?;
-        let mut record = json!({
-            "format": "ctx.memory-proposal.v0",
-            "status": "pending_validation",
-            "target": draft.target,
-            "value": draft.value,
-            "sensitivity": draft.tier.map(Tier::as_str),
-            "classification": draft.tier.map(|t| t.classification().as_str()),
-            "written_by": consumer.id,
-            "proposer": {"type": consumer.kind.as_str(), "id": consumer.id, "roles": consumer.roles},
-            "via": "mcp",
-            "client": draft.client,
-            "reason": draft.reason,
-            "created_at": created_at,
-            "namespace": repo.manifest.id,
-            "nonce": nonce.iter().map(|b| format!("{b:02x}")).collect::<String>(),
-        });
-        let digest = ctx_core::jcs::sha256(&record);
-        let hexpart = digest.trim_start_matches("sha256:");
-        let proposal_id = format!("prop_{}", &hexpart[..24]);
-        record["proposal_id"] = json!(proposal_id);
-        record["digest"] = Value::from(digest);
-        let rel = format!(".ctx/proposals/{proposal_id}.json");
-        let path = root.join(&rel);
-        if let Some(dir) = path.parent() {
-            std::fs::create_dir_all(dir).map_err(|e| Error::io(dir, &e))?;
-        }
-        let mut bytes = serde_json::to_vec_pretty(&record).expect("serializable");
-        bytes.push(b'\n');
-        ctx_core::fs::write_atomic(
-            &path,
-            &bytes,
-            // The value may be confidential: readable by its owner only.
-            ctx_core::fs::Mode::Private,
-            ctx_core::fs::Existing::Refuse,
-        )
-        .map_err(|e| Error::io(&path, &e))?;
+        let stored = ctx_core::proposals::local::submit(
+            &repo,
+            &ctx_core::proposals::local::Draft {
+                target: draft.target.clone(),
+                value: draft.value.clone(),
+                sensitivity: draft.tier.map(|t| t.as_str().to_string()),
+                classification: draft.tier.map(|t| t.classification().as_str().to_string()),
+                proposer: consumer,
+                via: "mcp".into(),
+                client: draft.client.clone(),
+                reason: draft.reason.clone(),
+            },
+        )?;
         Ok(ProposalRecord {
-            proposal_id,
-            path: rel,
+            proposal_id: stored.id,
+            path: stored.rel,
             status: "pending_validation",
         })
     }

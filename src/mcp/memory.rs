@@ -2,30 +2,28 @@
 //! governed write, and the tool itself).
 //!
 //! - Where the manifest grants the agent write access to a *new* id
-//!   (`extensions.ctx.write`), the value goes through the governed write path:
-//!   the planned file is parsed as the loader would, authorized
-//!   (`write::authorize_write`), checked so the repository gains no error, and
-//!   written atomically under the repository lock, carrying
-//!   `extensions.ctx.memory.written_by`. Sensitive and critical writes need the
-//!   user's approval first (the server's gate).
-//! - Everything else becomes a memory-update proposal through the exchange,
-//!   recorded with `written_by` = the agent, for a person to review. That
-//!   includes new versions of existing objects until the library's governed
-//!   supersede is callable without the CLI printer.
+//!   (`extensions.ctx.write`), the value is written by the library's one
+//!   write operation, as `ctx add --agent` would write it
+//!   (`write::plan::add_unless_denied`, then `Session::apply`: the writer's
+//!   authority, the planned file parsed as the loader would, the repository
+//!   staying valid, one transaction with its audit event), carrying
+//!   `extensions.ctx.memory.written_by`. Sensitive and critical writes need
+//!   the user's approval first (the server's gate).
+//! - Everything else becomes a proposal in the library's review queue
+//!   (`ctx_core::proposals`), recorded with `written_by` = the agent, for a
+//!   person to review with `ctx proposals`. That includes new versions of
+//!   existing objects.
 //!
 //! Planning has no side effects (MRTR runs a tool twice); [`commit`] plans
 //! again under the lock and writes.
 
-use serde_json::{json, Map, Value};
+use serde_json::{json, Value};
 
-use ctx_core::diag::{Diagnostic, Severity};
 use ctx_core::disclose::{self, Target};
 use ctx_core::error::{Error, Result};
-use ctx_core::load::Repo;
-use ctx_core::object::{ContextObject, Format};
-use ctx_core::resolve::Consumer;
-use ctx_core::validate::{self, ValidateOptions};
-use ctx_core::write::{self, emit, FileWrite};
+use ctx_core::load::{LoadOptions, Repo};
+use ctx_core::time::Clock;
+use ctx_core::write::plan::{self as write_plan, Fields, Request, Session};
 
 use rmcp::model::{CallToolResponse, CallToolResult, ContentBlock, ErrorData, JsonObject};
 use rmcp::service::{RequestContext, RoleServer};
@@ -64,45 +62,50 @@ pub fn forbidden(id: &str, shown: &str) -> String {
 
 /// Decide, without writing anything.
 pub fn plan(svc: &Service, id: &str, value: &str, tier: Option<Tier>) -> Result<Plan> {
-    let (repo, consumer) = svc.load()?;
+    let (repo, _) = svc.load()?;
     let target = disclose::target(&repo, &svc.who.who, super::service::now(), id)?;
     if target == Target::Forbidden {
         return Ok(Plan::Forbidden);
     }
-    Ok(
-        match planned_write(svc, &repo, &consumer, target, id, value, tier)? {
-            Ok((rel, _, tier)) => Plan::Write { rel, tier },
-            Err(why) => Plan::Propose {
-                tier,
-                reason: why.to_string(),
-            },
+    Ok(match planned_write(svc, &repo, target, id, value, tier)? {
+        Ok(p) => Plan::Write {
+            rel: written_file(&p),
+            tier: planned_tier(&p, id),
         },
-    )
+        Err(why) => Plan::Propose {
+            tier,
+            reason: why.to_string(),
+        },
+    })
 }
 
 /// Write the object (a [`Plan::Write`] that was approved when it needed to be).
 /// Re-plans under the lock: if anything changed so the write is no longer
 /// allowed, nothing is written.
 pub fn commit(svc: &Service, id: &str, value: &str, tier: Option<Tier>) -> Result<String> {
-    // Only the root, to take the lock: the repository is refreshed once, under it.
     let root = svc.cfg.manifest()?.root;
-    let _lock = ctx_core::fs::RepoLock::acquire(&root).map_err(|e| Error::io(&root, &e))?;
-    let (repo, consumer) = svc.load()?;
-    let target = disclose::target(&repo, &svc.who.who, super::service::now(), id)?;
+    let s = Session::open(Some(&root), &root, &LoadOptions::default())?;
+    let target = disclose::target(&s.repo, &svc.who.who, super::service::now(), id)?;
     if target == Target::Forbidden {
         return Err(Error::Invalid(forbidden(id, &svc.who.shown)));
     }
-    let (rel, bytes, _) = planned_write(svc, &repo, &consumer, target, id, value, tier)?
+    let p = planned_write(svc, &s.repo, target, id, value, tier)?
         .map_err(|why| Error::Invalid(format!("refusing to write: {why} (nothing was written)")))?;
-    write::apply(
-        &repo.manifest.root,
-        &[FileWrite {
-            rel: rel.clone(),
-            bytes,
-            replaces: None,
-        }],
-    )?;
-    Ok(rel)
+    s.apply(&p)?;
+    Ok(written_file(&p))
+}
+
+fn written_file(p: &write_plan::Plan) -> String {
+    p.writes.last().map(|w| w.rel.clone()).unwrap_or_default()
+}
+
+fn planned_tier(p: &write_plan::Plan, id: &str) -> Tier {
+    p.planned
+        .objects
+        .iter()
+        .find(|o| o.id == id)
+        .map(|o| Tier::of(o.meta.classification))
+        .unwrap_or(Tier::Standard)
 }
 
 /// Why a value goes to review instead of being written: told to the agent
@@ -115,10 +118,8 @@ pub enum Unwritable {
     Exists(String),
     #[error("no collection in this repository holds an id like `{0}`")]
     NoCollection(String),
-    #[error("{0} is not an object file")]
-    NotObjectFile(String),
     #[error("the value would not form a valid object ({0})")]
-    NotAnObject(ObjectFault),
+    NotAnObject(String),
     /// No write grant lets this consumer create it. One reason for every cause (no
     /// grant, a deny, an object by that id the consumer may not read), so the
     /// answer says nothing about objects it cannot see.
@@ -126,126 +127,81 @@ pub enum Unwritable {
     NotGranted(String, String),
 }
 
-/// Why the planned file would hold no valid object (codes and paths; the
-/// agent's own value is the only content a message can carry).
-#[derive(Debug, thiserror::Error)]
-pub enum ObjectFault {
-    #[error("no collection loads {0}")]
-    NotLoaded(String),
-    #[error("{code} {message}")]
-    Finding { code: &'static str, message: String },
-    #[error("{0} would not hold an object")]
-    NoObject(String),
-}
-
-/// `Ok(Ok((path, bytes, tier)))`: the governed write is allowed; `Ok(Err(why))`:
-/// it must be a proposal; `Err`: the value itself is unacceptable.
-#[allow(clippy::type_complexity)]
+/// `Ok(Ok(plan))`: the library's write operation allows the write;
+/// `Ok(Err(why))`: it must be a proposal.
 fn planned_write(
     svc: &Service,
     repo: &Repo,
-    consumer: &Consumer,
     target: Target,
     id: &str,
     value: &str,
     tier: Option<Tier>,
-) -> Result<std::result::Result<(String, Vec<u8>, Tier), Unwritable>> {
+) -> Result<std::result::Result<write_plan::Plan, Unwritable>> {
     let m = &repo.manifest;
-    let not_granted = || Unwritable::NotGranted(svc.who.shown.clone(), id.to_string());
     if let Target::Visible(_) = target {
         return Ok(Err(Unwritable::Exists(id.to_string())));
     }
-    // An object the consumer may not read has this id: answered as a missing id
-    // without a grant (a write would collide with what it cannot see), after the
-    // same planning and checks, so neither the answer nor its cost tells them apart.
-    let collides = repo.objects.iter().any(|o| o.id == id);
-    let Some(rel) = write::default_path(m, id) else {
+    if ctx_core::write::default_path(m, id).is_none() {
         return Ok(Err(Unwritable::NoCollection(id.to_string())));
+    }
+    // An object the consumer may not read has this id: answered as a missing id
+    // without a grant, after the same planning over the repository without it,
+    // so neither the answer nor its cost tells the two apart.
+    let hidden: Vec<String> = repo
+        .objects
+        .iter()
+        .filter(|o| o.id == id)
+        .map(|o| o.origin.file.clone())
+        .collect();
+    let without;
+    let over = if hidden.is_empty() {
+        repo
+    } else {
+        without = ctx_core::write::planned_repo(repo, &hidden, Vec::new());
+        &without
     };
-    let Some(format) = Format::from_path(&rel) else {
-        return Ok(Err(Unwritable::NotObjectFile(rel)));
-    };
-    let mut fields = Map::new();
-    fields.insert("id".into(), json!(id));
-    let collection_types = m
+    let kind = m
         .collections
         .iter()
-        .any(|c| id.starts_with(&format!("{}.", c.name)) && c.defaults.contains_key("type"));
-    if !collection_types {
-        fields.insert("type".into(), json!("memory"));
-    }
-    fields.insert("authority".into(), json!("observed"));
-    if let Some(t) = tier {
-        fields.insert("classification".into(), json!(t.classification().as_str()));
-    }
-    fields.insert(
-        "sources".into(),
-        json!([{ "uri": format!("urn:ctx:mcp:{}:{}", consumer.kind.as_str(), consumer.id), "label": "written by an agent through ctx mcp" }]),
-    );
-    let now = super::service::generated_at();
-    fields.insert("updated".into(), json!(now));
-    fields.insert(
-        "extensions".into(),
-        json!({ MEMORY_EXTENSION: { "written_by": svc.who.id, "via": "mcp", "at": now } }),
-    );
-    let bytes = emit::document(format, &fields, Some(&Value::from(value))).into_bytes();
-    let obj = match planned_object(repo, &rel, &bytes) {
-        Ok(o) => o,
-        Err(e) => return Ok(Err(Unwritable::NotAnObject(e))),
+        .find(|c| id.starts_with(&format!("{}.", c.name)))
+        .and_then(|c| c.defaults.get("type"))
+        .and_then(Value::as_str)
+        .unwrap_or("memory")
+        .to_string();
+    let now = super::service::now();
+    let consumer = &svc.who;
+    let req = Request {
+        who: consumer.who.clone(),
+        fields: Fields {
+            content: Some(Value::from(value)),
+            authority: Some("observed".into()),
+            classification: tier.map(|t| t.classification().as_str().to_string()),
+            sources: vec![format!(
+                "urn:ctx:mcp:{}:{}",
+                if consumer.who.agent.is_some() {
+                    "agent"
+                } else {
+                    "role"
+                },
+                consumer.id
+            )],
+            set: vec![(
+                "extensions".into(),
+                json!({ MEMORY_EXTENSION: { "written_by": consumer.id, "via": "mcp", "at": ctx_core::time::format(&now) } }),
+            )],
+            ..Fields::default()
+        },
+        cwd: m.root.clone(),
+        ..Request::default()
     };
-    let granted = write::authorize_write(m, consumer, &obj, None).is_ok();
-    let tier = Tier::of(obj.meta.classification);
-    let planned = write::planned_repo(repo, &[], vec![obj]);
-    check_repository(repo, &planned, collides.then_some(id))?;
-    if collides || !granted {
-        return Ok(Err(not_granted()));
-    }
-    Ok(Ok((rel, bytes, tier)))
-}
-
-/// Parse the planned file as the loader would; `Err` says why it is no object.
-fn planned_object(
-    repo: &Repo,
-    rel: &str,
-    bytes: &[u8],
-) -> std::result::Result<ContextObject, ObjectFault> {
-    let parsed = write::parse_planned(&repo.manifest, rel, bytes)
-        .ok_or_else(|| ObjectFault::NotLoaded(rel.to_string()))?;
-    if let Some(d) = parsed.diags.iter().find(|d| d.severity == Severity::Error) {
-        return Err(ObjectFault::Finding {
-            code: d.code.as_str(),
-            message: d.message.clone(),
-        });
-    }
-    parsed
-        .object
-        .ok_or_else(|| ObjectFault::NoObject(rel.to_string()))
-}
-
-/// Refuse if the planned repository has errors the current one does not
-/// (messages name codes and ids; the agent's own value is the only content).
-/// `hidden`: an id an object the consumer may not read already has; what the
-/// planned copy's collision with it finds is not the consumer's to learn.
-fn check_repository(repo: &Repo, planned: &Repo, hidden: Option<&str>) -> Result<()> {
-    let opts = || ValidateOptions {
-        strict: false,
-        at: None,
-    };
-    let before = validate::validate(repo, opts());
-    let after = validate::validate(planned, opts());
-    let mut new: Vec<Diagnostic> = write::new_errors(&before, &after);
-    if let Some(id) = hidden {
-        new.retain(|d| d.id.as_deref() != Some(id) && !d.ids.iter().any(|x| x == id));
-    }
-    match new.first() {
-        None => Ok(()),
-        Some(d) => Err(Error::Invalid(format!(
-            "refusing to write: the repository would gain {} error(s), first {} ({}); nothing was written",
-            new.len(),
-            d.code.as_str(),
-            d.message
-        ))),
-    }
+    let planned = write_plan::add_unless_denied(over, id, &kind, &req, &Clock::fixed(now));
+    let not_granted = || Unwritable::NotGranted(consumer.shown.clone(), id.to_string());
+    Ok(match planned {
+        _ if !hidden.is_empty() => Err(not_granted()),
+        Ok(Ok(p)) => Ok(p),
+        Ok(Err(_denied)) => Err(not_granted()),
+        Err(e) => Err(Unwritable::NotAnObject(e.to_string())),
+    })
 }
 
 /// `context_set`: plan, ask when a sensitive value would be written, then write or propose.
@@ -382,25 +338,9 @@ pub async fn tool(
                 }
             }
             let (id, value) = (a.id.clone(), a.value.clone());
+            // The library's write records its own audit event (the agent as actor).
             let r = s
-                .blocking(move |svc| {
-                    let rel = commit(svc, &id, &value, requested)?;
-                    let (repo, _) = svc.load()?;
-                    super::evidence::event(
-                        svc,
-                        &repo,
-                        Note {
-                            access: ctx_core::evidence::Access::Write,
-                            objects: std::slice::from_ref(&id),
-                            outcome: "allowed",
-                            reason: Some(format!(
-                                "written through the governed write path ({rel})"
-                            )),
-                            mcp: json!({"action": "context_set"}),
-                        },
-                    )?;
-                    Ok(rel)
-                })
+                .blocking(move |svc| commit(svc, &id, &value, requested))
                 .await;
             Ok(match r {
                 Ok(rel) => CallToolResult::structured(json!({
@@ -422,11 +362,13 @@ mod tests {
     use super::*;
 
     #[test]
-    fn reasons_nest_the_object_fault() {
-        let why = Unwritable::NotAnObject(ObjectFault::NoObject("notes/a.md".into()));
+    fn reasons_name_what_blocks_the_write() {
+        let why = Unwritable::NotAnObject("notes/a.md would not hold an object".into());
         assert_eq!(
             why.to_string(),
             "the value would not form a valid object (notes/a.md would not hold an object)"
         );
+        let why = Unwritable::NotGranted("agent `helper`".into(), "policies.x".into());
+        assert!(why.to_string().contains("no write grant"));
     }
 }

@@ -109,6 +109,7 @@ mod private;
 mod private_checks;
 mod private_from_init;
 mod promote;
+mod proposals_queue;
 mod provider_auth;
 mod provider_state;
 mod readme;

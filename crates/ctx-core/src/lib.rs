@@ -44,6 +44,7 @@ pub mod object;
 pub use ctx_base::pattern;
 pub mod personal;
 pub mod private;
+pub mod proposals;
 pub mod provider;
 pub mod receipt;
 pub mod reformat;

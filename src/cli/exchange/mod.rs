@@ -19,7 +19,9 @@ use ctx_core::exchange::ops::retention;
 use ctx_core::exchange::{kit, local};
 
 use super::{Global, Printer};
-pub use common::{at, emit, exchange, print_json, read_bytes, read_doc, reject, repo, CommonArgs};
+pub use common::{
+    at, cl, emit, exchange, print_json, read_bytes, read_doc, reject, repo, CommonArgs,
+};
 
 pub fn run(g: &Global, p: &Printer, a: &ExchangeArgs) -> Result<Exit> {
     match &a.command {

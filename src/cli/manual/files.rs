@@ -134,7 +134,7 @@ pub(super) fn files(path: &[&str]) -> Vec<File> {
             AGE_IDENTITY,
             (
                 ".ctx/proposals/",
-                "Memory-update proposals context_set records for review (never a direct write).",
+                "The review queue: proposals context_set records (never a direct write), reviewed with ctx proposals; reviews/ holds each one's steps.",
             ),
         ]),
         ["mcp", "install"] => vec![

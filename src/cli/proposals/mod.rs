@@ -1,5 +1,6 @@
-//! `ctx proposals list|show|approve|reject|expire|commit`: review memory
-//! proposals and commit approved ones through the governed write path.
+//! `ctx proposals list|show|approve|reject|expire|commit`: the one review
+//! queue (`ctx_core::proposals`) for proposals from every door — `context_set`
+//! over MCP and the Context Layer — with or without an exchange.
 
 mod render;
 
@@ -7,9 +8,11 @@ use clap::{Args, Subcommand};
 use serde_json::json;
 
 use ctx_core::error::{Exit, Result};
-use ctx_core::exchange::ops::proposals::{self, CommitOptions, Reviewed, Transition};
+use ctx_core::exchange::ops::proposals::Transition;
+use ctx_core::exchange::view::ViewOptions;
+use ctx_core::proposals::{CommitOptions, Entry, Queue, Reviewer};
 
-use crate::cli::exchange::{at, exchange, print_json, reject, repo, CommonArgs};
+use crate::cli::exchange::{at, cl, print_json, reject, repo, CommonArgs};
 use crate::cli::{Global, Printer};
 
 #[derive(Debug, Args)]
@@ -55,9 +58,9 @@ pub struct ReviewArgs {
     /// Recorded in the receipt (short; no payloads).
     #[arg(long, default_value = "")]
     pub reason: String,
-    /// Who reviews (recorded as `urn:ctx:reviewer:<NAME>`).
-    #[arg(long, default_value = "local")]
-    pub reviewer: String,
+    /// The person reviewing (default: `$USER`); receipts record `urn:ctx:reviewer:<NAME>`.
+    #[arg(long = "as", visible_alias = "reviewer", value_name = "NAME")]
+    pub reviewer: Option<String>,
     #[command(flatten)]
     pub common: CommonArgs,
 }
@@ -69,18 +72,18 @@ pub struct CommitArgs {
     /// Object type of objects the proposal adds.
     #[arg(long = "type")]
     pub kind: Option<String>,
-    /// Authority of the written versions.
+    /// Authority of the written versions (default `observed`; canonical and approved need --promote).
     #[arg(long)]
     pub authority: Option<String>,
-    /// Permit canonical or approved authority.
+    /// Promote: you, a person, sign off canonical or approved authority.
     #[arg(long)]
     pub promote: bool,
     /// Show what would be written; write nothing.
     #[arg(long)]
     pub dry_run: bool,
-    /// Who commits (recorded as `urn:ctx:reviewer:<NAME>` and in the sign-off).
-    #[arg(long, default_value = "local")]
-    pub reviewer: String,
+    /// The person committing (default: `$USER`): named in the objects, the sign-off and the audit log.
+    #[arg(long = "as", visible_alias = "reviewer", value_name = "NAME")]
+    pub reviewer: Option<String>,
     #[command(flatten)]
     pub common: CommonArgs,
 }
@@ -95,15 +98,15 @@ pub fn run(g: &Global, p: &Printer, a: &ProposalsArgs) -> Result<Exit> {
         ProposalsCommand::Commit(x) => &x.common,
     };
     let repo = repo(g)?;
-    let ex = exchange(g, &repo, c)?;
+    let q = Queue::open(&repo, ViewOptions { offline: g.offline }).map_err(cl)?;
     let now = at(&g.clock, c.at.as_deref())?;
     match &a.command {
         ProposalsCommand::List(_) => {
-            let all = proposals::list(&ex, now).map_err(|e| reject(g, p, c, e))?;
+            let all = q.list(now).map_err(|e| reject(g, p, c, e))?;
             if c.json() {
                 print_json(
                     p,
-                    &json!(all.iter().map(Reviewed::summary).collect::<Vec<_>>()),
+                    &json!(all.iter().map(Entry::summary).collect::<Vec<_>>()),
                 )?;
             } else {
                 let t = render::list(&all);
@@ -111,10 +114,10 @@ pub fn run(g: &Global, p: &Printer, a: &ProposalsArgs) -> Result<Exit> {
             }
         }
         ProposalsCommand::Show(x) => {
-            let r = proposals::show(&ex, &x.id, now).map_err(|e| reject(g, p, c, e))?;
+            let r = q.show(&x.id, now).map_err(|e| reject(g, p, c, e))?;
             print_json(
                 p,
-                &json!({"status": r.status, "proposal": r.proposal, "history": r.history}),
+                &json!({"id": r.id, "door": r.door, "status": r.status, "proposal": r.record, "history": r.history}),
             )?;
         }
         ProposalsCommand::Approve(x)
@@ -125,33 +128,28 @@ pub fn run(g: &Global, p: &Printer, a: &ProposalsArgs) -> Result<Exit> {
                 ProposalsCommand::Reject(_) => Transition::Reject,
                 _ => Transition::Expire,
             };
-            let reviewer = proposals::reviewer_urn(&x.reviewer);
-            let r = proposals::transition(&ex, &x.id, t, &reviewer, &x.reason, now)
+            let reviewer = Reviewer::new(x.reviewer.as_deref());
+            let r = q
+                .transition(&x.id, t, &reviewer, &x.reason, now)
                 .map_err(|e| reject(g, p, c, e))?;
             if c.json() {
                 print_json(p, &r.summary())?;
             } else {
-                crate::cli::io_result(p.out(&format!(
-                    "{} is now {}\n",
-                    r.proposal["id"].as_str().unwrap_or(""),
-                    r.status
-                )))?;
+                crate::cli::io_result(p.out(&format!("{} is now {}\n", r.id, r.status)))?;
             }
         }
         ProposalsCommand::Commit(x) => {
-            let done = proposals::commit(
-                &ex,
-                &CommitOptions {
+            let done = q
+                .commit(&CommitOptions {
                     id: x.id.clone(),
-                    reviewer: proposals::reviewer_urn(&x.reviewer),
+                    reviewer: Reviewer::new(x.reviewer.as_deref()),
                     kind: x.kind.clone(),
                     authority: x.authority.clone(),
                     promote: x.promote,
                     dry_run: x.dry_run,
                     at: now,
-                },
-            )
-            .map_err(|e| reject(g, p, c, e))?;
+                })
+                .map_err(|e| reject(g, p, c, e))?;
             let t = render::committed(&done);
             crate::cli::io_result(p.out(&t))?;
         }

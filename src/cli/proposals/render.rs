@@ -1,17 +1,18 @@
 //! The people view of `ctx proposals list` and `commit`.
 
-use ctx_core::exchange::ops::commit::Committed;
-use ctx_core::exchange::ops::proposals::Reviewed;
+use ctx_core::proposals::{Committed, Entry};
 
 /// One line per proposal, then a count.
-pub fn list(all: &[Reviewed]) -> String {
+pub fn list(all: &[Entry]) -> String {
     let mut t = String::new();
     for r in all {
         t.push_str(&format!(
-            "{:<20} {}  by {}\n",
+            "{:<20} {}  {} by {} via {}\n",
             r.status,
-            r.proposal["id"].as_str().unwrap_or(""),
-            r.proposal["submitted_by"].as_str().unwrap_or("")
+            r.id,
+            r.targets.join(", "),
+            r.submitted_by,
+            r.door
         ));
     }
     t.push_str(&format!("{} proposal(s)\n", all.len()));

@@ -6,6 +6,7 @@
 
 pub mod emit;
 mod error;
+pub mod input;
 pub mod plan;
 pub mod promote;
 pub mod seal;

@@ -29,8 +29,9 @@ use super::{emit, FileWrite};
 #[derive(Debug, Clone, Default)]
 pub struct Fields {
     pub title: Option<String>,
-    /// The content (Markdown text).
-    pub content: Option<String>,
+    /// The content: Markdown text, or structured data (a JSON value, written
+    /// into a `.json` or `.yaml` file; only structured content can be redacted).
+    pub content: Option<Value>,
     pub layer: Option<String>,
     pub authority: Option<String>,
     pub owner: Option<String>,
@@ -135,6 +136,106 @@ pub struct Request {
     pub cwd: PathBuf,
     /// Permit canonical or approved authority: promotion is an explicit governance act.
     pub promote: bool,
+    /// The person writing, by name (`--as`): the sign-off and the audit event
+    /// name them. None: the writer the flags name, else the local user.
+    pub signer: Option<String>,
+    /// The write commits a reviewed proposal: its provenance goes with it.
+    pub proposal: Option<Proposed>,
+}
+
+/// Where a committed proposal came from. The written version says so, keeps
+/// its proposer's confidence and sources, and is never its own origin: an
+/// agent's claim is `observed` unless a person promotes it.
+#[derive(Debug, Clone, Default)]
+pub struct Proposed {
+    pub id: String,
+    /// Through which door: `mcp`, `context-layer`.
+    pub door: String,
+    pub proposed_by: String,
+    pub confidence: Option<f64>,
+    /// Where the claim came from (replaces the sources a new version inherits).
+    pub sources: Vec<String>,
+    /// Members this door adds under `extensions.ctx.proposal`.
+    pub extra: Map<String, Value>,
+}
+
+/// The extension a committed proposal's provenance is kept under.
+pub const PROPOSAL_EXTENSION: &str = "ctx.proposal";
+
+impl Proposed {
+    /// Make `fields` (inherited, then the request's) say where they came from;
+    /// `authority_given`: the committer chose the authority (else `observed`).
+    pub fn apply(
+        &self,
+        fields: &mut Map<String, Value>,
+        committed_by: &str,
+        authority_given: bool,
+    ) {
+        // Not the proposer's to inherit: being the origin, and a confidence or
+        // approval given to the previous content.
+        for k in ["canonical_source", "confidence", "approval"] {
+            fields.remove(k);
+        }
+        if !authority_given {
+            fields.insert("authority".into(), Value::from("observed"));
+        }
+        if let Some(c) = self.confidence {
+            fields.insert("confidence".into(), Value::from(c));
+        }
+        if !self.sources.is_empty() {
+            let list = self.sources.iter().map(|u| serde_json::json!({ "uri": u }));
+            fields.insert("sources".into(), Value::Array(list.collect()));
+        }
+        let mut ext = serde_json::json!({
+            "proposal": self.id,
+            "door": self.door,
+            "proposed_by": self.proposed_by,
+            "committed_by": committed_by,
+        });
+        if let Some(c) = self.confidence {
+            ext["confidence"] = Value::from(c);
+        }
+        for (k, v) in &self.extra {
+            ext[k] = v.clone();
+        }
+        let mut extensions = match fields.remove("extensions") {
+            Some(Value::Object(e)) => e,
+            _ => Map::new(),
+        };
+        extensions.insert(PROPOSAL_EXTENSION.into(), ext);
+        fields.insert("extensions".into(), Value::Object(extensions));
+    }
+}
+
+impl Request {
+    /// Who the sign-off and the audit event name.
+    pub fn actor(&self) -> crate::audit::Actor {
+        match &self.signer {
+            Some(name) => crate::audit::Actor {
+                kind: "human",
+                id: name.clone(),
+                roles: Vec::new(),
+            },
+            None => crate::audit::Actor::from_flags(self.who.agent.as_deref(), &self.who.roles),
+        }
+    }
+
+    /// The fields asked for, then (for a proposal) its provenance.
+    fn fill(&self, fields: &mut Map<String, Value>) {
+        self.fields.apply(fields);
+        if let Some(p) = &self.proposal {
+            // The claim is the content: an inherited content source would contradict it.
+            if self.fields.content.is_some() {
+                fields.remove("content_uri");
+            }
+            let a = self.actor();
+            p.apply(
+                fields,
+                &format!("{}:{}", a.kind, a.id),
+                self.fields.authority.is_some(),
+            );
+        }
+    }
 }
 
 /// What a write will do: the files, the repository after them, and its audit record.
@@ -146,6 +247,8 @@ pub struct Plan {
     /// One line for people: `added policies.returns in context/policies/returns.md`.
     pub summary: String,
     pub who: Who,
+    /// Who the audit event (and sign-off) names.
+    actor: crate::audit::Actor,
     kind: WriteKind,
     id: String,
     decision: bool,
@@ -213,21 +316,56 @@ impl Session {
     /// their audit event all land, or (after a kill) the next writer
     /// completes them ([`crate::fs::txn`]).
     pub fn apply(&self, plan: &Plan) -> Result<()> {
-        let m = &self.repo.manifest;
-        let record = Record::write(
-            plan.who.agent.as_deref(),
-            &plan.who.roles,
-            plan.kind,
-            [(plan.id.clone(), plan.decision)],
-        );
-        crate::evidence::record_transaction(m, Some(record), |txn| {
-            super::stage(txn, &m.root, &plan.writes)?;
-            match &plan.signoff {
-                Some(p) => signoff::stage(txn, &m.root, p),
-                None => Ok(()),
-            }
-        })
+        self.apply_with(plan, |_| Ok(()))
     }
+
+    /// [`Session::apply`], with `extra` files staged into the same
+    /// transaction (a proposal's review record, a pending receipt): they land
+    /// with the objects or not at all.
+    pub fn apply_with(
+        &self,
+        plan: &Plan,
+        extra: impl FnOnce(&mut crate::fs::Txn) -> Result<()>,
+    ) -> Result<()> {
+        apply_plans(&self.repo.manifest, std::slice::from_ref(plan), extra)
+    }
+}
+
+/// Apply plans made one after another (each over the one before's planned
+/// repository) as one transaction: every file, sign-off and audit event, and
+/// `extra`, or nothing. The caller holds the repository lock.
+pub fn apply_plans(
+    m: &Manifest,
+    plans: &[Plan],
+    extra: impl FnOnce(&mut crate::fs::Txn) -> Result<()>,
+) -> Result<()> {
+    let Some(first) = plans.first() else {
+        return Ok(());
+    };
+    let kind = if plans.iter().any(|p| p.kind == WriteKind::Supersede) {
+        WriteKind::Supersede
+    } else {
+        first.kind
+    };
+    let record = Record::Write {
+        actor: first.actor.clone(),
+        kind,
+        objects: plans.iter().map(|p| p.id.clone()).collect(),
+        decisions: plans
+            .iter()
+            .filter(|p| p.decision)
+            .map(|p| p.id.clone())
+            .collect(),
+    };
+    crate::evidence::record_transaction(m, Some(record), |txn| {
+        for plan in plans {
+            super::stage(txn, &m.root, &plan.writes)?;
+            if let Some(p) = &plan.signoff {
+                signoff::stage(txn, &m.root, p)?;
+            }
+        }
+        extra(txn)
+    })
 }
 
 /// Is `id` a well-formed object id? The one check the loader applies too.
@@ -235,6 +373,19 @@ pub use crate::pattern::valid_id;
 
 /// Plan `add <id> --type <kind>`.
 pub fn add(repo: &Repo, id: &str, kind: &str, req: &Request, clock: &Clock) -> Result<Plan> {
+    add_unless_denied(repo, id, kind, req, clock)?.map_err(super::WriteError::refused)
+}
+
+/// [`add`], with the writer's missing authority kept apart from every other
+/// refusal: a front end that turns "not yours to write" into a proposal tells
+/// the two apart without reading messages.
+pub fn add_unless_denied(
+    repo: &Repo,
+    id: &str,
+    kind: &str,
+    req: &Request,
+    clock: &Clock,
+) -> Result<std::result::Result<Plan, super::WriteError>> {
     if !valid_id(id) {
         return Err(Error::Usage(format!(
             "`{id}` is not a valid id: use dotted lowercase segments, e.g. `policies.returns`"
@@ -248,21 +399,25 @@ pub fn add(repo: &Repo, id: &str, kind: &str, req: &Request, clock: &Clock) -> R
             o.origin.file
         )));
     }
+    let structured = is_structured(req.fields.content.as_ref());
     let rel = match &req.file {
         Some(f) => file_in_repo(&m.root, &req.cwd, f)?,
-        None => super::default_path(m, id).ok_or_else(|| {
-            Error::Usage(format!(
-                "no collection matches the id `{id}`; pass --file <path inside a collection>"
-            ))
-        })?,
+        None => super::default_path(m, id)
+            .map(|rel| data_path(rel, structured))
+            .ok_or_else(|| {
+                Error::Usage(format!(
+                    "no collection matches the id `{id}`; pass --file <path inside a collection>"
+                ))
+            })?,
     };
     let format = format_of(&rel)?;
+    check_format(&rel, format, structured)?;
     let mut fields = Map::new();
     fields.insert("id".into(), Value::from(id));
     fields.insert("type".into(), Value::from(kind));
-    req.fields.apply(&mut fields);
+    req.fill(&mut fields);
     fields.insert("updated".into(), Value::from(clock.stamp()));
-    let content = req.fields.content.clone().map(Value::from);
+    let content = req.fields.content.clone();
     let bytes = emit::document(format, &fields, content.as_ref()).into_bytes();
     let bytes = sealed(m, &rel, format, bytes)?;
     let obj = planned_object(repo, &rel, &bytes)?;
@@ -274,15 +429,22 @@ pub fn add(repo: &Repo, id: &str, kind: &str, req: &Request, clock: &Clock) -> R
         )));
     }
     if let Some(c) = &consumer {
-        super::authorize_write(m, c, &obj, None).map_err(super::WriteError::refused)?;
+        if let Err(denied) = super::authorize_write(m, c, &obj, None) {
+            return Ok(Err(denied));
+        }
     }
     // `--promote` is the sign-off: recorded so CI can tell it from a hand edit.
+    let via = if req.proposal.is_some() {
+        "proposal"
+    } else {
+        "add"
+    };
     let signoff = signoff::needed(obj.meta.authority)
-        .then(|| signoff_for(m, &obj, &bytes, req, clock, "add"))
+        .then(|| signoff_for(m, &obj, &bytes, req, clock, via))
         .transpose()?;
     let planned = super::planned_repo(repo, &[], vec![obj]);
     check_repository(repo, &planned)?;
-    Ok(Plan {
+    Ok(Ok(Plan {
         summary: with_signoff(format!("added {id} in {rel}"), signoff.as_ref()),
         writes: vec![FileWrite {
             rel: rel.clone(),
@@ -291,11 +453,35 @@ pub fn add(repo: &Repo, id: &str, kind: &str, req: &Request, clock: &Clock) -> R
         }],
         planned,
         who: req.who.clone(),
+        actor: req.actor(),
         kind: WriteKind::Write,
         id: id.to_string(),
         decision: kind == "decision",
         signoff,
-    })
+    }))
+}
+
+/// Is this content structured data rather than Markdown text?
+fn is_structured(content: Option<&Value>) -> bool {
+    content.is_some_and(|c| !c.is_string())
+}
+
+/// A derived path for structured content is a `.json` file (Markdown holds text).
+fn data_path(rel: String, structured: bool) -> String {
+    match rel.rsplit_once('.') {
+        Some((stem, "md")) if structured => format!("{stem}.json"),
+        _ => rel,
+    }
+}
+
+fn check_format(rel: &str, format: Format, structured: bool) -> Result<()> {
+    if structured && format == Format::Markdown {
+        return Err(Error::Usage(format!(
+            "{rel}: structured content (--data) goes into a .json or .yaml file, not Markdown; \
+             pass --file <name>.json or --file <name>.yaml"
+        )));
+    }
+    Ok(())
 }
 
 /// Fields a new version never inherits: identity and chain (set afresh), timestamps,
@@ -424,28 +610,29 @@ pub fn supersede(repo: &Repo, target: &str, req: &Request, clock: &Clock) -> Res
         writes.push(write);
         added.push(annotated);
     }
+    let body = req.fields.content.clone().or_else(|| prev.content.clone());
+    let structured = is_structured(body.as_ref());
     let rel = match &req.file {
         Some(f) => file_in_repo(&m.root, &req.cwd, f)?,
-        None => sibling(&prev.origin.file, next),
+        None => data_path(sibling(&prev.origin.file, next), structured),
     };
     let format = format_of(&rel)?;
+    check_format(&rel, format, structured)?;
     let mut fields = Map::new();
     fields.insert("id".into(), Value::from(want.id.as_str()));
     fields.insert("version".into(), Value::from(next));
     fields.insert("supersedes".into(), Value::from(targets.clone()));
     fields.extend(inherited(prev));
-    req.fields.apply(&mut fields);
+    req.fill(&mut fields);
     fields.insert("updated".into(), Value::from(clock.stamp()));
-    let body = req
-        .fields
-        .content
-        .clone()
-        .map(Value::from)
-        .or_else(|| prev.content.clone());
     let bytes = emit::document(format, &fields, body.as_ref()).into_bytes();
     let bytes = sealed(m, &rel, format, bytes)?;
     let obj = planned_object(repo, &rel, &bytes)?;
-    if super::is_promotion(m, obj.meta.authority, Some(prev.meta.authority)) && !req.promote {
+    // A proposal is an agent's claim: keeping even the predecessor's
+    // canonical authority is a promotion for it.
+    let raised = super::is_promotion(m, obj.meta.authority, Some(prev.meta.authority))
+        || (req.proposal.is_some() && signoff::needed(obj.meta.authority));
+    if raised && !req.promote {
         return Err(Error::Invalid(format!(
             "refusing to raise {} from `{}` to `{}`: promotion to canonical or approved is an explicit \
              governance act — pass --promote if that is what you mean (nothing was written)",
@@ -455,8 +642,13 @@ pub fn supersede(repo: &Repo, target: &str, req: &Request, clock: &Clock) -> Res
     if let Some(c) = &consumer {
         super::authorize_write(m, c, &obj, Some(prev)).map_err(super::WriteError::refused)?;
     }
+    let via = if req.proposal.is_some() {
+        "proposal"
+    } else {
+        "supersede"
+    };
     let signoff = signoff::due(m, &obj, Some(prev), req.promote)
-        .then(|| signoff_for(m, &obj, &bytes, req, clock, "supersede"))
+        .then(|| signoff_for(m, &obj, &bytes, req, clock, via))
         .transpose()?;
     added.push(obj);
     let planned = super::planned_repo(repo, &replaced, added);
@@ -482,6 +674,7 @@ pub fn supersede(repo: &Repo, target: &str, req: &Request, clock: &Clock) -> Res
             signoff.as_ref(),
         ),
         who: req.who.clone(),
+        actor: req.actor(),
         kind: WriteKind::Supersede,
         id: want.id,
         decision,
@@ -498,8 +691,15 @@ fn signoff_for(
     clock: &Clock,
     via: &str,
 ) -> Result<signoff::Pending> {
-    let by = signoff::signer(req.who.agent.as_deref(), &req.who.roles);
-    signoff::plan(m, o, bytes, by, clock.stamp(), via)
+    let a = req.actor();
+    signoff::plan(
+        m,
+        o,
+        bytes,
+        format!("{}:{}", a.kind, a.id),
+        clock.stamp(),
+        via,
+    )
 }
 
 fn with_signoff(summary: String, s: Option<&signoff::Pending>) -> String {
@@ -671,6 +871,95 @@ mod tests {
             sibling("context/p/x.version.md", 2),
             "context/p/x.version.v2.md"
         );
+    }
+
+    fn proposal_request(authority: Option<&str>, promote: bool) -> Request {
+        Request {
+            fields: Fields {
+                content: Some(Value::from("Refunds within 14 days.")),
+                authority: authority.map(str::to_string),
+                ..Fields::default()
+            },
+            promote,
+            signer: Some("alice".into()),
+            proposal: Some(Proposed {
+                id: "prop_1".into(),
+                door: "mcp".into(),
+                proposed_by: "helper".into(),
+                confidence: Some(0.7),
+                sources: vec!["urn:ctx:mcp:agent:helper".into()],
+                extra: Map::new(),
+            }),
+            ..Request::default()
+        }
+    }
+
+    const CANONICAL: &str = "---\nid: policies.refunds\ntype: policy\nauthority: canonical\ncanonical_source: true\nconfidence: 1\n---\nWithin 30 days.\n";
+
+    #[test]
+    fn a_committed_proposal_is_observed_and_keeps_its_provenance() {
+        let (dir, repo) = crate::testutil::repo_from(&[
+            (
+                "opencontext.yaml",
+                "opencontext: \"1.0\"\nid: t\ncollections:\n  policies: ./policies/**\n",
+            ),
+            ("policies/refunds.md", CANONICAL),
+        ]);
+        let clock = Clock::fixed(crate::time::parse_timestamp("2026-01-01T00:00:00Z").unwrap());
+        let p = supersede(
+            &repo,
+            "policies.refunds",
+            &proposal_request(None, false),
+            &clock,
+        )
+        .unwrap();
+        let text = String::from_utf8(p.writes.last().unwrap().bytes.clone()).unwrap();
+        assert!(text.contains("authority: observed"), "{text}");
+        assert!(!text.contains("canonical_source"), "{text}");
+        assert!(text.contains("confidence: 0.7"), "{text}");
+        assert!(text.contains("urn:ctx:mcp:agent:helper"), "{text}");
+        assert!(text.contains("\"committed_by\":\"human:alice\""), "{text}");
+        assert!(p.signoff.is_none(), "nobody signed an agent's claim off");
+        // Only a person's promotion makes it canonical, and the sign-off names them.
+        let refused = supersede(
+            &repo,
+            "policies.refunds",
+            &proposal_request(Some("canonical"), false),
+            &clock,
+        );
+        assert!(refused.is_err());
+        let p = supersede(
+            &repo,
+            "policies.refunds",
+            &proposal_request(Some("canonical"), true),
+            &clock,
+        )
+        .unwrap();
+        let s = p.signoff.expect("a promotion is signed off");
+        assert_eq!(s.record.by, "human:alice");
+        drop(dir);
+    }
+
+    #[test]
+    fn structured_content_goes_into_a_json_file() {
+        let (_dir, repo) = crate::testutil::repo_from(&[(
+            "opencontext.yaml",
+            "opencontext: \"1.0\"\nid: t\ncollections:\n  configs: ./configs/**\n",
+        )]);
+        let clock = Clock::fixed(crate::time::parse_timestamp("2026-01-01T00:00:00Z").unwrap());
+        let mut req = Request {
+            fields: Fields {
+                content: Some(serde_json::json!({"limit": 5})),
+                ..Fields::default()
+            },
+            ..Request::default()
+        };
+        let p = add(&repo, "configs.limits", "config", &req, &clock).unwrap();
+        assert_eq!(p.writes[0].rel, "configs/limits.json");
+        req.file = Some(PathBuf::from("configs/limits.md"));
+        req.cwd = repo.manifest.root.clone();
+        let e = add(&repo, "configs.limits", "config", &req, &clock).unwrap_err();
+        assert!(e.to_string().contains("structured content"), "{e}");
     }
 
     #[test]

@@ -1,8 +1,11 @@
 //! Committing an approved proposal: each proposed claim becomes a new object
 //! (operation `add`) or a new version of the object its predicate names
-//! (`add_or_contradict`, `supersede`, `retract`), written through the governed
-//! write path of `crate::write` — planned bytes parsed as the loader would,
-//! no promotion without `promote`, no new validation errors, atomic writes
+//! (`add_or_contradict`, `supersede`, `retract`), each one plan of the
+//! library's write operation (`write::plan::add`/`supersede`, made by the
+//! person committing over what the claims before it leave) — planned bytes
+//! parsed as the loader would, the proposal's provenance by
+//! `write::plan::Proposed` (`observed` unless a person promotes), no new
+//! validation errors — applied by `write::plan::apply_plans`: atomic writes
 //! that never replace a file silently, under the repository lock. A
 //! contradiction never overwrites: the earlier version stays on disk and the
 //! new one declares `supersedes` and, in `extensions.ctx.exchange`, what it
@@ -23,8 +26,6 @@ use std::collections::BTreeMap;
 use serde_json::{json, Map, Value};
 
 use super::{meta, Exchange};
-use crate::diag::Severity;
-use crate::evidence::{Record, WriteKind};
 use crate::exchange::canon;
 use crate::exchange::error::{fail, ClError, ClResult};
 use crate::exchange::receipts::{self, ReceiptDraft};
@@ -32,18 +33,20 @@ use crate::exchange::state::{self, Kind};
 use crate::exchange::wire::{self, SpecVersion};
 use crate::load::Repo;
 use crate::model::ObjectRef;
-use crate::object::{ContextObject, Format};
 use crate::time::Instant;
-use crate::validate::{self, supersession, Index, ValidateOptions};
-use crate::write::{self, emit, FileWrite};
+use crate::validate::{supersession, Index};
+use crate::write::{self, FileWrite};
 
 /// What `ctx proposals commit` runs.
 pub struct CommitOptions {
     pub id: String,
     pub reviewer: String,
+    /// The person committing, by name: the sign-off and the objects name them.
+    pub committer: String,
     /// Type of objects the proposal adds (default `knowledge`).
     pub kind: Option<String>,
-    /// Authority of the written versions (default: the previous version's, `inferred` for new objects).
+    /// Authority of the written versions (default `observed`: an agent's
+    /// claim is never canonical unless a person promotes it).
     pub authority: Option<String>,
     /// Permit canonical or approved authority.
     pub promote: bool,
@@ -104,29 +107,31 @@ fn sources(ex: &Exchange<'_>, bundle_ref: &str, refs: &[&str]) -> ClResult<Vec<S
         .collect()
 }
 
-fn planned(repo: &Repo, rel: &str, bytes: &[u8]) -> ClResult<ContextObject> {
-    let parsed = write::parse_planned(&repo.manifest, rel, bytes).ok_or_else(|| {
-        ClError::new(
-            "PROPOSAL_TARGET_INVALID",
-            format!("no collection loads {rel}; the object would never be read"),
-        )
-    })?;
-    if let Some(d) = parsed.diags.iter().find(|d| d.severity == Severity::Error) {
-        return fail(
-            "PROPOSAL_TARGET_INVALID",
-            format!(
-                "{rel} would not pass validation ({}: {}); nothing was written",
-                d.code.as_str(),
-                d.message
-            ),
-        );
-    }
-    parsed.object.ok_or_else(|| {
-        ClError::new(
-            "PROPOSAL_TARGET_INVALID",
-            format!("{rel} would hold no object"),
-        )
-    })
+/// A refusal of the library's write as the profile's error.
+fn refused(e: crate::error::Error) -> ClError {
+    let detail = match &e {
+        crate::error::Error::Refused { findings, .. } => findings
+            .first()
+            .map(|d| {
+                format!(
+                    " ({}: {} in {})",
+                    d.code.as_str(),
+                    d.message,
+                    d.file.as_deref().unwrap_or("?")
+                )
+            })
+            .unwrap_or_default(),
+        _ => String::new(),
+    };
+    let code = match &e {
+        crate::error::Error::Refused { .. } => "PROPOSAL_WOULD_INVALIDATE",
+        crate::error::Error::Invalid(m) if m.contains("--promote") => "PROMOTION_REQUIRES_APPROVAL",
+        crate::error::Error::NotFound(_) | crate::error::Error::Usage(_) => {
+            "PROPOSAL_TARGET_INVALID"
+        }
+        _ => "PROPOSAL_TARGET_INVALID",
+    };
+    ClError::new(code, format!("{e}{detail}"))
 }
 
 /// Commit an approved proposal through the governed write path.
@@ -179,24 +184,34 @@ fn commit_locked(ex: &Exchange<'_>, o: &CommitOptions) -> ClResult<Committed> {
         );
     }
     let sources = sources(ex, p["bundle_ref"].as_str().unwrap_or(""), &refs)?;
-    let repo = ex.repo;
-    let m = &repo.manifest;
-    let idx = Index::new(&repo.objects);
-    let sup = supersession::analyse(&idx);
+    if let Some(a) = o.authority.as_deref() {
+        if matches!(a, "canonical" | "approved") && !o.promote {
+            return fail(
+                "PROMOTION_REQUIRES_APPROVAL",
+                format!("authority `{a}`: an agent's claim becomes canonical or approved only when a person promotes it (pass --promote)"),
+            );
+        }
+    }
     let operation = p["operation"].as_str().unwrap_or("add");
-    let mut writes = Vec::new();
-    let mut replaced = Vec::new();
-    let mut added = Vec::new();
-    let mut written = Vec::new();
-    let mut signoffs: Vec<write::signoff::Pending> = Vec::new();
-    let now = canon::iso_ms(&canon::to_ms(o.at));
+    let clock = crate::time::Clock::fixed(o.at);
     let provenance_ext = json!({
         "written_by": p["submitted_by"],
         "proposal": pid,
         "approved_by": o.reviewer,
         "provenance": refs,
     });
+    let source_list = Value::Array(
+        sources
+            .iter()
+            .map(|s| json!({"uri": s, "type": "context-layer-provenance"}))
+            .collect(),
+    );
+    // Each claim is one plan of the library's write operation, made over the
+    // repository the plans before it leave, as the person committing.
+    let mut plans: Vec<write::plan::Plan> = Vec::new();
+    let mut written = Vec::new();
     for claim in p["proposed_claims"].as_array().into_iter().flatten() {
+        let current: &Repo = plans.last().map_or(ex.repo, |pl| &pl.planned);
         let id = claim["predicate"].as_str().unwrap_or("");
         if !crate::pattern::valid_id(id) {
             return fail(
@@ -204,87 +219,39 @@ fn commit_locked(ex: &Exchange<'_>, o: &CommitOptions) -> ClResult<Committed> {
                 format!("predicate {id:?} does not name an object id"),
             );
         }
-        let value = &claim["object"]["value"];
-        let all = idx.resolve(&ObjectRef {
-            id: id.into(),
-            version: None,
-        });
-        let active: Vec<usize> = all
-            .iter()
-            .copied()
+        let idx = Index::new(&current.objects);
+        let sup = supersession::analyse(&idx);
+        let active: Vec<usize> = idx
+            .resolve(&ObjectRef {
+                id: id.into(),
+                version: None,
+            })
+            .into_iter()
             .filter(|i| !sup.superseded.contains(i))
             .collect();
-        let mut fields = Map::new();
-        fields.insert("id".into(), json!(id));
+        let value = &claim["object"]["value"];
         let mut ext = provenance_ext.clone();
-        let (rel, prev) = match (operation, active.as_slice()) {
-            ("add", []) => {
-                let rel = write::default_path(m, id).ok_or_else(|| {
-                    ClError::new("PROPOSAL_TARGET_INVALID", format!("no collection matches the id `{id}`; it cannot be added"))
-                })?;
-                fields.insert("type".into(), json!(o.kind.clone().unwrap_or_else(|| "knowledge".into())));
-                fields.insert("authority".into(), json!(o.authority.clone().unwrap_or_else(|| "inferred".into())));
-                (rel, None)
-            }
+        let mut set: Vec<(String, Value)> = vec![("sources".into(), source_list.clone())];
+        let adds = match (operation, active.as_slice()) {
+            ("add", []) | ("add_or_contradict", []) => true,
             ("add", _) => {
                 return fail(
                     "PROPOSAL_TARGET_EXISTS",
                     format!("`{id}` already exists; an `add` never overwrites (propose add_or_contradict or supersede)"),
                 )
             }
-            (_, []) if operation != "add_or_contradict" => {
+            (_, []) => {
                 return fail("PROPOSAL_TARGET_INVALID", format!("`{id}` does not exist, so it cannot be {operation}d"))
             }
-            (_, []) => {
-                let rel = write::default_path(m, id).ok_or_else(|| {
-                    ClError::new("PROPOSAL_TARGET_INVALID", format!("no collection matches the id `{id}`"))
-                })?;
-                fields.insert("type".into(), json!(o.kind.clone().unwrap_or_else(|| "knowledge".into())));
-                fields.insert("authority".into(), json!(o.authority.clone().unwrap_or_else(|| "inferred".into())));
-                (rel, None)
-            }
             (_, [one]) => {
-                let prev = &repo.objects[*one];
-                let next = all.iter().map(|&i| repo.objects[i].version.unwrap_or(1)).max().unwrap_or(1) + 1;
-                let target = if prev.version.is_some() {
-                    prev.key()
-                } else {
-                    let old = std::fs::read(m.root.join(&prev.origin.file))
-                        .map_err(|e| ClError::new("STATE_UNAVAILABLE", format!("{}: {e}", prev.origin.file)))?;
-                    let text = String::from_utf8_lossy(&old);
-                    let annotated = emit::annotate_version(&text, prev.origin.format).ok_or_else(|| {
-                        ClError::new("PROPOSAL_TARGET_INVALID", format!("{} declares no `version`; add `version: 1` first", prev.origin.file))
-                    })?;
-                    let parsed = planned(repo, &prev.origin.file, annotated.as_bytes())?;
-                    replaced.push(prev.origin.file.clone());
-                    added.push(parsed);
-                    writes.push(FileWrite {
-                        rel: prev.origin.file.clone(),
-                        bytes: annotated.into_bytes(),
-                        replaces: Some(old),
-                    });
-                    format!("{id}@1")
-                };
-                // What `ctx supersede` keeps: above all the fields that govern who
-                // may read the object, so approving a claim never widens access.
-                fields.extend(crate::write::plan::inherited(prev));
-                fields.insert("version".into(), json!(next));
-                fields.insert("supersedes".into(), json!([target]));
-                // The claim is the new content and carries its own confidence.
-                fields.remove("confidence");
-                if !value.is_null() {
-                    fields.remove("content_uri");
-                }
-                if let Some(a) = &o.authority {
-                    fields.insert("authority".into(), json!(a));
-                }
+                let prev = &current.objects[*one];
                 if operation == "add_or_contradict" {
-                    ext["contradicts"] = json!(target);
+                    ext["contradicts"] = json!(prev.version.map_or(format!("{id}@1"), |_| prev.key()));
                 }
                 if operation == "retract" {
-                    fields.insert("status".into(), json!("retired"));
+                    set.push(("status".into(), json!("retired")));
                 }
-                (crate::write::plan::sibling(&prev.origin.file, next), Some(prev))
+                false
             }
             (_, _) => {
                 return fail(
@@ -293,100 +260,62 @@ fn commit_locked(ex: &Exchange<'_>, o: &CommitOptions) -> ClResult<Committed> {
                 )
             }
         };
-        let structured = !value.is_string() && !value.is_null();
-        let rel = if structured {
-            match rel.rsplit_once('.') {
-                Some((stem, _)) => format!("{stem}.json"),
-                None => rel,
-            }
-        } else {
-            rel
-        };
-        let format = Format::from_path(&rel).unwrap_or(Format::Markdown);
-        if !fields.contains_key("title") {
-            fields.insert("title".into(), json!(id));
-        }
-        if let Some(c) = claim["confidence"].as_f64() {
-            fields.insert("confidence".into(), json!(c));
-        }
-        fields.insert(
-            "sources".into(),
-            Value::Array(
-                sources
-                    .iter()
-                    .map(|s| json!({"uri": s, "type": "context-layer-provenance"}))
-                    .collect(),
-            ),
-        );
-        fields.insert("updated".into(), json!(now));
-        let mut extensions = match fields.remove("extensions") {
-            Some(Value::Object(e)) => e,
-            _ => Map::new(),
-        };
-        extensions.insert("ctx.exchange".into(), ext);
-        fields.insert("extensions".into(), Value::Object(extensions));
-        let content = if value.is_null() {
-            prev.and_then(|p| p.content.clone())
-        } else {
-            Some(value.clone())
-        };
-        let bytes = emit::document(format, &fields, content.as_ref()).into_bytes();
-        let obj = planned(repo, &rel, &bytes)?;
-        if write::is_promotion(m, obj.meta.authority, prev.map(|p| p.meta.authority)) && !o.promote
-        {
+        if adds && write::default_path(&current.manifest, id).is_none() {
             return fail(
-                "PROMOTION_REQUIRES_APPROVAL",
-                format!("`{id}` would become {}: promotion is an explicit governance act (pass --promote)", obj.meta.authority),
+                "PROPOSAL_TARGET_INVALID",
+                format!("no collection matches the id `{id}`; it cannot be added"),
             );
         }
-        // Like `ctx supersede`: a version keeping a signed-off authority, or one the
-        // reviewer promotes, carries the reviewer's sign-off (`.ctx/signoffs/`).
-        if write::signoff::due(m, &obj, prev, o.promote) {
-            signoffs.push(
-                write::signoff::plan(m, &obj, &bytes, o.reviewer.clone(), now.clone(), "proposal")
-                    .map_err(|e| ClError::new("STATE_UNAVAILABLE", e.to_string()))?,
-            );
+        let mut extensions = Map::new();
+        extensions.insert("ctx.exchange".into(), ext);
+        if !adds {
+            if let Some(Value::Object(e)) = current.objects[active[0]].fields().get("extensions") {
+                for (k, v) in e {
+                    extensions.entry(k.clone()).or_insert_with(|| v.clone());
+                }
+            }
         }
-        written.push(obj.key());
-        added.push(obj);
-        writes.push(FileWrite {
-            rel,
-            bytes,
-            replaces: None,
-        });
+        set.push(("extensions".into(), Value::Object(extensions)));
+        let req = write::plan::Request {
+            fields: write::plan::Fields {
+                content: (!value.is_null()).then(|| value.clone()),
+                authority: o.authority.clone(),
+                title: adds.then(|| id.to_string()),
+                set,
+                ..Default::default()
+            },
+            cwd: current.manifest.root.clone(),
+            promote: o.promote,
+            signer: Some(o.committer.clone()),
+            proposal: Some(write::plan::Proposed {
+                id: pid.clone(),
+                door: crate::proposals::DOOR_CONTEXT_LAYER.into(),
+                proposed_by: p["submitted_by"].as_str().unwrap_or_default().into(),
+                confidence: claim["confidence"].as_f64(),
+                sources: Vec::new(),
+                extra: Map::new(),
+            }),
+            ..Default::default()
+        };
+        let kind = o.kind.clone().unwrap_or_else(|| "knowledge".into());
+        let planned = if adds {
+            write::plan::add(current, id, &kind, &req, &clock)
+        } else {
+            write::plan::supersede(current, id, &req, &clock)
+        }
+        .map_err(refused)?;
+        let key = planned
+            .planned
+            .objects
+            .iter()
+            .filter(|x| x.id == id)
+            .max_by_key(|x| x.version)
+            .map(|x| x.key())
+            .unwrap_or_else(|| id.to_string());
+        written.push(key);
+        plans.push(planned);
     }
-    // For the repository's audit log: what is written, and whether it supersedes.
-    let superseding = added.iter().any(|o| !o.meta.supersedes.is_empty());
-    let audited: Vec<(String, bool)> = added
-        .iter()
-        .map(|o| (o.id.clone(), o.meta.kind == "decision"))
-        .collect();
-    let planned_repo = write::planned_repo(repo, &replaced, added);
-    let before = validate::validate(
-        repo,
-        ValidateOptions {
-            strict: false,
-            at: None,
-        },
-    );
-    let after = validate::validate(
-        &planned_repo,
-        ValidateOptions {
-            strict: false,
-            at: None,
-        },
-    );
-    if let Some(d) = write::new_errors(&before, &after).first() {
-        return fail(
-            "PROPOSAL_WOULD_INVALIDATE",
-            format!(
-                "committing would add a validation error ({}: {} in {}); nothing was written",
-                d.code.as_str(),
-                d.message,
-                d.file.as_deref().unwrap_or("?")
-            ),
-        );
-    }
+    let writes: Vec<FileWrite> = plans.iter().flat_map(|pl| pl.writes.clone()).collect();
     if o.dry_run {
         return Ok(Committed {
             writes,
@@ -396,14 +325,9 @@ fn commit_locked(ex: &Exchange<'_>, o: &CommitOptions) -> ClResult<Committed> {
     }
     let log = ex.log()?;
     log.preflight()?;
-    // A governed write like `ctx add`/`ctx supersede`: the objects, sign-offs,
-    // audit events (when the manifest asks) and the commit receipt are one
-    // transaction; the receipt then goes into the anchored log.
-    let kind = if superseding {
-        WriteKind::Supersede
-    } else {
-        WriteKind::Write
-    };
+    // The library's one apply: the objects, sign-offs, audit event (when the
+    // manifest asks) and the commit receipt are one transaction; the receipt
+    // then goes into the anchored log.
     let receipt = receipts::build(
         &ReceiptDraft {
             operation: "memory.proposal.commit".into(),
@@ -429,11 +353,8 @@ fn commit_locked(ex: &Exchange<'_>, o: &CommitOptions) -> ClResult<Committed> {
     let pending = ex.state.path(Kind::Pending, &pending_name);
     let mut pending_bytes = serde_json::to_vec_pretty(&receipt).expect("JSON value");
     pending_bytes.push(b'\n');
-    crate::evidence::record_transaction(m, Some(Record::write(None, &[], kind, audited)), |txn| {
-        write::stage(txn, &m.root, &writes)?;
-        for s in &signoffs {
-            write::signoff::stage(txn, &m.root, s)?;
-        }
+    let m = &ex.repo.manifest;
+    write::plan::apply_plans(m, &plans, |txn| {
         let dir = pending.parent().expect("state paths have a folder");
         std::fs::create_dir_all(dir).map_err(|e| crate::error::Error::io(dir, &e))?;
         txn.create(&pending, &pending_bytes, crate::fs::Mode::RepositoryDefault)

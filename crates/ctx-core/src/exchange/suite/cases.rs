@@ -446,6 +446,7 @@ fn commit_options(id: &str, h: &Harness, s: i64) -> CommitOptions {
     CommitOptions {
         id: id.into(),
         reviewer: "urn:ctx:reviewer:suite".into(),
+        committer: "suite".into(),
         kind: None,
         authority: None,
         promote: false,
