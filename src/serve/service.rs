@@ -50,6 +50,10 @@ impl Reply {
     }
 
     fn refused(r: Refusal) -> Reply {
+        if let Refusal::Unavailable(detail) = &r {
+            // The client's message names no file; the user's terminal gets it whole.
+            eprintln!("ctx serve: 503: {detail}");
+        }
         let mut out = Reply::error(r.status(), &r.message(), r.constraint());
         if let Refusal::RateLimited { retry_after, .. } = r {
             out.headers.push(("retry-after", retry_after.to_string()));

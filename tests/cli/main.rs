@@ -134,6 +134,8 @@ mod spec_outputs;
 mod support_team;
 mod typed_args;
 mod validate;
+mod vault_keys;
+mod vault_limits;
 mod vault_lock;
 mod vault_mcp;
 mod vault_tamper;
