@@ -550,12 +550,26 @@ impl Service {
         bearer: Option<&str>,
         armor: &str,
         mode: ImportMode,
-        identity: Option<&str>,
+        keys: ImportKeys<'_>,
     ) -> Answer<archive::Imported> {
         self.authenticate(bearer, Class::Admin)?;
+        let usage = |e: crate::error::Error| match e {
+            crate::error::Error::Invalid(m) | crate::error::Error::Usage(m) => {
+                Refusal::InvalidRequest(m)
+            }
+            other => Refusal::from_error(other),
+        };
+        let mut extra = Vec::new();
+        if let Some(text) = keys.identity {
+            extra.push(archive::parse_identity(text).map_err(usage)?);
+        }
+        // Derived before the vault is held: Argon2id takes its time.
+        if let Some((source, password, secret)) = keys.source {
+            extra.push(source.identity(password, secret).map_err(usage)?);
+        }
         let mut st = self.state.write().unwrap_or_else(|p| p.into_inner());
         let open = st.as_mut().ok_or(Refusal::VaultLocked)?;
-        let out = archive::import(&mut open.vault, armor, mode, identity).map_err(|e| match e {
+        let out = archive::import(&mut open.vault, armor, mode, extra).map_err(|e| match e {
             crate::error::Error::Invalid(m) | crate::error::Error::Usage(m) => {
                 Refusal::InvalidRequest(m)
             }
@@ -582,4 +596,14 @@ impl Service {
         )?;
         Ok(out)
     }
+}
+
+/// The keys an import may open an archive with, beyond the vault's own.
+#[derive(Default)]
+pub struct ImportKeys<'a> {
+    /// An age identity (a recovery key).
+    pub identity: Option<&'a str>,
+    /// The exporting vault's derivation, password and secret key (a backup from
+    /// another machine).
+    pub source: Option<(&'a archive::Source, &'a [u8], &'a crate::personal::keys::SecretKey)>,
 }

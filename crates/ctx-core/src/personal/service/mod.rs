@@ -41,7 +41,7 @@ use super::state::{self, Stored};
 use super::tokens::{self, Consumer, Mode, Rates, TokenRecord, Usage};
 use super::vault::Vault;
 
-pub use admin::{ConsumerView, TokenRequest, TokenView};
+pub use admin::{ConsumerView, ImportKeys, TokenRequest, TokenView};
 pub use answers::{ApprovalView, Decide};
 pub use fields::{FieldQuery, WriteOutcome};
 
