@@ -10,8 +10,8 @@ use serde_json::{json, Value};
 use zeroize::Zeroizing;
 
 use ctx_core::personal::archive::{self, ImportMode};
-use ctx_core::personal::keys::SecretKey;
 use ctx_core::personal::json::Obj;
+use ctx_core::personal::keys::SecretKey;
 use ctx_core::personal::service::{
     self as ps, Answer, Decide, FieldQuery, Gate, Refusal, TokenRequest,
 };
@@ -422,9 +422,8 @@ pub fn import(s: &Svc, bearer: Option<&str>, body: &Value) -> Reply {
             Value::Object(_) => {
                 let doc = &body["archive"];
                 let armor = required(doc, "archive")?;
-                let src = archive::Source::from_json(doc).map_err(|e| {
-                    Reply::error(400, &e.to_string(), "invalid_request")
-                })?;
+                let src = archive::Source::from_json(doc)
+                    .map_err(|e| Reply::error(400, &e.to_string(), "invalid_request"))?;
                 (armor, Some(src))
             }
             _ => (required(body, "archive")?, None),

@@ -134,6 +134,7 @@ mod spec_outputs;
 mod support_team;
 mod typed_args;
 mod validate;
+mod vault_audit;
 mod vault_backup;
 mod vault_keys;
 mod vault_limits;

@@ -345,6 +345,15 @@ pub fn tail(file: &Path, limit: usize, ring: &Keyring, key: Option<&MacKey>) -> 
     Ok(out)
 }
 
+/// How many entries the log holds, read without any key (0 when there is no log).
+pub fn count(file: &Path) -> Result<usize> {
+    match std::fs::read(file) {
+        Ok(b) => Ok(lines(&b, None).len()),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(0),
+        Err(e) => Err(Error::io(file, &e)),
+    }
+}
+
 /// Seed 004's one-line form: `AT  ACTION  consumer  fields|scope  detail`.
 pub fn line(e: &Value) -> String {
     let p = &e["extensions"][super::EXTENSION];

@@ -605,5 +605,9 @@ pub struct ImportKeys<'a> {
     pub identity: Option<&'a str>,
     /// The exporting vault's derivation, password and secret key (a backup from
     /// another machine).
-    pub source: Option<(&'a archive::Source, &'a [u8], &'a crate::personal::keys::SecretKey)>,
+    pub source: Option<(
+        &'a archive::Source,
+        &'a [u8],
+        &'a crate::personal::keys::SecretKey,
+    )>,
 }
