@@ -136,6 +136,7 @@ mod typed_args;
 mod validate;
 mod vault_audit;
 mod vault_backup;
+mod vault_categories;
 mod vault_keys;
 mod vault_limits;
 mod vault_lock;

@@ -37,6 +37,26 @@ impl Service {
         self.require_scope(&who, &fid)?;
         let mut st = self.state.write().unwrap_or_else(|p| p.into_inner());
         let open = st.as_mut().ok_or(Refusal::VaultLocked)?;
+        if !open.vault.config.categories.contains_key(&fid.category) {
+            // Seed 004 §2: any category is valid. The user's write adds it; an
+            // agent's answers as for any field it may not create (governance is
+            // the user's, and the answer must not tell categories from fields).
+            if !matches!(who, Who::User { .. }) {
+                drop(st);
+                return Err(self.deny(&who, &[&fid.id], no_field(&fid)));
+            }
+            let now = now_text();
+            open.vault
+                .add_category(&fid.category, Tier::Standard, &now)
+                .map_err(Refusal::from_error)?;
+            drop(st);
+            self.record(
+                Entry::new(Action::Write, "user")
+                    .detail(format!("added category {} to the manifest", fid.category)),
+            )?;
+            st = self.state.write().unwrap_or_else(|p| p.into_inner());
+        }
+        let open = st.as_mut().ok_or(Refusal::VaultLocked)?;
         let Some(category) = open.vault.config.categories.get(&fid.category).cloned() else {
             return Err(Refusal::NotFound(format!(
                 "no category {} in this vault",
