@@ -206,13 +206,13 @@ pub fn import(
             .ok_or_else(|| Error::Invalid(format!("archive field {n}: not an object")))?;
         let d = FieldDoc::from_opened(map, map.get("content"))
             .map_err(|e| Error::Invalid(format!("archive field {n}: {e}")))?;
-        if !v.has_category(&d.id.category) {
-            return Err(Error::Invalid(format!(
-                "archive field {}: this vault has no category `{}`",
-                d.id.id, d.id.category
-            )));
-        }
         incoming.push(d);
+    }
+    // A category of the user's own in the archive is added, as the user's write adds it.
+    for d in &incoming {
+        if !v.has_category(&d.id.category) {
+            v.add_category(&d.id.category, super::Tier::Standard, &d.updated_at)?;
+        }
     }
     let mut out = Imported::default();
     if mode == ImportMode::Replace {
