@@ -350,9 +350,12 @@ pub fn deregister(s: &Svc, bearer: Option<&str>, name: &str) -> Reply {
 
 pub fn audit(s: &Svc, bearer: Option<&str>, query: &[(String, String)]) -> Reply {
     let mut limit = 50usize;
+    let mut reveal = false;
     for (k, v) in query {
         match (k.as_str(), v.parse::<usize>()) {
             ("limit", Ok(n)) => limit = n,
+            ("reveal", _) if v == "previous" => reveal = true,
+            ("reveal", _) => return Reply::error(400, "`reveal` is `previous`", "invalid_request"),
             ("limit", Err(_)) => {
                 return Reply::error(400, "`limit` is a whole number 1..1000", "invalid_request")
             }
@@ -368,7 +371,7 @@ pub fn audit(s: &Svc, bearer: Option<&str>, query: &[(String, String)]) -> Reply
             }
         }
     }
-    match s.audit(bearer, limit) {
+    match s.audit_revealing(bearer, limit, reveal) {
         Ok(entries) => {
             let lines: Vec<String> = entries
                 .iter()

@@ -466,6 +466,41 @@ impl Service {
 
     /// `GET /context/audit?limit=N`: the last N entries, decrypted, oldest first.
     pub fn audit(&self, bearer: Option<&str>, limit: usize) -> Answer<Vec<serde_json::Value>> {
+        self.audit_revealing(bearer, limit, false)
+    }
+
+    /// `GET /context/audit`; with `reveal`, each replaced value a write or delete
+    /// kept sealed is opened for the user (`previous.value` instead of `previous.sealed`).
+    pub fn audit_revealing(
+        &self,
+        bearer: Option<&str>,
+        limit: usize,
+        reveal: bool,
+    ) -> Answer<Vec<serde_json::Value>> {
+        let mut entries = self.audit_tail(bearer, limit)?;
+        if reveal {
+            let st = self.state.read().unwrap_or_else(|p| p.into_inner());
+            let open = st.as_ref().ok_or(Refusal::VaultLocked)?;
+            for e in &mut entries {
+                let id = e["objects"][0].as_str().unwrap_or("").to_string();
+                let prev = &mut e["extensions"][super::super::EXTENSION]["previous"];
+                let Some(armor) = prev["sealed"].as_str().map(str::to_string) else {
+                    continue;
+                };
+                let opened = open.vault.open_previous(&id, &armor);
+                if let Some(p) = prev.as_object_mut() {
+                    p.remove("sealed");
+                    match opened {
+                        Ok(v) => p.insert("value".into(), v),
+                        Err(why) => p.insert("error".into(), why.to_string().into()),
+                    };
+                }
+            }
+        }
+        Ok(entries)
+    }
+
+    fn audit_tail(&self, bearer: Option<&str>, limit: usize) -> Answer<Vec<serde_json::Value>> {
         self.authenticate(bearer, Class::Admin)?;
         if !(1..=1000).contains(&limit) {
             return Err(Refusal::InvalidRequest("`limit` is 1..1000".into()));

@@ -132,6 +132,10 @@ impl Service {
             return Ok(Gate::Pending(t));
         }
         let created = existing.is_none();
+        let previous = open
+            .vault
+            .sealed_previous(&fid.id)
+            .map_err(Refusal::from_error)?;
         let f = open
             .vault
             .write(Write {
@@ -156,7 +160,8 @@ impl Service {
         self.record(
             Entry::new(Action::Write, who.name())
                 .fields([fid.id.clone()])
-                .detail(detail),
+                .detail(detail)
+                .previous(previous),
         )
         .map_err(|e| Refusal::Unavailable(format!("the field was written, but {}", e.message())))?;
         self.used(&who);
@@ -217,12 +222,18 @@ impl Service {
         if let Some((t, _)) = self.gate(&who, "delete", items, &[&fid.id, &version])? {
             return Ok(Gate::Pending(t));
         }
+        let previous = open
+            .vault
+            .sealed_previous(&fid.id)
+            .map_err(Refusal::from_error)?;
         open.vault.delete(&fid.id).map_err(Refusal::from_error)?;
         drop(st);
-        self.record(Entry::new(Action::Delete, who.name()).fields([fid.id.clone()]))
-            .map_err(|e| {
-                Refusal::Unavailable(format!("the field was deleted, but {}", e.message()))
-            })?;
+        self.record(
+            Entry::new(Action::Delete, who.name())
+                .fields([fid.id.clone()])
+                .previous(previous),
+        )
+        .map_err(|e| Refusal::Unavailable(format!("the field was deleted, but {}", e.message())))?;
         self.used(&who);
         Ok(Gate::Ready(
             Obj::new()

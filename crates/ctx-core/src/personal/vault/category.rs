@@ -91,3 +91,44 @@ impl Vault {
         .map_err(|e| Error::io(&file, &e))
     }
 }
+
+impl Vault {
+    /// The current value of field `id` as an audit entry keeps it when a write or
+    /// delete replaces it: metadata, and the value sealed to its category's keys.
+    pub fn sealed_previous(&self, id: &str) -> Result<Option<serde_json::Value>> {
+        let Some(f) = self.fields.get(id) else {
+            return Ok(None);
+        };
+        let ck = self.categories.get(&f.id.category).ok_or_else(|| {
+            Error::NotFound(format!("no category `{}` in this vault", f.id.category))
+        })?;
+        let recipients: Vec<_> = ck
+            .keys
+            .recipients
+            .iter()
+            .map(|r| r.recipient.clone())
+            .collect();
+        let sealed = crate::private::crypt::encrypt(f.value.as_bytes(), &recipients)
+            .map_err(|e| Error::Invalid(format!("cannot seal the previous value of {id}: {e}")))?;
+        Ok(Some(serde_json::json!({
+            "version": f.version,
+            "written_by": f.written_by,
+            "updated": f.updated_at,
+            "sensitivity": f.tier.as_str(),
+            "sealed": sealed,
+        })))
+    }
+
+    /// Open a value [`Vault::sealed_previous`] sealed for field `id`.
+    pub fn open_previous(&self, id: &str, armor: &str) -> Result<serde_json::Value> {
+        let category = id.split('.').next().unwrap_or("");
+        let ck = self
+            .categories
+            .get(category)
+            .ok_or_else(|| Error::NotFound(format!("no category `{category}` in this vault")))?;
+        let (plain, _) = crate::private::ops::decrypt("previous value", armor, Some(&ck.ring))
+            .map_err(|e| Error::Invalid(e.to_string()))?;
+        serde_json::from_str(&plain)
+            .map_err(|e| Error::Invalid(format!("the previous value of {id} is not JSON ({e})")))
+    }
+}
