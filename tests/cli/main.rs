@@ -137,6 +137,7 @@ mod validate;
 mod vault_audit;
 mod vault_backup;
 mod vault_categories;
+mod vault_documents;
 mod vault_history;
 mod vault_keys;
 mod vault_limits;

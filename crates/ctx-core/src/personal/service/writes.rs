@@ -25,6 +25,9 @@ impl Service {
         let who = self.authenticate(bearer, Class::Write)?;
         self.require_mode(&who, Access::Write, &[id])?;
         let fid = FieldId::parse(id).map_err(Refusal::invalid)?;
+        if crate::personal::document::is_document(&fid.category, &fid.name) {
+            crate::personal::document::check(value).map_err(Refusal::invalid)?;
+        }
         let value = value_text(value).map_err(Refusal::invalid)?;
         let tier = match sensitivity {
             None => None,
