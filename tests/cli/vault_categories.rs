@@ -107,3 +107,67 @@ fn an_agent_cannot_add_a_category_and_cannot_tell_it_from_a_missing_field() {
     );
     assert_eq!(std::fs::read_to_string(&manifest).unwrap(), before);
 }
+
+/// A vault made with a recovery key: a category the user adds is sealed to it too,
+/// so the recovery identity opens its fields with the `age` CLI.
+#[test]
+fn a_new_category_is_also_sealed_to_the_recovery_key() {
+    if !crate::support::require_tool("age") || !crate::support::require_tool("age-keygen") {
+        return;
+    }
+    let repo = crate::support::Repo::new(&[]);
+    let key = repo.path().join("recovery.txt");
+    let out = std::process::Command::new("age-keygen")
+        .arg("-o")
+        .arg(&key)
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let public = String::from_utf8_lossy(&out.stderr)
+        .trim()
+        .trim_start_matches("Public key: ")
+        .to_string();
+    crate::serve_support::write_private(
+        &repo.path().join("pw.txt"),
+        &format!("{}\n", crate::serve_support::PASSWORD),
+    );
+    ctx_in(&repo)
+        .args([
+            "init",
+            "--template",
+            "personal",
+            "--password-file",
+            "pw.txt",
+        ])
+        .args(["--recovery-recipient", &public, "v"])
+        .run()
+        .assert_ok();
+    let v = Vault { repo };
+    let s = v.serve(&[]);
+    let u = s.unlock(&v);
+    s.put(&u, "hobbies.chess", json!("club player")).expect(201);
+    let manifest = std::fs::read_to_string(v.dir().join("opencontext.yaml")).unwrap();
+    assert!(
+        manifest.contains("      hobbies:\n        recipients: [age1"),
+        "{manifest}"
+    );
+    let file = v.dir().join("personal/hobbies/chess.json");
+    let text = std::fs::read_to_string(&file).unwrap();
+    let armor = &text[text.find("-----BEGIN AGE").unwrap()..];
+    let armor = &armor[..armor.find("-----END AGE ENCRYPTED FILE-----").unwrap() + 32];
+    let sealed = v.repo.path().join("chess.age");
+    std::fs::write(&sealed, armor.replace("\\n", "\n")).unwrap();
+    let opened = std::process::Command::new("age")
+        .arg("-d")
+        .arg("-i")
+        .arg(&key)
+        .arg(&sealed)
+        .output()
+        .unwrap();
+    assert!(
+        opened.status.success(),
+        "{}",
+        String::from_utf8_lossy(&opened.stderr)
+    );
+    assert!(String::from_utf8_lossy(&opened.stdout).contains("club player"));
+}
