@@ -6,6 +6,9 @@ use ctx_core::audit::repository::{self, Repair};
 use ctx_core::audit::{render, Log};
 use ctx_core::error::{Exit, Result};
 use ctx_core::manifest::Manifest;
+use ctx_core::personal::audit as sealed;
+use ctx_core::personal::config::PersonalConfig;
+use ctx_core::personal::keys::{self, Purpose};
 
 use super::args::TextFormat;
 use super::{Global, Printer};
@@ -45,6 +48,15 @@ pub struct ShowArgs {
     /// Write the output to this file (atomically) instead of stdout.
     #[arg(long, short = 'o', value_name = "FILE")]
     pub output: Option<std::path::PathBuf>,
+    /// On a personal vault: ask for the profile password and decrypt the vault's
+    /// own sealed log too (`--password-file` does the same from a file).
+    #[arg(long)]
+    pub unlock: bool,
+    /// The vault's secret key file (default: the one in your config folder).
+    #[arg(long, value_name = "FILE")]
+    pub secret_key_file: Option<std::path::PathBuf>,
+    #[command(flatten)]
+    pub password: super::personal::PasswordArgs,
 }
 
 #[derive(Debug, Args)]
@@ -92,8 +104,68 @@ fn show(g: &Global, p: &Printer, a: &ShowArgs) -> Result<Exit> {
         a.limit,
         a.format == LogFormat::Jsonl,
     ));
+    if let Some(cfg) = PersonalConfig::from_manifest(&m)? {
+        s.push_str(&vault_log(&m, &cfg, a)?);
+    }
     super::io_result(p.product(&s, a.output.as_deref()))?;
     Ok(Exit::Ok)
+}
+
+/// A vault's own log (`.ctx/personal/audit.jsonl`), sealed to its audit key:
+/// counted without a key; with the password, decrypted and shown as seed 004's lines
+/// (`--format jsonl`: the decrypted events).
+fn vault_log(m: &Manifest, cfg: &PersonalConfig, a: &ShowArgs) -> Result<String> {
+    let file = sealed::path(&cfg.state_dir(m));
+    let rel = file
+        .strip_prefix(&m.root)
+        .unwrap_or(&file)
+        .display()
+        .to_string();
+    let n = sealed::count(&file)?;
+    let jsonl = a.format == LogFormat::Jsonl;
+    if !(a.unlock || a.password.password_file.is_some()) {
+        if jsonl {
+            return Ok(String::new());
+        }
+        return Ok(format!(
+            "vault audit log {rel}: {n} entr{}, sealed to the vault's audit key\n  \
+             to read them: ctx audit show --unlock (or --password-file FILE), or GET /context/audit with the session token of `ctx serve`\n",
+            if n == 1 { "y" } else { "ies" }
+        ));
+    }
+    let secret = super::personal::secret_key(cfg, a.secret_key_file.as_deref())?;
+    let password = a.password.read(false)?;
+    let k = keys::unlock_keys(cfg, password.as_bytes(), &secret)?;
+    let shown = sealed::tail(
+        &file,
+        a.limit.unwrap_or(usize::MAX),
+        &k.keyring(Purpose::Audit),
+        Some(&k.mac_key()),
+    )?;
+    let mut out = String::new();
+    if !jsonl {
+        out.push_str(&format!(
+            "vault audit log {rel}: {n} entr{}{}\n",
+            if n == 1 { "y" } else { "ies" },
+            if shown.len() < n {
+                format!(", the last {}", shown.len())
+            } else {
+                String::new()
+            }
+        ));
+    }
+    for e in &shown {
+        if jsonl {
+            out.push_str(&serde_json::to_string(e).expect("JSON"));
+        } else if let Some(why) = e["error"].as_str() {
+            out.push_str(&format!("  entry {}: {why}", e["seq"]));
+        } else {
+            out.push_str("  ");
+            out.push_str(&sealed::line(e));
+        }
+        out.push('\n');
+    }
+    Ok(out)
 }
 
 fn verify(g: &Global, p: &Printer, a: &VerifyArgs) -> Result<Exit> {

@@ -121,10 +121,14 @@ pub fn secret_key(cfg: &PersonalConfig, file: Option<&Path>) -> Result<SecretKey
 
 #[derive(Debug, Args)]
 pub struct ExportIdentityArgs {
-    /// Only these categories (repeatable; default: every category).
+    /// Print the secret key of this category (repeatable). Nothing is printed
+    /// unless you name what to print: this, `--all-categories` or `--all`.
     #[arg(long = "category", value_name = "NAME")]
     pub categories: Vec<String>,
-    /// Also the identities of the token store, the audit log and exports.
+    /// Print the secret key of every category.
+    #[arg(long)]
+    pub all_categories: bool,
+    /// Print every category's key and those of the token store, the audit log and exports.
     #[arg(long)]
     pub all: bool,
     /// The secret key file (default: the one `ctx init` stored in your config folder).
@@ -138,6 +142,11 @@ pub struct ExportIdentityArgs {
 pub fn export_identity(g: &Global, p: &Printer, a: &ExportIdentityArgs) -> Result<Exit> {
     let (manifest, _) = ctx_core::manifest::Manifest::discover(g.dir.as_deref(), &g.cwd)?;
     let cfg = PersonalConfig::require(&manifest)?;
+    if a.categories.is_empty() && !a.all_categories && !a.all {
+        return Err(Error::Usage(
+            "export-identity prints secret keys: whoever holds them reads those categories without your password or secret key. Name what to print: --category NAME (repeatable), --all-categories, or --all (the vault's own stores too)".into(),
+        ));
+    }
     for c in &a.categories {
         if !cfg.categories.contains_key(c) {
             return Err(Error::Usage(format!(
@@ -159,6 +168,12 @@ pub fn export_identity(g: &Global, p: &Printer, a: &ExportIdentityArgs) -> Resul
         a.categories.clone()
     };
     let text = keys::identity_file(&cfg, &k, &cats, a.all);
+    super::io_result(p.err(&format!(
+        "warning: printing the secret keys of {} categor{}{}: anyone who reads them reads those fields with `age -d`, without ctx, your password or your secret key. Keep them off disk, or in a file only you can read.\n",
+        cats.len(),
+        if cats.len() == 1 { "y" } else { "ies" },
+        if a.all { ", the token store, the audit log and exports" } else { "" }
+    )))?;
     super::io_result(p.out(&text))?;
     Ok(Exit::Ok)
 }

@@ -50,7 +50,7 @@ pub struct ServeArgs {
     #[arg(long, value_name = "DURATION", value_parser = parse_duration, default_value = "12h")]
     pub cl_token_ttl: Duration,
     /// Field reads and writes a minute for the user's session token, as READS/WRITES.
-    #[arg(long, value_name = "READS/WRITES", value_parser = parse_rates, default_value = "600/120")]
+    #[arg(long, value_name = "READS/WRITES", value_parser = parse_rates, default_value = "60/10")]
     pub session_rate_limit: (u32, u32),
     /// Context Layer calls a minute per caller (requester or operator token).
     #[arg(long, value_name = "N", default_value = "60", value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
@@ -61,10 +61,10 @@ pub struct ServeArgs {
     pub vault_compat: bool,
 }
 
-/// `600/120`: reads and writes a minute, each 1..1000000.
+/// `60/10`: reads and writes a minute, each 1..1000000.
 fn parse_rates(s: &str) -> std::result::Result<(u32, u32), String> {
     let bad =
-        || format!("expected READS/WRITES a minute such as 600/120 (each 1..1000000), found `{s}`");
+        || format!("expected READS/WRITES a minute such as 60/10 (each 1..1000000), found `{s}`");
     let (r, w) = s.split_once('/').ok_or_else(bad)?;
     let n = |t: &str| {
         t.trim()

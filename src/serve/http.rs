@@ -15,6 +15,8 @@ use axum::routing::{get, post, put};
 use axum::Router;
 use serde_json::Value;
 
+use ctx_core::personal::limits::Limiter;
+
 use super::door::Peer;
 use super::service::{self as f, Reply, Svc};
 
@@ -27,7 +29,14 @@ pub struct App {
     pub svc: Svc,
     /// How long a request body may take to arrive (408 after).
     pub body_timeout: Duration,
+    /// Requests with a bearer the vault does not know, a minute per address.
+    pub failed_bearers: Arc<std::sync::Mutex<Limiter>>,
 }
+
+/// Unknown bearer tokens a minute from one address (IPv6: one /64); past it, that
+/// address's requests with an unknown bearer get 429 before any other check. Known
+/// tokens still pass, so guessing (hopeless at 256 bits) cannot lock the user out.
+pub const FAILED_BEARERS_PER_PEER: u32 = 10;
 
 /// Accepted `Host` header values (loopback names with the bound port); empty: any.
 pub type Hosts = Arc<Vec<String>>;
@@ -505,6 +514,47 @@ async fn host_check(State(hosts): State<Hosts>, req: Request, next: Next) -> Res
     next.run(req).await.into_response()
 }
 
+/// Seed 004 §7's rate limit for made-up tokens: count each 401 a bearer earns
+/// against its address, and refuse an address out of budget unchecked.
+async fn bearer_guard(
+    State(app): State<App>,
+    peer: Option<Extension<Peer>>,
+    req: Request,
+    next: Next,
+) -> Response {
+    let Some(b) = bearer(req.headers()) else {
+        return next.run(req).await;
+    };
+    let key = peer.map_or_else(|| "local".to_string(), |Extension(p)| p.key().to_string());
+    let known = f::admits(&app.svc, Some(&b)).is_ok();
+    let failures = || app.failed_bearers.lock().unwrap_or_else(|p| p.into_inner());
+    if !known {
+        let mut l = failures();
+        if !l.peek(&key, FAILED_BEARERS_PER_PEER, std::time::Instant::now()) {
+            let wait = l.retry_after(&key, FAILED_BEARERS_PER_PEER);
+            drop(l);
+            let mut r = Reply::error(
+                429,
+                &format!(
+                    "too many requests with unknown tokens (limit {FAILED_BEARERS_PER_PEER}/minute from one address)"
+                ),
+                "rate_limited",
+            );
+            r.headers.push(("retry-after", wait.to_string()));
+            let h = req.headers().clone();
+            return closing(render(r), &h);
+        }
+    }
+    let resp = next.run(req).await;
+    if resp.status() == StatusCode::UNAUTHORIZED {
+        let now = std::time::Instant::now();
+        let mut l = failures();
+        l.sweep(now);
+        l.allow(&key, FAILED_BEARERS_PER_PEER, now);
+    }
+    resp
+}
+
 /// The whole server: seed 004's routes when `app` (a personal vault) is given,
 /// the Context Layer binding's when `cl` is, behind one Host check.
 pub fn router(app: Option<App>, cl: Option<Router>, hosts: Hosts, vault_compat: bool) -> Router {
@@ -555,6 +605,7 @@ fn personal(app: App) -> Router {
         .route("/context/import", post(import))
         .route("/context/approvals", get(approvals))
         .route("/context/approvals/{id}", get(approval).post(decide))
+        .layer(middleware::from_fn_with_state(app.clone(), bearer_guard))
         .with_state(app)
 }
 

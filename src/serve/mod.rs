@@ -250,6 +250,7 @@ pub fn run(c: Config) -> Result<()> {
     let app = svc.clone().map(|svc| http::App {
         svc,
         body_timeout: bounds.body_timeout,
+        failed_bearers: Default::default(),
     });
     let cl_router = cl
         .as_ref()

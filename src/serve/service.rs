@@ -9,8 +9,9 @@ use std::sync::Arc;
 use serde_json::{json, Value};
 use zeroize::Zeroizing;
 
-use ctx_core::personal::archive::ImportMode;
+use ctx_core::personal::archive::{self, ImportMode};
 use ctx_core::personal::json::Obj;
+use ctx_core::personal::keys::SecretKey;
 use ctx_core::personal::service::{
     self as ps, Answer, Decide, FieldQuery, Gate, Refusal, TokenRequest,
 };
@@ -50,6 +51,10 @@ impl Reply {
     }
 
     fn refused(r: Refusal) -> Reply {
+        if let Refusal::Unavailable(detail) = &r {
+            // The client's message names no file; the user's terminal gets it whole.
+            eprintln!("ctx serve: 503: {detail}");
+        }
         let mut out = Reply::error(r.status(), &r.message(), r.constraint());
         if let Refusal::RateLimited { retry_after, .. } = r {
             out.headers.push(("retry-after", retry_after.to_string()));
@@ -345,9 +350,12 @@ pub fn deregister(s: &Svc, bearer: Option<&str>, name: &str) -> Reply {
 
 pub fn audit(s: &Svc, bearer: Option<&str>, query: &[(String, String)]) -> Reply {
     let mut limit = 50usize;
+    let mut reveal = false;
     for (k, v) in query {
         match (k.as_str(), v.parse::<usize>()) {
             ("limit", Ok(n)) => limit = n,
+            ("reveal", _) if v == "previous" => reveal = true,
+            ("reveal", _) => return Reply::error(400, "`reveal` is `previous`", "invalid_request"),
             ("limit", Err(_)) => {
                 return Reply::error(400, "`limit` is a whole number 1..1000", "invalid_request")
             }
@@ -363,7 +371,7 @@ pub fn audit(s: &Svc, bearer: Option<&str>, query: &[(String, String)]) -> Reply
             }
         }
     }
-    match s.audit(bearer, limit) {
+    match s.audit_revealing(bearer, limit, reveal) {
         Ok(entries) => {
             let lines: Vec<String> = entries
                 .iter()
@@ -393,22 +401,54 @@ pub fn export(s: &Svc, bearer: Option<&str>, query: &[(String, String)]) -> Repl
         }
     }
     match s.export(bearer, &extra) {
-        Ok(e) => Reply::json(
-            200,
-            json!({
+        Ok(e) => {
+            let mut doc = json!({
                 "format": ctx_core::personal::archive::FORMAT,
                 "fields": e.fields,
                 "recipients": e.recipients,
-                "archive": e.archive,
-            }),
-        ),
+            });
+            if let (Some(d), Value::Object(src)) = (doc.as_object_mut(), e.source.to_json()) {
+                d.extend(src);
+                d.insert("archive".into(), Value::String(e.archive));
+            }
+            Reply::json(200, doc)
+        }
         Err(r) => Reply::refused(r),
     }
 }
 
 pub fn import(s: &Svc, bearer: Option<&str>, body: &Value) -> Reply {
     let run = || -> Result<Reply, Reply> {
-        let archive = required(body, "archive")?;
+        // `archive`: the armored file, or the whole export document (whose clear
+        // members say how the exporting vault derives the archive's key).
+        let (archive, source) = match &body["archive"] {
+            Value::Object(_) => {
+                let doc = &body["archive"];
+                let armor = required(doc, "archive")?;
+                let src = archive::Source::from_json(doc)
+                    .map_err(|e| Reply::error(400, &e.to_string(), "invalid_request"))?;
+                (armor, Some(src))
+            }
+            _ => (required(body, "archive")?, None),
+        };
+        let password = text(body, "password")?.map(|s| Zeroizing::new(s.to_string()));
+        let secret = match text(body, "secret_key")? {
+            None => None,
+            Some(t) => Some(SecretKey::parse(t).map_err(|e| {
+                Reply::error(400, &format!("`secret_key`: {e}"), "invalid_request")
+            })?),
+        };
+        let from_source = match (&source, &password, &secret) {
+            (Some(src), Some(p), Some(k)) => Some((src, p.as_bytes(), k)),
+            (_, None, None) => None,
+            _ => {
+                return Err(Reply::error(
+                    400,
+                    "a backup from another vault needs the whole export document as `archive`, with both `password` and `secret_key` of the vault that made it",
+                    "invalid_request",
+                ))
+            }
+        };
         let mode = match text(body, "mode")?.unwrap_or("merge") {
             "merge" => ImportMode::Merge,
             "replace" => ImportMode::Replace,
@@ -426,7 +466,10 @@ pub fn import(s: &Svc, bearer: Option<&str>, body: &Value) -> Reply {
                 bearer,
                 archive,
                 mode,
-                identity.as_deref().map(|s| s.as_str()),
+                ps::ImportKeys {
+                    identity: identity.as_deref().map(|s| s.as_str()),
+                    source: from_source,
+                },
             ) {
                 Ok(r) => Reply::json(
                     200,

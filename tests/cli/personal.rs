@@ -117,6 +117,8 @@ fn fields_are_age_files_the_exported_identity_opens() {
             "export-identity",
             "--password-file",
             "wrong.txt",
+            "--category",
+            "identity",
         ])
         .run()
         .assert_code(1)
@@ -342,6 +344,7 @@ fn a_password_file_others_can_read_is_refused() {
             "export-identity",
             "--password-file",
             "pw.txt",
+            "--all",
         ][..],
     ] {
         ctx_in(&repo)

@@ -22,7 +22,13 @@ pub(super) fn examples(path: &[&str]) -> Option<&'static [Example]> {
             "ctx audit verify",
             "Check the audit log's hash chain and head.",
         )],
-        ["audit", "show"] => &[("ctx audit show --limit 20", "The last twenty audit events.")],
+        ["audit", "show"] => &[
+            ("ctx audit show --limit 20", "The last twenty audit events."),
+            (
+                "ctx audit show --password-file pw.txt",
+                "On a personal vault: its sealed log decrypted too.",
+            ),
+        ],
         ["provider"] | ["provider", "sign"] => &[(
             "ctx provider sign --binding turn.json --key release-bot --bundle bundle.json --output envelope.json",
             "Sign a delegated-provider envelope for one host turn.",

@@ -13,7 +13,7 @@ use crate::private::identity::Key;
 use crate::private::Keyring;
 
 use super::field::FieldDoc;
-use super::keys::Purpose;
+use super::keys::{KdfParams, Purpose, SecretKey, VaultKeys};
 use super::vault::Vault;
 
 pub const FORMAT: &str = "ctx.personal-archive.v1";
@@ -23,6 +23,91 @@ pub struct Exported {
     pub archive: String,
     pub fields: usize,
     pub recipients: Vec<String>,
+    /// What derives the archive's key, written in clear beside it.
+    pub source: Source,
+}
+
+/// The exporting vault's id and key derivation parameters, and the public key the
+/// archive is sealed to: with the password and the secret key of that vault, any
+/// vault (on any machine) derives the archive's key. Nothing here is secret — the
+/// same values are in the exporting vault's manifest.
+#[derive(Debug, Clone)]
+pub struct Source {
+    pub vault: String,
+    pub kdf: KdfParams,
+    pub recipient: String,
+}
+
+impl Source {
+    /// The members the export document carries beside `archive`.
+    pub fn to_json(&self) -> Value {
+        json!({
+            "vault": self.vault,
+            "kdf": {
+                "algorithm": "argon2id",
+                "memory_kib": self.kdf.memory_kib,
+                "iterations": self.kdf.iterations,
+                "parallelism": self.kdf.parallelism,
+                "salt": hex::encode(&self.kdf.salt),
+            },
+            "archive_recipient": self.recipient,
+        })
+    }
+
+    /// Read them back from an export document; weak parameters fail closed.
+    pub fn from_json(doc: &Value) -> Result<Source> {
+        let bad = |what: &str| {
+            Error::Usage(format!(
+                "the export document's `{what}` is missing or invalid: give the whole document `GET /context/export` returned"
+            ))
+        };
+        let vault = doc["vault"]
+            .as_str()
+            .filter(|v| v.len() == 32 && v.bytes().all(|b| b.is_ascii_hexdigit()))
+            .ok_or_else(|| bad("vault"))?;
+        let k = &doc["kdf"];
+        if k["algorithm"] != "argon2id" {
+            return Err(bad("kdf.algorithm"));
+        }
+        let num = |f: &str| {
+            k[f].as_u64()
+                .and_then(|n| u32::try_from(n).ok())
+                .ok_or_else(|| bad(&format!("kdf.{f}")))
+        };
+        let kdf = KdfParams {
+            memory_kib: num("memory_kib")?,
+            iterations: num("iterations")?,
+            parallelism: num("parallelism")?,
+            salt: k["salt"]
+                .as_str()
+                .and_then(|s| hex::decode(s).ok())
+                .ok_or_else(|| bad("kdf.salt"))?,
+        };
+        kdf.check()
+            .map_err(|e| Error::Usage(format!("the export document's `kdf`: {e}")))?;
+        let recipient = doc["archive_recipient"]
+            .as_str()
+            .filter(|r| r.parse::<age::x25519::Recipient>().is_ok())
+            .ok_or_else(|| bad("archive_recipient"))?;
+        Ok(Source {
+            vault: vault.to_string(),
+            kdf,
+            recipient: recipient.to_string(),
+        })
+    }
+
+    /// The archive key, from the exporting vault's password and secret key (slow:
+    /// Argon2id). A wrong password or secret key is refused by name.
+    pub fn identity(&self, password: &[u8], secret: &SecretKey) -> Result<age::x25519::Identity> {
+        let keys = VaultKeys::derive(password, secret, &self.kdf, &self.vault)?;
+        if keys.recipient(Purpose::Archive) != self.recipient {
+            return Err(Error::Usage(format!(
+                "wrong password or secret key for vault {}, which made this archive",
+                self.vault
+            )));
+        }
+        Ok(keys.identity(Purpose::Archive))
+    }
 }
 
 pub fn export(v: &Vault, extra: &[String], now: &str) -> Result<Exported> {
@@ -55,6 +140,11 @@ pub fn export(v: &Vault, extra: &[String], now: &str) -> Result<Exported> {
         archive,
         fields: docs.len(),
         recipients,
+        source: Source {
+            vault: v.config.vault.clone(),
+            kdf: v.config.kdf.clone(),
+            recipient: v.keys.recipient(Purpose::Archive),
+        },
     })
 }
 
@@ -73,24 +163,35 @@ pub struct Imported {
     pub removed: Vec<String>,
 }
 
-/// Open an archive (with the vault's archive key, or an extra identity) and apply it.
-/// Everything is checked before anything is written.
+/// An `identity` member: an age identity given as text.
+pub fn parse_identity(text: &str) -> Result<age::x25519::Identity> {
+    text.trim()
+        .parse::<age::x25519::Identity>()
+        .map_err(|_| Error::Usage("`identity` is not an age identity (AGE-SECRET-KEY-1…)".into()))
+}
+
+/// Open an archive (with the vault's archive key, or extra identities: a recovery
+/// key, or the exporting vault's archive key from [`Source::identity`]) and apply
+/// it. Everything is checked before anything is written.
 pub fn import(
     v: &mut Vault,
     armor: &str,
     mode: ImportMode,
-    identity: Option<&str>,
+    extra: Vec<age::x25519::Identity>,
 ) -> Result<Imported> {
     let mut keys = vec![Key::x25519(v.keys.identity(Purpose::Archive))];
-    if let Some(text) = identity {
-        let id = text.trim().parse::<age::x25519::Identity>().map_err(|_| {
-            Error::Usage("`identity` is not an age identity (AGE-SECRET-KEY-1…)".into())
-        })?;
-        keys.push(Key::x25519(id));
-    }
+    let given = !extra.is_empty();
+    keys.extend(extra.into_iter().map(Key::x25519));
     let ring = Keyring::from_keys(keys);
-    let (plain, _) = crate::private::ops::decrypt("archive", armor, Some(&ring))
-        .map_err(|e| Error::Invalid(format!("{e}")))?;
+    let (plain, _) = crate::private::ops::decrypt("archive", armor, Some(&ring)).map_err(|e| {
+        if given {
+            Error::Invalid(format!("{e}"))
+        } else {
+            Error::Invalid(format!(
+                "{e}. An archive from another vault opens with that vault's password and secret key: send the whole export document as `archive`, with `password` and `secret_key` (docs/personal.md, \"Back up and restore\")"
+            ))
+        }
+    })?;
     let doc: Value = serde_json::from_str(&plain)
         .map_err(|e| Error::Invalid(format!("the archive is not JSON ({e})")))?;
     if doc["format"] != FORMAT {
@@ -105,13 +206,13 @@ pub fn import(
             .ok_or_else(|| Error::Invalid(format!("archive field {n}: not an object")))?;
         let d = FieldDoc::from_opened(map, map.get("content"))
             .map_err(|e| Error::Invalid(format!("archive field {n}: {e}")))?;
-        if !v.has_category(&d.id.category) {
-            return Err(Error::Invalid(format!(
-                "archive field {}: this vault has no category `{}`",
-                d.id.id, d.id.category
-            )));
-        }
         incoming.push(d);
+    }
+    // A category of the user's own in the archive is added, as the user's write adds it.
+    for d in &incoming {
+        if !v.has_category(&d.id.category) {
+            v.add_category(&d.id.category, super::Tier::Standard, &d.updated_at)?;
+        }
     }
     let mut out = Imported::default();
     if mode == ImportMode::Replace {

@@ -12,6 +12,8 @@
 //! - [`keys`]: the key chain — Argon2id(password, secret key) → context key → HKDF
 //!   per category → that category's age X25519 identity — and the secret key file.
 //! - [`template`]: the files `ctx init --template personal` writes.
+//! - [`category`]: a category the user names, added to the manifest.
+//! - [`document`]: the shape of a document (a field of `documents`).
 //! - [`field`]: field ids, their files, and the plaintext document of one field.
 //! - [`vault`]: an unlocked vault — every field decrypted in memory — and its writes.
 //! - [`tokens`], [`limits`], [`state`]: session and service tokens, registered
@@ -27,7 +29,9 @@
 
 pub mod archive;
 pub mod audit;
+pub mod category;
 pub mod config;
+pub mod document;
 pub mod field;
 pub mod holder;
 pub mod integrity;

@@ -115,6 +115,9 @@ pub struct Entry {
     pub allowed: bool,
     /// Ids, codes and counts only: never a value.
     pub detail: Option<String>,
+    /// The value a write or delete replaced: its version, writer, time and tier,
+    /// and the value itself sealed to the field's category (`sealed`, armored age).
+    pub previous: Option<Value>,
 }
 
 impl Entry {
@@ -126,7 +129,13 @@ impl Entry {
             scope: Vec::new(),
             allowed: true,
             detail: None,
+            previous: None,
         }
+    }
+
+    pub fn previous(mut self, p: Option<Value>) -> Entry {
+        self.previous = p;
+        self
     }
 
     pub fn fields<S: Into<String>>(mut self, ids: impl IntoIterator<Item = S>) -> Entry {
@@ -179,6 +188,9 @@ impl Entry {
         p.insert("action".into(), json!(self.action.as_str()));
         if !self.scope.is_empty() {
             p.insert("scope".into(), json!(self.scope));
+        }
+        if let Some(prev) = &self.previous {
+            p.insert("previous".into(), prev.clone());
         }
         let mut ext = Map::new();
         ext.insert(super::EXTENSION.into(), Value::Object(p));
@@ -345,6 +357,15 @@ pub fn tail(file: &Path, limit: usize, ring: &Keyring, key: Option<&MacKey>) -> 
     Ok(out)
 }
 
+/// How many entries the log holds, read without any key (0 when there is no log).
+pub fn count(file: &Path) -> Result<usize> {
+    match std::fs::read(file) {
+        Ok(b) => Ok(lines(&b, None).len()),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(0),
+        Err(e) => Err(Error::io(file, &e)),
+    }
+}
+
 /// Seed 004's one-line form: `AT  ACTION  consumer  fields|scope  detail`.
 pub fn line(e: &Value) -> String {
     let p = &e["extensions"][super::EXTENSION];
@@ -379,5 +400,11 @@ pub fn line(e: &Value) -> String {
         } else {
             ""
         }
-    )
+    ) + &match p["previous"]["version"].as_u64() {
+        Some(v) => format!(
+            "  [replaced version {v} by {}, kept sealed]",
+            p["previous"]["written_by"].as_str().unwrap_or("?")
+        ),
+        None => String::new(),
+    }
 }

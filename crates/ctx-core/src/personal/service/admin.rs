@@ -466,6 +466,41 @@ impl Service {
 
     /// `GET /context/audit?limit=N`: the last N entries, decrypted, oldest first.
     pub fn audit(&self, bearer: Option<&str>, limit: usize) -> Answer<Vec<serde_json::Value>> {
+        self.audit_revealing(bearer, limit, false)
+    }
+
+    /// `GET /context/audit`; with `reveal`, each replaced value a write or delete
+    /// kept sealed is opened for the user (`previous.value` instead of `previous.sealed`).
+    pub fn audit_revealing(
+        &self,
+        bearer: Option<&str>,
+        limit: usize,
+        reveal: bool,
+    ) -> Answer<Vec<serde_json::Value>> {
+        let mut entries = self.audit_tail(bearer, limit)?;
+        if reveal {
+            let st = self.state.read().unwrap_or_else(|p| p.into_inner());
+            let open = st.as_ref().ok_or(Refusal::VaultLocked)?;
+            for e in &mut entries {
+                let id = e["objects"][0].as_str().unwrap_or("").to_string();
+                let prev = &mut e["extensions"][super::super::EXTENSION]["previous"];
+                let Some(armor) = prev["sealed"].as_str().map(str::to_string) else {
+                    continue;
+                };
+                let opened = open.vault.open_previous(&id, &armor);
+                if let Some(p) = prev.as_object_mut() {
+                    p.remove("sealed");
+                    match opened {
+                        Ok(v) => p.insert("value".into(), v),
+                        Err(why) => p.insert("error".into(), why.to_string().into()),
+                    };
+                }
+            }
+        }
+        Ok(entries)
+    }
+
+    fn audit_tail(&self, bearer: Option<&str>, limit: usize) -> Answer<Vec<serde_json::Value>> {
         self.authenticate(bearer, Class::Admin)?;
         if !(1..=1000).contains(&limit) {
             return Err(Refusal::InvalidRequest("`limit` is 1..1000".into()));
@@ -550,12 +585,26 @@ impl Service {
         bearer: Option<&str>,
         armor: &str,
         mode: ImportMode,
-        identity: Option<&str>,
+        keys: ImportKeys<'_>,
     ) -> Answer<archive::Imported> {
         self.authenticate(bearer, Class::Admin)?;
+        let usage = |e: crate::error::Error| match e {
+            crate::error::Error::Invalid(m) | crate::error::Error::Usage(m) => {
+                Refusal::InvalidRequest(m)
+            }
+            other => Refusal::from_error(other),
+        };
+        let mut extra = Vec::new();
+        if let Some(text) = keys.identity {
+            extra.push(archive::parse_identity(text).map_err(usage)?);
+        }
+        // Derived before the vault is held: Argon2id takes its time.
+        if let Some((source, password, secret)) = keys.source {
+            extra.push(source.identity(password, secret).map_err(usage)?);
+        }
         let mut st = self.state.write().unwrap_or_else(|p| p.into_inner());
         let open = st.as_mut().ok_or(Refusal::VaultLocked)?;
-        let out = archive::import(&mut open.vault, armor, mode, identity).map_err(|e| match e {
+        let out = archive::import(&mut open.vault, armor, mode, extra).map_err(|e| match e {
             crate::error::Error::Invalid(m) | crate::error::Error::Usage(m) => {
                 Refusal::InvalidRequest(m)
             }
@@ -582,4 +631,18 @@ impl Service {
         )?;
         Ok(out)
     }
+}
+
+/// The keys an import may open an archive with, beyond the vault's own.
+#[derive(Default)]
+pub struct ImportKeys<'a> {
+    /// An age identity (a recovery key).
+    pub identity: Option<&'a str>,
+    /// The exporting vault's derivation, password and secret key (a backup from
+    /// another machine).
+    pub source: Option<(
+        &'a archive::Source,
+        &'a [u8],
+        &'a crate::personal::keys::SecretKey,
+    )>,
 }

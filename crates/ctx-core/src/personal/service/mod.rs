@@ -41,7 +41,7 @@ use super::state::{self, Stored};
 use super::tokens::{self, Consumer, Mode, Rates, TokenRecord, Usage};
 use super::vault::Vault;
 
-pub use admin::{ConsumerView, TokenRequest, TokenView};
+pub use admin::{ConsumerView, ImportKeys, TokenRequest, TokenView};
 pub use answers::{ApprovalView, Decide};
 pub use fields::{FieldQuery, WriteOutcome};
 
@@ -111,8 +111,8 @@ impl Refusal {
             | Refusal::ApprovalDenied(m)
             | Refusal::ModeDenied(m)
             | Refusal::NotFound(m)
-            | Refusal::Conflict(m)
-            | Refusal::Unavailable(m) => m.clone(),
+            | Refusal::Conflict(m) => m.clone(),
+            Refusal::Unavailable(m) => without_paths(m),
             Refusal::RateLimited { message, .. } => message.clone(),
         }
     }
@@ -133,6 +133,59 @@ impl Refusal {
 }
 
 pub type Answer<T> = Result<T, Refusal>;
+
+/// A 503's message as a client sees it: every file system path (absolute, or a
+/// file of the vault, whose name is a field's) replaced, so an answer never maps
+/// the disk or names a field. The front end logs the whole message to its stderr.
+pub fn without_paths(m: &str) -> String {
+    let mut out = String::with_capacity(m.len());
+    let mut hidden = false;
+    for (n, word) in m.split(' ').enumerate() {
+        if n > 0 {
+            out.push(' ');
+        }
+        let bare = word.trim_matches(|c: char| "`'\"(),;:".contains(c));
+        let is_path = (bare.contains('/') || bare.contains('\\'))
+            && !bare.starts_with("/context/")
+            && !bare.contains("://");
+        if is_path {
+            hidden = true;
+            // The kind of file (`.seen`, `.json`) helps; its folder and name do not.
+            let name = bare.rsplit(['/', '\\']).next().unwrap_or("");
+            match name.rsplit_once('.').filter(|(stem, _)| !stem.is_empty()) {
+                Some((_, ext)) => out.push_str(&format!("(a .{ext} file)")),
+                None => out.push_str("(a file of the vault)"),
+            }
+            if word.ends_with(':') {
+                out.push(':');
+            }
+        } else {
+            out.push_str(word);
+        }
+    }
+    if hidden {
+        out.push_str(" (the server's log names the file)");
+    }
+    out
+}
+
+#[cfg(test)]
+mod path_tests {
+    #[test]
+    fn a_503_message_keeps_the_kind_of_file_and_drops_its_path() {
+        let m =
+            super::without_paths("/tmp/x/v/personal/addresses/current: File exists (os error 17)");
+        assert_eq!(
+            m,
+            "(a file of the vault): File exists (os error 17) (the server's log names the file)"
+        );
+        let m =
+            super::without_paths("rolled back: delete `/home/u/.config/ctx/personal/ab.seen` if");
+        assert!(m.contains("(a .seen file)") && !m.contains("/home"), "{m}");
+        let m = super::without_paths("write it again (PUT /context/fields/ID)");
+        assert_eq!(m, "write it again (PUT /context/fields/ID)");
+    }
+}
 
 /// A request that waits for the user's approval (HTTP 202 with a poll location).
 #[derive(Debug, Clone)]
@@ -178,11 +231,11 @@ impl Default for Options {
             approval_ttl: chrono::Duration::minutes(5),
             unlock_per_minute: 5,
             default_rates: Rates::default(),
-            // The user's own front end lists and edits many fields: ten times a
-            // consumer's default, still a bound on what a runaway client can do.
+            // Seed 004 §7 limits every token, the session's too: 60 reads and 10
+            // writes a minute (`ctx serve --session-rate-limit` raises it).
             session_rates: Rates {
-                reads: 600,
-                writes: 120,
+                reads: 60,
+                writes: 10,
             },
             write_lock: None,
             lock: None,

@@ -25,6 +25,9 @@ impl Service {
         let who = self.authenticate(bearer, Class::Write)?;
         self.require_mode(&who, Access::Write, &[id])?;
         let fid = FieldId::parse(id).map_err(Refusal::invalid)?;
+        if crate::personal::document::is_document(&fid.category, &fid.name) {
+            crate::personal::document::check(value).map_err(Refusal::invalid)?;
+        }
         let value = value_text(value).map_err(Refusal::invalid)?;
         let tier = match sensitivity {
             None => None,
@@ -36,6 +39,26 @@ impl Service {
         };
         self.require_scope(&who, &fid)?;
         let mut st = self.state.write().unwrap_or_else(|p| p.into_inner());
+        let open = st.as_mut().ok_or(Refusal::VaultLocked)?;
+        if !open.vault.config.categories.contains_key(&fid.category) {
+            // Seed 004 §2: any category is valid. The user's write adds it; an
+            // agent's answers as for any field it may not create (governance is
+            // the user's, and the answer must not tell categories from fields).
+            if !matches!(who, Who::User { .. }) {
+                drop(st);
+                return Err(self.deny(&who, &[&fid.id], no_field(&fid)));
+            }
+            let now = now_text();
+            open.vault
+                .add_category(&fid.category, Tier::Standard, &now)
+                .map_err(Refusal::from_error)?;
+            drop(st);
+            self.record(
+                Entry::new(Action::Write, "user")
+                    .detail(format!("added category {} to the manifest", fid.category)),
+            )?;
+            st = self.state.write().unwrap_or_else(|p| p.into_inner());
+        }
         let open = st.as_mut().ok_or(Refusal::VaultLocked)?;
         let Some(category) = open.vault.config.categories.get(&fid.category).cloned() else {
             return Err(Refusal::NotFound(format!(
@@ -112,6 +135,10 @@ impl Service {
             return Ok(Gate::Pending(t));
         }
         let created = existing.is_none();
+        let previous = open
+            .vault
+            .sealed_previous(&fid.id)
+            .map_err(Refusal::from_error)?;
         let f = open
             .vault
             .write(Write {
@@ -136,7 +163,8 @@ impl Service {
         self.record(
             Entry::new(Action::Write, who.name())
                 .fields([fid.id.clone()])
-                .detail(detail),
+                .detail(detail)
+                .previous(previous),
         )
         .map_err(|e| Refusal::Unavailable(format!("the field was written, but {}", e.message())))?;
         self.used(&who);
@@ -197,12 +225,18 @@ impl Service {
         if let Some((t, _)) = self.gate(&who, "delete", items, &[&fid.id, &version])? {
             return Ok(Gate::Pending(t));
         }
+        let previous = open
+            .vault
+            .sealed_previous(&fid.id)
+            .map_err(Refusal::from_error)?;
         open.vault.delete(&fid.id).map_err(Refusal::from_error)?;
         drop(st);
-        self.record(Entry::new(Action::Delete, who.name()).fields([fid.id.clone()]))
-            .map_err(|e| {
-                Refusal::Unavailable(format!("the field was deleted, but {}", e.message()))
-            })?;
+        self.record(
+            Entry::new(Action::Delete, who.name())
+                .fields([fid.id.clone()])
+                .previous(previous),
+        )
+        .map_err(|e| Refusal::Unavailable(format!("the field was deleted, but {}", e.message())))?;
         self.used(&who);
         Ok(Gate::Ready(
             Obj::new()

@@ -24,6 +24,7 @@ use super::keys::{Purpose, VaultKeys};
 use super::ledger::{self, Problem, Shared};
 use super::Tier;
 
+mod category;
 mod file;
 
 use file::{open_field, parse_object, Auth};
