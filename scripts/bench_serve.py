@@ -1,7 +1,9 @@
 #!/usr/bin/env python3
 """Benchmark `ctx serve` (seed 004): unlock time, and GET /context/context for a
 scoped token with N fields unlocked — p50/p99 latency and requests per second on
-one client and on 16 concurrent clients. With --cl N, also the Context Layer
+one client and on 16 concurrent clients, beside a baseline measured the same way
+in the same run: a trivial server of the standard library answering the same
+bytes (what this load generator and loopback get at best). With --cl N, also the Context Layer
 binding (seed 000 §10) on a `ctx init` repository: N rounds of
 POST /context/v1/requests (validate, evaluate, issue a signed bundle, receipts)
 then GET /context/v1/bundles/{id} (verify, record bundle.consume), one client.
@@ -13,6 +15,7 @@ machine may be shared. Standard library only.
 
 import argparse
 import http.client
+import http.server
 import json
 import os
 import shutil
@@ -67,6 +70,27 @@ def run_clients(host, port, token, clients, total):
         t.join()
     wall = time.perf_counter() - start
     return lat, len(lat) / wall
+
+
+def baseline_server(body):
+    """A keep-alive HTTP/1.1 server answering `body` to every GET, on a thread."""
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def do_GET(self):
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args):
+            pass
+
+    srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=srv.serve_forever, daemon=True).start()
+    return srv
 
 
 CL_MEDIA = "application/vnd.context-layer+json"
@@ -177,7 +201,8 @@ def main():
     tmp = tempfile.mkdtemp(prefix="ctx-bench-serve-")
     env = dict(os.environ, XDG_CONFIG_HOME=os.path.join(tmp, "cfg"), HOME=tmp)
     pw = "a long profile password"
-    with open(os.path.join(tmp, "pw.txt"), "w") as f:
+    # ctx refuses a password file others may read.
+    with open(os.open(os.path.join(tmp, "pw.txt"), os.O_WRONLY | os.O_CREAT, 0o600), "w") as f:
         f.write(pw + "\n")
     subprocess.run([ctx, "init", "--template", "personal", "--password-file", "pw.txt", "v"],
                    cwd=tmp, env=env, check=True, capture_output=True)
@@ -212,6 +237,8 @@ def main():
         token = b["token"]
         s, b = request(c, "GET", "/context/context", token)
         served = sum(len(v) for v in b["categories"].values())
+        c.request("GET", "/context/context", headers={"Authorization": "Bearer " + token})
+        body = c.getresponse().read()
         # Relock to measure a cold unlock with the fields on disk.
         request(c, "POST", "/context/lock", user)
         t = time.perf_counter()
@@ -233,6 +260,14 @@ def main():
             lat, rps = run_clients(host, port, token, clients, a.requests)
             used = cpu_seconds(srv.pid) - before
             print(f"| {clients} | {len(lat)} | {statistics.median(lat) * 1000:.2f} | {pct(lat, 99) * 1000:.2f} | {rps:.0f} | {used:.2f} |")
+        base = baseline_server(body)
+        try:
+            for clients in (1, 16):
+                lat, rps = run_clients("127.0.0.1", base.server_address[1], token, clients, a.requests)
+                print(f"| baseline: http.server, the same {len(body)} bytes, {clients} client(s) | {len(lat)} | "
+                      f"{statistics.median(lat) * 1000:.2f} | {pct(lat, 99) * 1000:.2f} | {rps:.0f} | |")
+        finally:
+            base.shutdown()
         conditions("after the reads", srv.pid)
     finally:
         srv.terminate()

@@ -273,6 +273,8 @@ fn crash_at_every_point(label: &str, extra: Extra, args: &[&str], then: &dyn Fn(
     let points = points(&w, &args);
     let after = w.checks();
     assert!(!points.is_empty(), "{label}: no write point reached");
+    // The list docs/crash-safety.md gives per scenario (`-- --nocapture` shows it).
+    eprintln!("note: {label}: {}", points.join(" "));
     let mut runs: Vec<String> = points.clone();
     for p in &points {
         if APPENDS.iter().any(|a| p.starts_with(&format!("{a}@"))) {

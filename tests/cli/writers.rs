@@ -165,3 +165,37 @@ fn concurrent_issues_of_one_decision_never_share_a_bundle() {
         assert_ok(&r.open(&format!("c{i}.env.json"), "support-agent", 3));
     }
 }
+
+/// An older ctx staged beside its target as `.ctx-XXXXXX.tmp`, without a pid:
+/// one killed mid-write left such a file, which the next writer of that folder
+/// removes (nobody holds it open); a file of the user's with a similar name stays.
+#[test]
+fn the_next_writer_removes_what_an_older_ctx_left_beside_a_target() {
+    let repo = healthy();
+    let stray = repo.path().join("context/notes/.ctx-Ab3dE9.tmp");
+    let mine = repo.path().join("context/notes/.ctx-mine.tmp");
+    std::fs::write(&stray, "half a note").unwrap();
+    std::fs::write(&mine, "the user's").unwrap();
+    let r = ctx_in(&repo)
+        .args([
+            "add",
+            "notes.after",
+            "--type",
+            "note",
+            "--content",
+            "After.",
+            "--owner",
+            "support",
+        ])
+        .run();
+    assert_eq!(r.code, 0, "{}", r.describe());
+    assert!(
+        repo.path().join("context/notes/after.md").is_file(),
+        "{}",
+        r.describe()
+    );
+    if cfg!(target_os = "linux") {
+        assert!(!stray.exists(), "the older ctx's stray is still there");
+    }
+    assert_eq!(std::fs::read_to_string(&mine).unwrap(), "the user's");
+}

@@ -164,6 +164,7 @@ pub(crate) fn prepare(
     if staging.is_none() {
         super::tmp::sweep_siblings(&dir);
     }
+    super::tmp::sweep_legacy(&dir);
     let pid = std::process::id();
     let sibling = format!("{}{pid}-", super::tmp::SIBLING_PREFIX);
     let staged = format!("{pid}-");

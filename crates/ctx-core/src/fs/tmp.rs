@@ -14,6 +14,10 @@
 //!   sibling write sweeps its own folder first.
 //! - Interrupted transactions (`*.txn` journals, [`super::txn`]) are left to
 //!   their recovery; the sweep removes only what no journal names.
+//! - Older ctx versions staged beside the target as `.ctx-XXXXXX.tmp` (six
+//!   letters or digits, no pid). A writer removes those of the folder it writes
+//!   into ([`sweep_legacy`], once per folder and process) when no live process
+//!   holds them open, the only way left to tell that their writer is gone.
 
 use std::collections::HashMap;
 use std::io;
@@ -186,6 +190,110 @@ pub(crate) fn sweep_siblings(dir: &Path) {
     }
 }
 
+/// Is `name` what an older ctx staged beside a target (tempfile's
+/// `.ctx-XXXXXX.tmp`)? Today's sibling names (`.ctx-tmp-<pid>-…`) are longer.
+pub(crate) fn is_legacy(name: &str) -> bool {
+    name.strip_prefix(".ctx-")
+        .and_then(|r| r.strip_suffix(".tmp"))
+        .is_some_and(|r| r.len() == 6 && r.bytes().all(|b| b.is_ascii_alphanumeric()))
+}
+
+/// Remove the legacy staged files ([`is_legacy`]) of `dir` that no live
+/// process holds open. Once per folder and process; where open files cannot
+/// be listed, nothing is removed.
+pub(crate) fn sweep_legacy(dir: &Path) {
+    static DONE: Mutex<Option<std::collections::HashSet<PathBuf>>> = Mutex::new(None);
+    let Ok(abs) = std::path::absolute(dir) else {
+        return;
+    };
+    if !DONE
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .get_or_insert_with(Default::default)
+        .insert(abs)
+    {
+        return;
+    }
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    let strays: Vec<PathBuf> = entries
+        .flatten()
+        .filter(|e| e.file_name().to_str().is_some_and(is_legacy))
+        .map(|e| e.path())
+        .collect();
+    if strays.is_empty() {
+        return;
+    }
+    let Some(open) = open_files() else {
+        return;
+    };
+    for p in strays {
+        if file_id(&p).is_some_and(|id| !open.contains(&id)) {
+            remove(&p);
+        }
+    }
+}
+
+/// A file's identity (device, inode).
+fn file_id(p: &Path) -> Option<(u64, u64)> {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::MetadataExt;
+        let m = std::fs::symlink_metadata(p).ok()?;
+        m.is_file().then(|| (m.dev(), m.ino()))
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = p;
+        None
+    }
+}
+
+/// The files every live process holds open, from `/proc/<pid>/fd`; None when
+/// that cannot be known (no `/proc`, or a `ctx` process whose descriptors
+/// this user may not read): unknown counts as in use.
+fn open_files() -> Option<std::collections::HashSet<(u64, u64)>> {
+    if !cfg!(target_os = "linux") {
+        return None;
+    }
+    let mut open = std::collections::HashSet::new();
+    for proc in std::fs::read_dir("/proc").ok()?.flatten() {
+        let name = proc.file_name();
+        if !name
+            .to_str()
+            .is_some_and(|n| n.bytes().all(|b| b.is_ascii_digit()))
+        {
+            continue;
+        }
+        let fds = match std::fs::read_dir(proc.path().join("fd")) {
+            Ok(fds) => fds,
+            Err(_) => {
+                let comm = std::fs::read_to_string(proc.path().join("comm")).unwrap_or_default();
+                if comm.trim_end() == "ctx" {
+                    return None;
+                }
+                continue;
+            }
+        };
+        // A descriptor's link resolves to the open file itself (renamed or not).
+        open.extend(fds.flatten().filter_map(|fd| {
+            #[cfg(unix)]
+            {
+                use std::os::unix::fs::MetadataExt;
+                let m = std::fs::metadata(fd.path()).ok()?;
+                m.is_file().then(|| (m.dev(), m.ino()))
+            }
+            #[cfg(not(unix))]
+            {
+                let _ = fd;
+                None
+            }
+        }));
+    }
+    Some(open)
+}
+
 /// Remove a regular file (never a folder or what a link points to).
 fn remove(path: &Path) -> bool {
     match std::fs::symlink_metadata(path) {
@@ -241,5 +349,45 @@ mod tests {
         assert_eq!(swept.removed, vec![dead.clone()]);
         assert!(!dead.exists() && mine.exists() && tmp.join("write.lock").exists());
         assert!(tmp.join(".gitignore").exists());
+    }
+
+    #[test]
+    fn legacy_names_are_exactly_what_older_versions_staged() {
+        assert!(is_legacy(".ctx-Ab3dE9.tmp"));
+        assert!(
+            !is_legacy(".ctx-notes.tmp"),
+            "five characters: not tempfile's"
+        );
+        assert!(!is_legacy(".ctx-back_up.tmp"));
+        assert!(!is_legacy(&fresh_name(true, "tmp")));
+        assert!(!is_legacy(&format!("{}.tmp", fresh_name(true, "tmp"))));
+        assert!(!is_legacy(".ctx-Ab3dE9.tmp.bak"));
+    }
+
+    /// A stray an older ctx left is removed by the next writer of its folder,
+    /// unless a live process still holds it open (a write in progress).
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn a_legacy_stray_goes_only_when_nobody_holds_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let left = dir.path().join(".ctx-Ab3dE9.tmp");
+        let held = dir.path().join(".ctx-Zz9yY8.tmp");
+        let user = dir.path().join(".ctx-notes.tmp");
+        for p in [&left, &held, &user] {
+            std::fs::write(p, "x").unwrap();
+        }
+        // Another process holds `held` open as its stdin until we end it.
+        let mut holder = std::process::Command::new("sleep")
+            .arg("60")
+            .stdin(std::fs::File::open(&held).unwrap())
+            .spawn()
+            .unwrap();
+        sweep_legacy(dir.path());
+        let (left_gone, held_kept, user_kept) = (!left.exists(), held.exists(), user.exists());
+        holder.kill().unwrap();
+        holder.wait().unwrap();
+        assert!(left_gone, "an abandoned legacy stray is removed");
+        assert!(held_kept, "one a live process holds open stays");
+        assert!(user_kept, "a name that is not ctx's stays");
     }
 }
