@@ -16,7 +16,7 @@
 //!   their recovery; the sweep removes only what no journal names.
 //! - Older ctx versions staged beside the target as `.ctx-XXXXXX.tmp` (six
 //!   letters or digits, no pid). A writer removes those of the folder it writes
-//!   into ([`sweep_legacy`], once per folder and process) when no live process
+//!   into (`sweep_legacy`, once per folder and process) when no live process
 //!   holds them open, the only way left to tell that their writer is gone.
 
 use std::collections::HashMap;
